@@ -1,0 +1,127 @@
+#include "base/yaml_doc.h"
+
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+namespace ootci {
+
+YamlDoc load_yaml_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(fmt::format("{}: cannot open file", path));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return load_yaml_text(path, ss.str());
+}
+
+YamlDoc load_yaml_text(const std::string& name, const std::string& text) {
+  try {
+    return YamlDoc{name, YAML::Load(text)};
+  } catch (const YAML::ParserException& e) {
+    throw Error(fmt::format("{}:{}:{}: invalid YAML: {}", name, e.mark.line + 1, e.mark.column + 1,
+                            e.msg));
+  }
+}
+
+std::string yaml_where(const YamlDoc& doc, const YAML::Node& node) {
+  YAML::Mark m = node.Mark();
+  if (m.is_null() || m.line < 0) return doc.name;
+  return fmt::format("{}:{}:{}", doc.name, m.line + 1, m.column + 1);
+}
+
+void yaml_fail(const YamlDoc& doc, const YAML::Node& node, const std::string& path,
+               const std::string& message) {
+  if (path.empty()) throw Error(fmt::format("{}: {}", yaml_where(doc, node), message));
+  throw Error(fmt::format("{}: {}: {}", yaml_where(doc, node), path, message));
+}
+
+YamlMap::YamlMap(const YamlDoc& doc, YAML::Node node, std::string path)
+    : doc_(&doc), node_(node), path_(std::move(path)) {
+  if (node_.IsNull()) return;  // an empty section reads as an empty mapping
+  if (!node_.IsMap()) yaml_fail(doc, node_, path_.empty() ? "(root)" : path_, "expected a mapping");
+}
+
+std::string YamlMap::child_path(const std::string& key) const {
+  return path_.empty() ? key : path_ + "." + key;
+}
+
+bool YamlMap::has(const std::string& key) const { return node_.IsMap() && node_[key]; }
+
+std::vector<std::string> YamlMap::keys() const {
+  std::vector<std::string> out;
+  if (!node_.IsMap()) return out;
+  for (auto it = node_.begin(); it != node_.end(); ++it) out.push_back(it->first.as<std::string>());
+  return out;
+}
+
+YAML::Node YamlMap::raw(const std::string& key) {
+  seen_.insert(key);
+  if (!node_.IsMap()) return YAML::Node();
+  return node_[key];
+}
+
+std::optional<std::string> YamlMap::str(const std::string& key) {
+  YAML::Node n = raw(key);
+  if (!n || n.IsNull()) return std::nullopt;
+  if (!n.IsScalar()) yaml_fail(*doc_, n, child_path(key), "expected a string");
+  return n.Scalar();
+}
+
+std::optional<int64_t> YamlMap::integer(const std::string& key, int64_t min, int64_t max) {
+  YAML::Node n = raw(key);
+  if (!n || n.IsNull()) return std::nullopt;
+  int64_t v = 0;
+  if (!n.IsScalar() || !YAML::convert<int64_t>::decode(n, v))
+    yaml_fail(*doc_, n, child_path(key), "expected an integer");
+  if (v < min || v > max)
+    yaml_fail(*doc_, n, child_path(key), fmt::format("must be between {} and {}", min, max));
+  return v;
+}
+
+std::optional<double> YamlMap::number(const std::string& key) {
+  YAML::Node n = raw(key);
+  if (!n || n.IsNull()) return std::nullopt;
+  double v = 0;
+  if (!n.IsScalar() || !YAML::convert<double>::decode(n, v))
+    yaml_fail(*doc_, n, child_path(key), "expected a number");
+  return v;
+}
+
+std::optional<bool> YamlMap::boolean(const std::string& key) {
+  YAML::Node n = raw(key);
+  if (!n || n.IsNull()) return std::nullopt;
+  bool v = false;
+  if (!n.IsScalar() || !YAML::convert<bool>::decode(n, v))
+    yaml_fail(*doc_, n, child_path(key), "expected true or false");
+  return v;
+}
+
+std::optional<std::vector<std::string>> YamlMap::str_list(const std::string& key) {
+  YAML::Node n = raw(key);
+  if (!n || n.IsNull()) return std::nullopt;
+  if (!n.IsSequence()) yaml_fail(*doc_, n, child_path(key), "expected a list of strings");
+  std::vector<std::string> out;
+  for (size_t i = 0; i < n.size(); ++i) {
+    if (!n[i].IsScalar())
+      yaml_fail(*doc_, n[i], fmt::format("{}[{}]", child_path(key), i), "expected a string");
+    out.push_back(n[i].Scalar());
+  }
+  return out;
+}
+
+std::optional<YamlMap> YamlMap::map(const std::string& key) {
+  YAML::Node n = raw(key);
+  if (!n) return std::nullopt;
+  return YamlMap(*doc_, n, child_path(key));
+}
+
+void YamlMap::finish() const {
+  if (!node_.IsMap()) return;
+  for (auto it = node_.begin(); it != node_.end(); ++it) {
+    std::string k = it->first.as<std::string>();
+    if (!seen_.count(k)) yaml_fail(*doc_, it->first, child_path(k), "unknown key");
+  }
+}
+
+}  // namespace ootci
