@@ -1,10 +1,324 @@
+#include <fmt/format.h>
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <pqxx/pqxx>
+#include <regex>
+#include <type_traits>
+#include <vector>
+
 #include "base/error.h"
+#include "store/migrations.h"
 #include "store/store.h"
 
 namespace ootci {
+namespace {
 
-std::unique_ptr<Store> open_postgres_store(const std::string&) {
-  throw Error("postgres store: not implemented yet");
+// Enough for the dispatcher threads and a few concurrent HTTP handlers; more would only hold
+// server slots that sit idle.
+constexpr size_t kPoolSize = 4;
+
+// Arbitrary but fixed: every replica must take the same lock before migrating.
+constexpr int64_t kMigrationLockKey = 0x6f6f746369;  // "ootci"
+
+constexpr const char* kOutboxColumns =
+    "id, delivery_id, repo, event_type, callback_token, status, attempts, created_ms, "
+    "next_attempt_ms, deadline_ms, delivered_ms, last_error";
+
+OutboxStatus parse_status(const std::string& s) {
+  if (s == "delivered") return OutboxStatus::kDelivered;
+  if (s == "failed") return OutboxStatus::kFailed;
+  return OutboxStatus::kPending;
+}
+
+OutboxItem read_outbox(const pqxx::row& r) {
+  OutboxItem o;
+  o.id = r[0].as<int64_t>();
+  o.delivery_id = r[1].as<std::string>();
+  o.repo = r[2].as<std::string>();
+  o.event_type = r[3].as<std::string>();
+  o.callback_token = r[4].as<std::string>();
+  o.status = parse_status(r[5].as<std::string>());
+  o.attempts = r[6].as<int>();
+  o.created_ms = r[7].as<int64_t>();
+  o.next_attempt_ms = r[8].as<int64_t>();
+  o.deadline_ms = r[9].as<int64_t>();
+  o.delivered_ms = r[10].as<int64_t>();
+  o.last_error = r[11].as<std::string>();
+  return o;
+}
+
+std::vector<OutboxItem> read_outbox(const pqxx::result& res) {
+  std::vector<OutboxItem> out;
+  for (const auto& r : res) out.push_back(read_outbox(r));
+  return out;
+}
+
+// The URI for error messages: the password, in the userinfo or as a parameter, never leaves.
+std::string redact(const std::string& uri) {
+  static const std::regex userinfo_password(R"(^([a-z]+://[^:@/?]*):[^@/?]*@)");
+  static const std::regex param_password(R"(([?&]password=)[^&]*)");
+  std::string out = std::regex_replace(uri, userinfo_password, "$1:***@");
+  return std::regex_replace(out, param_password, "$1***");
+}
+
+// libpq messages end in a newline and sometimes span lines; an Error message is one line.
+std::string one_line(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    bool space = c == ' ' || c == '\n' || c == '\t';
+    if (!space)
+      out += c;
+    else if (!out.empty() && out.back() != ' ')
+      out += ' ';
+  }
+  if (!out.empty() && out.back() == ' ') out.pop_back();
+  return out;
+}
+
+class PostgresStore : public Store {
+ public:
+  explicit PostgresStore(std::string uri) : uri_(std::move(uri)) { migrate(); }
+
+  int schema_version() override {
+    return run("schema_version", [](pqxx::work& w) {
+      auto r = w.exec("SELECT version FROM schema_version");
+      return r.empty() ? 0 : r[0][0].as<int>();
+    });
+  }
+
+  bool accept_delivery(const DeliveryRecord& d, const std::vector<OutboxItem>& outbox) override {
+    return run("accept_delivery", [&](pqxx::work& w) {
+      auto ins = w.exec_params(
+          "INSERT INTO deliveries (delivery_id, event, action, head_sha, pr_number, received_ms, "
+          "body) VALUES ($1,$2,$3,$4,$5,$6,$7) ON CONFLICT DO NOTHING",
+          d.delivery_id, d.event, d.action, d.head_sha, d.pr_number, d.received_ms, d.body);
+      if (ins.affected_rows() == 0) return false;  // not committed: the transaction rolls back
+      for (const OutboxItem& o : outbox)
+        w.exec_params(
+            "INSERT INTO outbox (delivery_id, repo, event_type, callback_token, status, "
+            "created_ms, next_attempt_ms, deadline_ms) VALUES ($1,$2,$3,$4,'pending',$5,$6,$7)",
+            d.delivery_id, o.repo, o.event_type, o.callback_token, o.created_ms, o.next_attempt_ms,
+            o.deadline_ms);
+      w.commit();
+      return true;
+    });
+  }
+
+  std::optional<DeliveryRecord> get_delivery(const std::string& id) override {
+    return run("get_delivery", [&](pqxx::work& w) -> std::optional<DeliveryRecord> {
+      auto r = w.exec_params(
+          "SELECT delivery_id, event, action, head_sha, pr_number, received_ms, body FROM "
+          "deliveries WHERE delivery_id = $1",
+          id);
+      if (r.empty()) return std::nullopt;
+      const auto& row = r[0];
+      return DeliveryRecord{row[0].as<std::string>(), row[1].as<std::string>(),
+                            row[2].as<std::string>(), row[3].as<std::string>(),
+                            row[4].as<int64_t>(),     row[5].as<int64_t>(),
+                            row[6].as<std::string>()};
+    });
+  }
+
+  std::vector<OutboxItem> claim_due(int64_t now_ms, int limit, int64_t lease_ms) override {
+    // SKIP LOCKED lets replicas claim concurrently without waiting on, or double-claiming, each
+    // other's rows. RETURNING has no order, so sort by id like SQLite returns them.
+    return run("claim_due", [&](pqxx::work& w) {
+      auto r = w.exec_params(
+          fmt::format("WITH claimed AS (UPDATE outbox SET leased = 1, next_attempt_ms = $1 "
+                      "WHERE id IN (SELECT id FROM outbox WHERE status = 'pending' AND "
+                      "next_attempt_ms <= $2 ORDER BY next_attempt_ms, id LIMIT $3 "
+                      "FOR UPDATE SKIP LOCKED) RETURNING {0}) "
+                      "SELECT {0} FROM claimed ORDER BY id",
+                      kOutboxColumns),
+          now_ms + lease_ms, now_ms, limit);
+      w.commit();
+      return read_outbox(r);
+    });
+  }
+
+  void mark_delivered(int64_t id, int attempts, int64_t now_ms) override {
+    run("mark_delivered", [&](pqxx::work& w) {
+      w.exec_params(
+          "UPDATE outbox SET status = 'delivered', leased = 0, attempts = $1, delivered_ms = $2, "
+          "last_error = '' WHERE id = $3",
+          attempts, now_ms, id);
+      w.commit();
+    });
+  }
+
+  void mark_retry(int64_t id, int attempts, int64_t next_ms, const std::string& error) override {
+    run("mark_retry", [&](pqxx::work& w) {
+      w.exec_params(
+          "UPDATE outbox SET leased = 0, attempts = $1, next_attempt_ms = $2, last_error = $3 "
+          "WHERE id = $4",
+          attempts, next_ms, error, id);
+      w.commit();
+    });
+  }
+
+  void mark_failed(int64_t id, int attempts, const std::string& error) override {
+    run("mark_failed", [&](pqxx::work& w) {
+      w.exec_params(
+          "UPDATE outbox SET status = 'failed', leased = 0, attempts = $1, last_error = $2 "
+          "WHERE id = $3",
+          attempts, error, id);
+      w.commit();
+    });
+  }
+
+  void release_leases(int64_t now_ms) override {
+    run("release_leases", [&](pqxx::work& w) {
+      w.exec_params("UPDATE outbox SET leased = 0, next_attempt_ms = $1 WHERE leased = 1", now_ms);
+      w.commit();
+    });
+  }
+
+  std::optional<int64_t> next_due_ms() override {
+    return run("next_due_ms", [](pqxx::work& w) -> std::optional<int64_t> {
+      auto r = w.exec("SELECT MIN(next_attempt_ms) FROM outbox WHERE status = 'pending'");
+      if (r[0][0].is_null()) return std::nullopt;
+      return r[0][0].as<int64_t>();
+    });
+  }
+
+  std::vector<OutboxItem> outbox_for(const std::string& delivery_id) override {
+    return run("outbox_for", [&](pqxx::work& w) {
+      return read_outbox(w.exec_params(
+          fmt::format("SELECT {} FROM outbox WHERE delivery_id = $1 ORDER BY repo", kOutboxColumns),
+          delivery_id));
+    });
+  }
+
+  OutboxCounts outbox_counts() override {
+    return run("outbox_counts", [](pqxx::work& w) {
+      OutboxCounts c;
+      for (const auto& row : w.exec("SELECT status, COUNT(*) FROM outbox GROUP BY status")) {
+        OutboxStatus st = parse_status(row[0].as<std::string>());
+        (st == OutboxStatus::kPending     ? c.pending
+         : st == OutboxStatus::kDelivered ? c.delivered
+                                          : c.failed) = row[1].as<int64_t>();
+      }
+      return c;
+    });
+  }
+
+  void set_check_run_wanted(const std::string& sha, const std::string& repo,
+                            int64_t now_ms) override {
+    run("set_check_run_wanted", [&](pqxx::work& w) {
+      w.exec_params(
+          "INSERT INTO check_run_wanted (head_sha, repo, created_ms) VALUES ($1,$2,$3) "
+          "ON CONFLICT DO NOTHING",
+          sha, repo, now_ms);
+      w.commit();
+    });
+  }
+
+  bool check_run_wanted(const std::string& sha, const std::string& repo) override {
+    return run("check_run_wanted", [&](pqxx::work& w) {
+      return !w.exec_params("SELECT 1 FROM check_run_wanted WHERE head_sha = $1 AND repo = $2", sha,
+                            repo)
+                  .empty();
+    });
+  }
+
+ private:
+  using Conn = std::unique_ptr<pqxx::connection>;
+
+  // Takes an idle connection, or opens one while fewer than kPoolSize exist, or waits.
+  Conn acquire() {
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [&] { return !idle_.empty() || open_ < kPoolSize; });
+      if (!idle_.empty()) {
+        Conn c = std::move(idle_.back());
+        idle_.pop_back();
+        return c;
+      }
+      ++open_;
+    }
+    // Connect outside the lock so a slow server does not block the other threads' connections.
+    try {
+      return std::make_unique<pqxx::connection>(uri_);
+    } catch (const std::exception& e) {
+      give_back(nullptr);
+      throw Error(
+          fmt::format("postgres: cannot connect to {}: {}", redact(uri_), one_line(e.what())));
+    }
+  }
+
+  // Returns a connection to the pool; nullptr drops it, so the next acquire reconnects.
+  void give_back(Conn c) {
+    {
+      std::lock_guard lock(mu_);
+      if (c && c->is_open())
+        idle_.push_back(std::move(c));
+      else
+        --open_;
+    }
+    cv_.notify_one();
+  }
+
+  // A pooled connection, returned to the pool when the operation ends. Resetting `conn` drops a
+  // broken connection, so the next operation opens a fresh one.
+  struct Lease {
+    PostgresStore* store;
+    Conn conn;
+    ~Lease() { store->give_back(std::move(conn)); }
+  };
+
+  // Runs `fn` in a transaction on a pooled connection. `fn` commits; leaving without a commit
+  // rolls back. Every libpqxx failure becomes an Error naming the operation.
+  template <typename Fn>
+  std::invoke_result_t<Fn&, pqxx::work&> run(const char* op, Fn&& fn) {
+    Lease lease{this, acquire()};
+    try {
+      pqxx::work w(*lease.conn);
+      return fn(w);
+    } catch (const pqxx::broken_connection& e) {
+      lease.conn.reset();
+      throw Error(fmt::format("postgres: {}: connection lost: {}", op, one_line(e.what())));
+    } catch (const pqxx::in_doubt_error& e) {
+      lease.conn.reset();
+      throw Error(fmt::format("postgres: {}: connection lost during commit, outcome unknown: {}",
+                              op, one_line(e.what())));
+    } catch (const pqxx::pqxx_exception& e) {
+      throw Error(fmt::format("postgres: {}: {}", op, one_line(e.base().what())));
+    }
+  }
+
+  void migrate() {
+    const auto& steps = migrations(SqlDialect::kPostgres);
+    run("migrate", [&](pqxx::work& w) {
+      // Replicas starting at once would race to create the same tables; the lock serializes
+      // them, and the later ones find the schema current. It is released with the transaction.
+      w.exec_params("SELECT pg_advisory_xact_lock($1)", kMigrationLockKey);
+      w.exec("CREATE TABLE IF NOT EXISTS schema_version (version INT NOT NULL)");
+      auto r = w.exec("SELECT version FROM schema_version");
+      int current = r.empty() ? 0 : r[0][0].as<int>();
+      int latest = static_cast<int>(steps.size());
+      if (current > latest)
+        throw Error(fmt::format(
+            "postgres: database schema version {} is newer than this ootci ({})", current, latest));
+      for (int i = current; i < latest; ++i) w.exec(steps[i]);
+      w.exec("DELETE FROM schema_version");
+      w.exec_params("INSERT INTO schema_version (version) VALUES ($1)", latest);
+      w.commit();
+    });
+  }
+
+  std::string uri_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<Conn> idle_;
+  size_t open_ = 0;  // connections that exist, idle or in use
+};
+
+}  // namespace
+
+std::unique_ptr<Store> open_postgres_store(const std::string& uri) {
+  return std::make_unique<PostgresStore>(uri);
 }
 
 }  // namespace ootci

@@ -16,8 +16,9 @@ namespace ootci {
 namespace {
 
 std::vector<std::string>& temp_dirs() {
-  static std::vector<std::string> dirs;
-  return dirs;
+  // Leaked on purpose: the atexit handler below runs after static destructors.
+  static auto* dirs = new std::vector<std::string>;
+  return *dirs;
 }
 
 void remove_temp_dirs() {

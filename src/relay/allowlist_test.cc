@@ -1,0 +1,90 @@
+#include "relay/allowlist.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "testing/test_env.h"
+
+namespace ootci {
+namespace {
+
+std::string parse_error(const std::string& text) {
+  try {
+    Allowlist::parse(load_yaml_text("allowlist.yml", text));
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Allowlist, RealCrcrFileLoads) {
+  Allowlist a = Allowlist::parse(load_yaml_file(fixture_path("crcr/allowlist.yml")));
+  EXPECT_EQ(a.entries().size(), 10u);
+  EXPECT_EQ(a.level_of("riseproject-dev/pytorch-ci"), Level::kL1);
+  EXPECT_EQ(a.level_of("torch-spyre/torch-spyre"), Level::kL2);
+  EXPECT_EQ(a.level_of("pytorch/crcr-test"), Level::kL3);
+  EXPECT_EQ(a.level_of("nobody/else"), Level::kNone);
+  EXPECT_EQ(a.find("pytorch/crcr-test")->device, "crcr-test");
+  EXPECT_EQ(a.find("pytorch/crcr-test")->oncalls.size(), 6u);
+  EXPECT_EQ(a.l3_repos_for_device("crcr-test"), std::vector<std::string>{"pytorch/crcr-test"});
+  auto t = a.targets();
+  EXPECT_TRUE(std::is_sorted(t.begin(), t.end()));
+}
+
+TEST(Allowlist, AcceptsOncallStringsAndLists) {
+  Allowlist a = Allowlist::parse(load_yaml_text(
+      "a.yml", "L4:\n  - org/four: '@a, b'\nL1:\n  - org/one: [x, y]\n  - org/plain\n"));
+  EXPECT_EQ(a.find("org/four")->oncalls, (std::vector<std::string>{"@a", "b"}));
+  EXPECT_EQ(a.find("org/one")->oncalls, (std::vector<std::string>{"x", "y"}));
+  EXPECT_EQ(a.level_of("org/four"), Level::kL4);
+}
+
+TEST(Allowlist, EmptyFileAllowsNobody) {
+  EXPECT_TRUE(Allowlist::parse(load_yaml_text("a.yml", "# nothing\n")).targets().empty());
+}
+
+struct BadCase {
+  const char* text;
+  const char* error;
+};
+
+TEST(Allowlist, BadFilesGetExactErrors) {
+  const BadCase cases[] = {
+      {"- a/b\n", "allowlist.yml:1:1: the allowlist must be a mapping of L1..L4"},
+      {"L5:\n  - a/b\n", "allowlist.yml:1:1: L5: unknown key (expected L1, L2, L3 or L4)"},
+      {"L1: a/b\n", "allowlist.yml:1:5: L1: expected a list of repos"},
+      {"L1:\n  - nodash\n", "allowlist.yml:2:5: L1[0]: 'nodash' is not an owner/repo name"},
+      {"L2:\n  - a/b/c\n", "allowlist.yml:2:5: L2[0]: 'a/b/c' is not an owner/repo name"},
+      {"L3:\n  - a/b\n", "allowlist.yml:2:3: L3: L3 must map device → repo → oncalls"},
+      {"L3:\n  '':\n    a/b: [x]\n", "allowlist.yml:2:3: L3: empty device name"},
+      {"L3:\n  dev: [a/b]\n", "allowlist.yml:2:8: L3.dev: expected a mapping of repo → oncalls"},
+      {"L1:\n  - a/b\nL2:\n  - a/b\n",
+       "allowlist.yml:4:5: L2[0]: 'a/b' is already listed at allowlist.yml:2:5"},
+      {"L1:\n  - a/b: {x: 1}\n",
+       "allowlist.yml:2:12: L1[0]: oncalls must be a string or a list of strings"},
+      {"L1:\n  - [a/b]\n", "allowlist.yml:2:5: L1[0]: expected `owner/repo` or `owner/repo: oncalls`"},
+  };
+  for (const auto& c : cases) EXPECT_EQ(parse_error(c.text), c.error) << c.text;
+}
+
+TEST(AllowlistSource, ReloadsWhenTheFileChangesAndKeepsTheLastGoodOne) {
+  std::string path = make_temp_dir() + "/allowlist.yml";
+  write_file(path, "L1:\n  - a/one\n");
+  AllowlistSource src(path, 900, "");
+  EXPECT_EQ(src.get()->level_of("a/one"), Level::kL1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  write_file(path, "L2:\n  - a/one\n");
+  EXPECT_EQ(src.get()->level_of("a/one"), Level::kL2);
+  std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  write_file(path, "L2: [broken\n");
+  EXPECT_EQ(src.get()->level_of("a/one"), Level::kL2);
+}
+
+TEST(AllowlistSource, MissingFileFailsOnFirstLoad) {
+  AllowlistSource src("/nonexistent/allowlist.yml", 900, "");
+  EXPECT_THROW(src.get(), Error);
+}
+
+}  // namespace
+}  // namespace ootci

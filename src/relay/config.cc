@@ -1,0 +1,103 @@
+#include "relay/config.h"
+
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "base/yaml_doc.h"
+
+namespace ootci {
+namespace {
+
+std::string resolve(const std::string& base_dir, const std::string& p) {
+  if (p.empty() || p[0] == '/' || p.find("://") != std::string::npos) return p;
+  return (std::filesystem::path(base_dir) / p).lexically_normal().string();
+}
+
+}  // namespace
+
+std::string RelayConfig::listen_host() const { return listen.substr(0, listen.rfind(':')); }
+int RelayConfig::listen_port() const { return std::stoi(listen.substr(listen.rfind(':') + 1)); }
+
+RelayConfig load_relay_config(const std::string& path) {
+  YamlDoc doc = load_yaml_file(path);
+  YamlMap root(doc, doc.root, "");
+  RelayConfig c;
+  c.path = path;
+  std::string dir = std::filesystem::path(path).parent_path().string();
+
+  if (auto v = root.str("listen")) {
+    size_t colon = v->rfind(':');
+    bool ok = colon != std::string::npos && colon > 0;
+    if (ok) {
+      try {
+        int port = std::stoi(v->substr(colon + 1));
+        ok = port >= 0 && port <= 65535;
+      } catch (...) {
+        ok = false;
+      }
+    }
+    if (!ok) yaml_fail(doc, root.raw("listen"), "listen", "expected host:port");
+    c.listen = *v;
+  }
+  if (auto v = root.str("upstream_repo")) c.upstream_repo = *v;
+  if (auto v = root.str("store")) {
+    c.store = *v;
+    if (c.store.rfind("sqlite:", 0) == 0) {
+      c.store = "sqlite:" + resolve(dir, c.store.substr(7));
+    } else if (c.store.rfind("postgresql://", 0) != 0 && c.store.rfind("postgres://", 0) != 0) {
+      yaml_fail(doc, root.raw("store"), "store", "expected sqlite:PATH or a postgresql:// URI");
+    }
+  } else {
+    c.store = "sqlite:" + resolve(dir, "ootci-relay.db");
+  }
+  if (auto v = root.str("allowlist")) c.allowlist = resolve(dir, *v);
+  if (c.allowlist.empty()) yaml_fail(doc, doc.root, "allowlist", "required key is missing");
+  if (auto v = root.integer("allowlist_ttl_s", 1)) c.allowlist_ttl_s = *v;
+  if (auto v = root.str("webhook_secret_env")) c.webhook_secret_env = *v;
+  if (auto v = root.str("callback_token_secret_env")) c.callback_token_secret_env = *v;
+  if (auto v = root.integer("callback_token_ttl_s", 60)) c.callback_token_ttl_s = *v;
+  if (auto v = root.integer("http_threads", 1, 1024)) c.http_threads = static_cast<int>(*v);
+
+  if (auto gh = root.map("github")) {
+    if (auto v = gh->str("api_url")) c.github.api_url = *v;
+    if (auto v = gh->integer("app_id", 1)) c.github.app_id = *v;
+    if (auto v = gh->str("private_key_file")) c.github.private_key_file = resolve(dir, *v);
+    gh->finish();
+  }
+
+  if (auto ds = root.map("downstreams")) {
+    for (const std::string& repo : ds->keys()) {
+      auto m = ds->map(repo);
+      DownstreamTransport t;
+      if (auto v = m->str("transport")) t.transport = *v;
+      if (t.transport != "webhook" && t.transport != "github")
+        yaml_fail(doc, m->raw("transport"), m->child_path("transport"),
+                  "expected webhook or github");
+      if (auto v = m->str("url")) t.url = *v;
+      if (auto v = m->str("secret_env")) t.secret_env = *v;
+      if (t.transport == "webhook" && t.url.empty())
+        yaml_fail(doc, m->node(), m->child_path("url"), "required for the webhook transport");
+      if (t.transport == "webhook" && t.secret_env.empty())
+        yaml_fail(doc, m->node(), m->child_path("secret_env"),
+                  "required for the webhook transport");
+      m->finish();
+      c.downstreams[repo] = t;
+    }
+  }
+
+  if (auto d = root.map("dispatch")) {
+    if (auto v = d->integer("max_attempts", 1, 1000)) c.dispatch.max_attempts = static_cast<int>(*v);
+    if (auto v = d->integer("initial_backoff_ms", 1)) c.dispatch.initial_backoff_ms = *v;
+    if (auto v = d->integer("max_backoff_ms", 1)) c.dispatch.max_backoff_ms = *v;
+    if (auto v = d->integer("deadline_s", 1)) c.dispatch.deadline_s = *v;
+    if (auto v = d->integer("workers", 1, 256)) c.dispatch.workers = static_cast<int>(*v);
+    if (auto v = d->integer("request_timeout_ms", 100)) c.dispatch.request_timeout_ms = *v;
+    if (auto v = d->boolean("synchronous")) c.dispatch.synchronous = *v;
+    d->finish();
+  }
+  root.finish();
+  return c;
+}
+
+}  // namespace ootci

@@ -1,0 +1,52 @@
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace ootci {
+
+struct DispatchPolicy {
+  int max_attempts = 10;
+  int64_t initial_backoff_ms = 1000;
+  int64_t max_backoff_ms = 60000;
+  int64_t deadline_s = 3600;
+  int workers = 8;
+  int64_t request_timeout_ms = 20000;
+  // Baseline only: fan out inside the webhook request, once, as CRCR does.
+  bool synchronous = false;
+};
+
+struct DownstreamTransport {
+  std::string transport = "webhook";
+  std::string url;
+  std::string secret_env;
+};
+
+struct RelayConfig {
+  std::string path;  // the file it came from, for messages
+  std::string listen = "127.0.0.1:8080";
+  std::string upstream_repo = "pytorch/pytorch";
+  std::string store = "sqlite:ootci-relay.db";
+  std::string allowlist;
+  int64_t allowlist_ttl_s = 900;
+  std::string webhook_secret_env = "GITHUB_APP_SECRET";
+  std::string callback_token_secret_env;  // empty: derived from the webhook secret
+  int64_t callback_token_ttl_s = 259200;  // CRCR_STATUS_TTL: 3 days
+  int http_threads = 16;
+  struct {
+    std::string api_url = "https://api.github.com";
+    int64_t app_id = 0;
+    std::string private_key_file;
+  } github;
+  std::map<std::string, DownstreamTransport> downstreams;
+  DispatchPolicy dispatch;
+
+  std::string listen_host() const;
+  int listen_port() const;
+};
+
+// Relative paths (store, allowlist, key file) are resolved against the config file's folder.
+// Errors name file:line:column and the key.
+RelayConfig load_relay_config(const std::string& path);
+
+}  // namespace ootci

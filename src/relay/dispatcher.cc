@@ -1,0 +1,164 @@
+#include "relay/dispatcher.h"
+
+#include <algorithm>
+#include <random>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "base/time.h"
+
+namespace ootci {
+namespace {
+
+constexpr size_t kBodyCacheSize = 256;
+constexpr int64_t kIdlePollMs = 500;  // other replicas may add rows we are not woken for
+
+uint64_t random_u64() {
+  thread_local std::mt19937_64 rng(std::random_device{}());
+  return rng();
+}
+
+}  // namespace
+
+std::string build_client_payload(const std::string& event_type, const std::string& delivery_id,
+                                 const std::string& raw_body, const std::string& callback_token) {
+  return fmt::format(R"({{"event_type":{},"delivery_id":{},"payload":{},"callback_token":{}}})",
+                     nlohmann::json(event_type).dump(), nlohmann::json(delivery_id).dump(),
+                     raw_body, nlohmann::json(callback_token).dump());
+}
+
+Dispatcher::Dispatcher(Store& store, TransportRouter& router, DispatchPolicy policy,
+                       Metrics& metrics)
+    : store_(store), router_(router), policy_(policy), metrics_(metrics) {}
+
+Dispatcher::~Dispatcher() { stop(); }
+
+void Dispatcher::start() {
+  running_ = true;
+  for (int i = 0; i < policy_.workers; ++i) workers_.emplace_back([this] { worker_loop(); });
+}
+
+void Dispatcher::stop() {
+  if (!running_.exchange(false)) return;
+  wake();
+  for (auto& t : workers_) t.join();
+  workers_.clear();
+}
+
+void Dispatcher::wake() {
+  {
+    std::lock_guard lock(wake_mu_);
+    wake_seq_++;
+  }
+  wake_cv_.notify_all();
+}
+
+int64_t Dispatcher::backoff_ms(const DispatchPolicy& p, int attempts, uint64_t random) {
+  int shift = std::min(attempts - 1, 30);
+  int64_t base = std::min(p.max_backoff_ms, p.initial_backoff_ms << shift);
+  // "Equal jitter": half fixed, half random, so retries from a burst spread out.
+  int64_t half = std::max<int64_t>(base / 2, 1);
+  return base - half + static_cast<int64_t>(random % static_cast<uint64_t>(half + 1));
+}
+
+std::shared_ptr<const std::string> Dispatcher::delivery_body(const std::string& delivery_id) {
+  {
+    std::lock_guard lock(cache_mu_);
+    auto it = body_cache_.find(delivery_id);
+    if (it != body_cache_.end()) return it->second;
+  }
+  auto d = store_.get_delivery(delivery_id);
+  if (!d) return nullptr;
+  auto body = std::make_shared<const std::string>(std::move(d->body));
+  std::lock_guard lock(cache_mu_);
+  if (body_cache_.emplace(delivery_id, body).second) {
+    cache_order_.push_back(delivery_id);
+    if (cache_order_.size() > kBodyCacheSize) {
+      body_cache_.erase(cache_order_.front());
+      cache_order_.pop_front();
+    }
+  }
+  return body;
+}
+
+SendResult Dispatcher::attempt(const OutboxItem& item, bool allow_retry) {
+  int attempts = item.attempts + 1;
+  SendResult r;
+  auto body = delivery_body(item.delivery_id);
+  if (!body) {
+    r.error = "delivery record is missing";
+  } else {
+    r = router_.for_repo(item.repo)
+            .send(item.repo, item.event_type, item.delivery_id,
+                  build_client_payload(item.event_type, item.delivery_id, *body,
+                                       item.callback_token));
+  }
+  int64_t now = now_ms();
+  if (r.delivered) {
+    store_.mark_delivered(item.id, attempts, now);
+    metrics_.inc("ootci_dispatches_total", "outcome=\"delivered\"");
+    metrics_.observe_dispatch_latency(std::max<int64_t>(0, now - item.created_ms) / 1000.0);
+    return r;
+  }
+  int64_t next = now + backoff_ms(policy_, attempts, random_u64());
+  if (r.retry_after_s) next = std::max(next, now + *r.retry_after_s * 1000);
+  bool give_up = !allow_retry || !r.retryable || attempts >= policy_.max_attempts ||
+                 next > item.deadline_ms;
+  if (give_up) {
+    std::string why = !r.retryable ? "permanent error"
+                      : !allow_retry ? "no retry (synchronous mode)"
+                      : attempts >= policy_.max_attempts ? "max_attempts reached"
+                                                         : "deadline passed";
+    std::string msg = fmt::format("{} after {} attempt(s): {}", why, attempts, r.error);
+    store_.mark_failed(item.id, attempts, msg);
+    metrics_.inc("ootci_dispatches_total", "outcome=\"failed\"");
+    spdlog::warn("dispatch {} → {} failed: {}", item.delivery_id, item.repo, msg);
+  } else {
+    store_.mark_retry(item.id, attempts, next, r.error);
+    metrics_.inc("ootci_dispatches_total", "outcome=\"retried\"");
+    spdlog::info("dispatch {} → {} will retry in {} ms: {}", item.delivery_id, item.repo,
+                 next - now, r.error);
+  }
+  return r;
+}
+
+void Dispatcher::worker_loop() {
+  // A lease outlives the slowest possible attempt, so a row is never sent twice concurrently.
+  const int64_t lease_ms = policy_.request_timeout_ms * 3 + 30000;
+  while (running_) {
+    uint64_t seq;
+    {
+      std::lock_guard lock(wake_mu_);
+      seq = wake_seq_;
+    }
+    std::vector<OutboxItem> items;
+    try {
+      items = store_.claim_due(now_ms(), 1, lease_ms);
+    } catch (const std::exception& e) {
+      spdlog::error("outbox claim failed: {}", e.what());
+    }
+    if (!items.empty()) {
+      for (const auto& item : items) {
+        try {
+          attempt(item, true);
+        } catch (const std::exception& e) {
+          // The lease brings the row back; nothing is lost.
+          spdlog::error("dispatch {} → {}: {}", item.delivery_id, item.repo, e.what());
+        }
+      }
+      continue;
+    }
+    int64_t wait_ms = kIdlePollMs;
+    try {
+      if (auto due = store_.next_due_ms()) wait_ms = std::clamp<int64_t>(*due - now_ms(), 0, kIdlePollMs);
+    } catch (const std::exception&) {
+    }
+    std::unique_lock lock(wake_mu_);
+    wake_cv_.wait_for(lock, std::chrono::milliseconds(wait_ms),
+                      [&] { return wake_seq_ != seq || !running_; });
+  }
+}
+
+}  // namespace ootci

@@ -1,0 +1,60 @@
+#pragma once
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "relay/config.h"
+#include "relay/metrics.h"
+#include "relay/transport.h"
+#include "store/store.h"
+
+namespace ootci {
+
+// CRCR's client_payload, {event_type, delivery_id, payload}, plus our additive callback_token.
+// The upstream body is spliced in byte for byte, so the payload is the webhook verbatim.
+std::string build_client_payload(const std::string& event_type, const std::string& delivery_id,
+                                 const std::string& raw_body, const std::string& callback_token);
+
+// Delivers the outbox. Workers lease due rows, send them, and record the outcome; failures back
+// off exponentially with jitter, honour Retry-After, and give up at max_attempts or the deadline.
+class Dispatcher {
+ public:
+  Dispatcher(Store& store, TransportRouter& router, DispatchPolicy policy, Metrics& metrics);
+  ~Dispatcher();
+
+  void start();
+  void stop();
+  void wake();
+
+  // One attempt at one row, with its store update. With allow_retry=false a failure is final
+  // (the synchronous, CRCR-like baseline).
+  SendResult attempt(const OutboxItem& item, bool allow_retry);
+
+  // Delay before retry number `attempts` (1-based), before Retry-After is applied.
+  static int64_t backoff_ms(const DispatchPolicy& policy, int attempts, uint64_t random);
+
+ private:
+  void worker_loop();
+  std::shared_ptr<const std::string> delivery_body(const std::string& delivery_id);
+
+  Store& store_;
+  TransportRouter& router_;
+  DispatchPolicy policy_;
+  Metrics& metrics_;
+  std::atomic<bool> running_{false};
+  std::vector<std::thread> workers_;
+  std::mutex wake_mu_;
+  std::condition_variable wake_cv_;
+  uint64_t wake_seq_ = 0;
+  std::mutex cache_mu_;
+  std::map<std::string, std::shared_ptr<const std::string>> body_cache_;
+  std::deque<std::string> cache_order_;
+};
+
+}  // namespace ootci

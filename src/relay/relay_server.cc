@@ -1,0 +1,133 @@
+#include "relay/relay_server.h"
+
+#include <httplib.h>
+
+#include <cstdlib>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "base/error.h"
+#include "base/time.h"
+#include "relay/allowlist.h"
+#include "relay/callback_token.h"
+#include "relay/dispatcher.h"
+#include "relay/metrics.h"
+#include "relay/transport.h"
+#include "relay/webhook_handler.h"
+#include "store/store.h"
+
+namespace ootci {
+namespace {
+
+std::string require_env(const RelayConfig& c, const std::string& key, const std::string& name) {
+  const char* v = std::getenv(name.c_str());
+  if (!v || !*v)
+    throw Error(fmt::format("{}: {}: environment variable {} is not set", c.path, key, name));
+  return v;
+}
+
+void send(httplib::Response& res, const Reply& r) {
+  res.status = r.status;
+  for (const auto& [k, v] : r.headers) res.set_header(k, v);
+  res.set_content(r.body.dump(), "application/json");
+}
+
+}  // namespace
+
+struct RelayServer::Impl {
+  RelayConfig config;
+  std::string secret;
+  std::unique_ptr<Store> store;
+  AllowlistSource allowlist;
+  Metrics metrics;
+  TransportRouter router;
+  CallbackTokens tokens;
+  Dispatcher dispatcher;
+  WebhookHandler webhook;
+  httplib::Server http;
+
+  explicit Impl(RelayConfig c)
+      : config(std::move(c)),
+        secret(require_env(config, "webhook_secret_env", config.webhook_secret_env)),
+        store(open_store(config.store)),
+        allowlist(config.allowlist, config.allowlist_ttl_s, config.github.api_url),
+        router(config),
+        tokens(config.callback_token_secret_env.empty()
+                   ? CallbackTokens::derive_key(secret)
+                   : require_env(config, "callback_token_secret_env", config.callback_token_secret_env),
+               config.callback_token_ttl_s),
+        dispatcher(*store, router, config.dispatch, metrics),
+        webhook(config, secret, *store, allowlist, dispatcher, metrics, tokens) {}
+};
+
+RelayServer::RelayServer(RelayConfig config) : impl_(std::make_unique<Impl>(std::move(config))) {}
+RelayServer::~RelayServer() { stop(); }
+
+void RelayServer::stop() {
+  if (!impl_) return;
+  impl_->http.stop();
+  impl_->dispatcher.stop();
+}
+
+void RelayServer::run() {
+  Impl& s = *impl_;
+  s.allowlist.get();  // fail fast on a broken allowlist
+  // With SQLite this process is the only user of the file, so rows leased by a killed
+  // predecessor can be retried at once instead of after their lease.
+  if (s.config.store.rfind("sqlite:", 0) == 0) s.store->release_leases(now_ms());
+
+  auto& http = s.http;
+  int threads = s.config.http_threads;
+  http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  http.set_payload_max_length(25 * 1024 * 1024);  // GitHub's webhook size cap
+  http.Post("/github/webhook", [&s](const httplib::Request& req, httplib::Response& res) {
+    WebhookRequest w{req.get_header_value("X-GitHub-Event"), req.get_header_value("X-GitHub-Delivery"),
+                     req.get_header_value("X-Hub-Signature-256"), req.body};
+    try {
+      send(res, s.webhook.handle(w));
+    } catch (const std::exception& e) {
+      spdlog::error("webhook {}: {}", w.delivery, e.what());
+      send(res, detail_reply(500, "Internal server error"));
+    }
+  });
+  auto not_allowed = [](const httplib::Request&, httplib::Response& res) {
+    send(res, detail_reply(405, "Method not allowed"));
+  };
+  http.Get("/github/webhook", not_allowed);
+  http.Put("/github/webhook", not_allowed);
+  http.Delete("/github/webhook", not_allowed);
+  http.Patch("/github/webhook", not_allowed);
+  http.Get("/healthz", [&s](const httplib::Request&, httplib::Response& res) {
+    try {
+      OutboxCounts c = s.store->outbox_counts();
+      send(res, json_reply(200, {{"ok", true}, {"outbox_pending", c.pending}, {"outbox_failed", c.failed}}));
+    } catch (const std::exception& e) {
+      send(res, json_reply(503, {{"ok", false}, {"detail", e.what()}}));
+    }
+  });
+  http.Get("/metrics", [&s](const httplib::Request&, httplib::Response& res) {
+    OutboxCounts c{};
+    try {
+      c = s.store->outbox_counts();
+    } catch (const std::exception&) {
+    }
+    res.set_content(s.metrics.render({{"ootci_outbox_depth", double(c.pending)},
+                                      {"ootci_outbox_failed", double(c.failed)},
+                                      {"ootci_outbox_delivered", double(c.delivered)}}),
+                    "text/plain; version=0.0.4");
+  });
+  http.set_error_handler([](const httplib::Request&, httplib::Response& res) {
+    if (res.status == 404) send(res, detail_reply(404, "Not found"));
+  });
+
+  if (!http.bind_to_port(s.config.listen_host(), s.config.listen_port()))
+    throw Error(fmt::format("{}: listen: cannot bind {}", s.config.path, s.config.listen));
+  if (!s.config.dispatch.synchronous) s.dispatcher.start();
+  spdlog::info("relay listening on {} (store {}, upstream {})", s.config.listen,
+               s.config.store.rfind("sqlite:", 0) == 0 ? s.config.store : "postgresql",
+               s.config.upstream_repo);
+  http.listen_after_bind();
+}
+
+}  // namespace ootci

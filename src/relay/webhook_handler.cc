@@ -1,0 +1,176 @@
+#include "relay/webhook_handler.h"
+
+#include <algorithm>
+#include <future>
+
+#include <spdlog/spdlog.h>
+
+#include "base/time.h"
+#include "net/crypto.h"
+
+namespace ootci {
+namespace {
+
+const char* kLabelPrefix = "ciflow/crcr/";
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
+std::string str_at(const nlohmann::json& j, const nlohmann::json::json_pointer& p) {
+  if (!j.contains(p)) return "";
+  const auto& v = j.at(p);
+  return v.is_string() ? v.get<std::string>() : "";
+}
+
+bool has_label(const nlohmann::json& payload, const std::string& name) {
+  auto p = "/pull_request/labels"_json_pointer;
+  if (!payload.contains(p) || !payload.at(p).is_array()) return false;
+  for (const auto& l : payload.at(p))
+    if (l.is_object() && l.value("name", "") == name) return true;
+  return false;
+}
+
+}  // namespace
+
+std::string head_sha_of(const nlohmann::json& payload) {
+  std::string sha = str_at(payload, "/pull_request/head/sha"_json_pointer);
+  return sha.empty() ? str_at(payload, "/after"_json_pointer) : sha;
+}
+
+WebhookHandler::WebhookHandler(const RelayConfig& config, std::string secret, Store& store,
+                               AllowlistSource& allowlist, Dispatcher& dispatcher,
+                               Metrics& metrics, const CallbackTokens& tokens)
+    : config_(config),
+      secret_(std::move(secret)),
+      store_(store),
+      allowlist_(allowlist),
+      dispatcher_(dispatcher),
+      metrics_(metrics),
+      tokens_(tokens) {}
+
+Reply WebhookHandler::handle(const WebhookRequest& req) {
+  static const char* kEvents[] = {"pull_request", "push", "check_run", "check_suite"};
+  if (std::find(std::begin(kEvents), std::end(kEvents), req.event) == std::end(kEvents)) {
+    metrics_.inc("ootci_webhooks_total", "event=\"other\",result=\"ignored\"");
+    return json_reply(200, {{"ignored", true}});
+  }
+  if (req.signature.empty()) return detail_reply(400, "No signature");
+  if (!constant_time_equal(req.signature, github_signature(secret_, req.body))) {
+    metrics_.inc("ootci_webhooks_total", "event=\"" + req.event + "\",result=\"bad_signature\"");
+    return detail_reply(401, "Bad signature");
+  }
+  nlohmann::json payload = nlohmann::json::parse(req.body, nullptr, false);
+  if (payload.is_discarded() || !payload.is_object()) return detail_reply(400, "Invalid JSON");
+  std::string repo = str_at(payload, "/repository/full_name"_json_pointer);
+  if (lower(repo) != lower(config_.upstream_repo)) {
+    metrics_.inc("ootci_webhooks_total", "event=\"" + req.event + "\",result=\"ignored\"");
+    return json_reply(200, {{"ignored", true}});
+  }
+  metrics_.inc("ootci_webhooks_total", "event=\"" + req.event + "\",result=\"accepted\"");
+  std::string action = payload.value("action", "");
+  if (req.event == "push") return dispatch(req, payload);
+  if (req.event == "pull_request") {
+    if (action == "opened" || action == "reopened" || action == "synchronize" ||
+        action == "closed")
+      return dispatch(req, payload);
+    if (action == "labeled" && str_at(payload, "/label/name"_json_pointer).rfind(kLabelPrefix, 0) == 0)
+      return record_label(payload);
+    return json_reply(200, {{"ignored", true}});
+  }
+  if (action == "rerequested") return rerun_requested(req.event, payload);
+  return json_reply(200, {{"ignored", true}});
+}
+
+Reply WebhookHandler::dispatch(const WebhookRequest& req, const nlohmann::json& payload) {
+  if (req.delivery.empty()) return detail_reply(400, "Missing X-GitHub-Delivery");
+  std::shared_ptr<const Allowlist> allow;
+  try {
+    allow = allowlist_.get();
+  } catch (const std::exception& e) {
+    spdlog::error("allowlist unavailable: {}", e.what());
+    return detail_reply(503, "Allowlist unavailable");
+  }
+  int64_t now = now_ms();
+  std::string sha = head_sha_of(payload);
+  DeliveryRecord d;
+  d.delivery_id = req.delivery;
+  d.event = req.event;
+  d.action = payload.value("action", "");
+  d.head_sha = sha;
+  if (payload.contains("pull_request") && payload["pull_request"].is_object())
+    d.pr_number = payload["pull_request"].value("number", int64_t{0});
+  d.received_ms = now;
+  d.body = req.body;
+
+  std::vector<OutboxItem> rows;
+  for (const std::string& target : allow->targets()) {
+    OutboxItem o;
+    o.repo = target;
+    o.event_type = req.event;
+    o.callback_token = tokens_.mint(req.delivery, target, sha, now / 1000);
+    o.created_ms = now;
+    o.next_attempt_ms = now;
+    o.deadline_ms = now + config_.dispatch.deadline_s * 1000;
+    rows.push_back(std::move(o));
+  }
+  if (!store_.accept_delivery(d, rows)) {
+    metrics_.inc("ootci_webhooks_total", "event=\"" + req.event + "\",result=\"redelivery\"");
+    return json_reply(200, {{"ok", true},
+                            {"duplicate", true},
+                            {"dispatched", nlohmann::json::array()},
+                            {"failed", nlohmann::json::array()}});
+  }
+  // L4 always wants check runs; L3 when the PR already carries its device label (CRCR §1.3 7d).
+  if (req.event == "pull_request" && !sha.empty()) {
+    for (const auto& e : allow->entries()) {
+      if (e.level == Level::kL4 || (e.level == Level::kL3 && has_label(payload, kLabelPrefix + e.device)))
+        store_.set_check_run_wanted(sha, e.repo, now);
+    }
+  }
+  nlohmann::json dispatched = nlohmann::json::array(), failed = nlohmann::json::array();
+  if (!config_.dispatch.synchronous) {
+    dispatcher_.wake();
+    for (const auto& r : rows) dispatched.push_back({{"repo", r.repo}});
+    return json_reply(200, {{"ok", true}, {"dispatched", dispatched}, {"failed", failed}, {"queued", true}});
+  }
+  // Baseline: fan out inside the request, one attempt each, at most 32 at a time (CRCR's pool).
+  std::vector<OutboxItem> items = store_.outbox_for(req.delivery);
+  std::vector<SendResult> results(items.size());
+  for (size_t start = 0; start < items.size(); start += 32) {
+    std::vector<std::future<void>> batch;
+    for (size_t i = start; i < std::min(items.size(), start + 32); ++i)
+      batch.push_back(std::async(std::launch::async, [&, i] { results[i] = dispatcher_.attempt(items[i], false); }));
+    for (auto& f : batch) f.get();
+  }
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (results[i].delivered)
+      dispatched.push_back({{"repo", items[i].repo}});
+    else
+      failed.push_back({{"repo", items[i].repo}, {"error", results[i].error}});
+  }
+  if (!items.empty() && dispatched.empty())
+    return json_reply(502, {{"ok", false}, {"detail", "No downstream dispatch succeeded"}, {"failed", failed}});
+  return json_reply(200, {{"ok", true}, {"dispatched", dispatched}, {"failed", failed}});
+}
+
+Reply WebhookHandler::record_label(const nlohmann::json& payload) {
+  std::string device = str_at(payload, "/label/name"_json_pointer).substr(std::string(kLabelPrefix).size());
+  std::string sha = head_sha_of(payload);
+  std::vector<std::string> repos = allowlist_.get()->l3_repos_for_device(device);
+  if (!sha.empty())
+    for (const auto& r : repos) store_.set_check_run_wanted(sha, r, now_ms());
+  // Check-run backfill for jobs already running or finished comes with the callback half.
+  return json_reply(200, {{"ok", true}, {"status", "label_recorded"}, {"device", device}, {"repos", repos}});
+}
+
+Reply WebhookHandler::rerun_requested(const std::string& event, const nlohmann::json& payload) {
+  // Re-runs need the stored check runs of the callback half; until then the request is recorded
+  // in the log and acknowledged so GitHub does not retry it.
+  std::string name = event == "check_run" ? str_at(payload, "/check_run/name"_json_pointer) : "";
+  spdlog::info("{} rerequested {}: not handled yet", event, name);
+  return json_reply(200, {{"ok", true}, {"status", "rerun_not_supported"}});
+}
+
+}  // namespace ootci
