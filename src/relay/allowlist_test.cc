@@ -62,7 +62,7 @@ TEST(Allowlist, BadFilesGetExactErrors) {
       {"L1:\n  - a/b\nL2:\n  - a/b\n",
        "allowlist.yml:4:5: L2[0]: 'a/b' is already listed at allowlist.yml:2:5"},
       {"L1:\n  - a/b: {x: 1}\n",
-       "allowlist.yml:2:12: L1[0]: oncalls must be a string or a list of strings"},
+       "allowlist.yml:2:10: L1[0]: oncalls must be a string or a list of strings"},
       {"L1:\n  - [a/b]\n", "allowlist.yml:2:5: L1[0]: expected `owner/repo` or `owner/repo: oncalls`"},
   };
   for (const auto& c : cases) EXPECT_EQ(parse_error(c.text), c.error) << c.text;

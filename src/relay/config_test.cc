@@ -64,7 +64,7 @@ TEST(RelayConfig, DefaultsMatchCrcr) {
   RelayConfig c = load_relay_config(write_config("allowlist: https://github.com/pytorch/pytorch/blob/main/.github/allowlist.yml\n"));
   EXPECT_EQ(c.upstream_repo, "pytorch/pytorch");
   EXPECT_EQ(c.github.api_url, "https://api.github.com");
-  EXPECT_EQ(c.store.substr(c.store.size() - 15), "ootci-relay.db");
+  EXPECT_EQ(c.store.substr(c.store.size() - 15), "/ootci-relay.db");
   EXPECT_EQ(c.allowlist, "https://github.com/pytorch/pytorch/blob/main/.github/allowlist.yml");
 }
 

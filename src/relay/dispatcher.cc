@@ -125,8 +125,9 @@ SendResult Dispatcher::attempt(const OutboxItem& item, bool allow_retry) {
 }
 
 void Dispatcher::worker_loop() {
-  // A lease outlives the slowest possible attempt, so a row is never sent twice concurrently.
-  const int64_t lease_ms = policy_.request_timeout_ms * 3 + 30000;
+  // A lease outlives the slowest attempt (installation lookup, token, dispatch: three requests),
+  // so a row is never sent twice concurrently, yet comes back soon after a crash.
+  const int64_t lease_ms = policy_.request_timeout_ms * 3 + 2000;
   while (running_) {
     uint64_t seq;
     {

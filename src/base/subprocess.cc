@@ -1,0 +1,104 @@
+#include "base/subprocess.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "base/error.h"
+
+extern char** environ;
+
+namespace ootci {
+
+Subprocess Subprocess::spawn(const SpawnOptions& o) {
+  if (o.argv.empty()) throw Error("spawn: empty argv");
+  // Build everything before fork: only async-signal-safe calls are allowed in the child.
+  std::map<std::string, std::string> env;
+  for (char** e = environ; *e; ++e) {
+    std::string kv = *e;
+    size_t eq = kv.find('=');
+    if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  for (const auto& [k, v] : o.env) env[k] = v;
+  std::vector<std::string> env_strs;
+  for (const auto& [k, v] : env) env_strs.push_back(k + "=" + v);
+  std::vector<char*> envp, argv;
+  for (auto& s : env_strs) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> args = o.argv;
+  for (auto& s : args) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  int out_fd = -1;
+  if (!o.output_file.empty()) {
+    out_fd = open(o.output_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (out_fd < 0) throw Error(fmt::format("spawn: cannot open {}: {}", o.output_file, strerror(errno)));
+  }
+  pid_t pid = fork();
+  if (pid < 0) throw Error(fmt::format("spawn: fork failed: {}", strerror(errno)));
+  if (pid == 0) {
+    if (o.new_process_group) setpgid(0, 0);
+    if (out_fd >= 0) {
+      dup2(out_fd, 1);
+      dup2(out_fd, 2);
+    }
+    int devnull = open("/dev/null", O_RDONLY);
+    if (devnull >= 0) dup2(devnull, 0);
+    if (!o.cwd.empty() && chdir(o.cwd.c_str()) != 0) _exit(126);
+    // Undo signal blocking inherited from the parent (ootci blocks SIGTERM for its waiter thread).
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    execvpe(argv[0], argv.data(), envp.data());
+    _exit(127);
+  }
+  if (out_fd >= 0) close(out_fd);
+  Subprocess p;
+  p.pid_ = pid;
+  p.group_ = o.new_process_group;
+  return p;
+}
+
+Subprocess::Subprocess(Subprocess&& other) noexcept { *this = std::move(other); }
+
+Subprocess& Subprocess::operator=(Subprocess&& other) noexcept {
+  std::swap(pid_, other.pid_);
+  std::swap(group_, other.group_);
+  std::swap(status_, other.status_);
+  return *this;
+}
+
+Subprocess::~Subprocess() {
+  if (pid_ > 0 && !status_) {
+    signal(SIGKILL);
+    wait();
+  }
+}
+
+void Subprocess::signal(int sig) {
+  if (pid_ <= 0 || status_) return;
+  if (group_) ::kill(-pid_, sig);
+  ::kill(pid_, sig);
+}
+
+std::optional<int> Subprocess::try_wait() {
+  if (status_ || pid_ <= 0) return status_;
+  int st = 0;
+  if (waitpid(pid_, &st, WNOHANG) == pid_) status_ = st;
+  return status_;
+}
+
+int Subprocess::wait() {
+  if (status_ || pid_ <= 0) return status_.value_or(-1);
+  int st = 0;
+  while (waitpid(pid_, &st, 0) < 0 && errno == EINTR) {
+  }
+  status_ = st;
+  return st;
+}
+
+}  // namespace ootci

@@ -1,0 +1,40 @@
+#pragma once
+#include <sys/types.h>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ootci {
+
+struct SpawnOptions {
+  std::vector<std::string> argv;
+  std::map<std::string, std::string> env;  // added to (and overriding) the current environment
+  std::string output_file;                 // stdout+stderr appended here; empty: inherit
+  std::string cwd;
+  bool new_process_group = true;  // so a stall can kill the whole tree
+};
+
+// A child process. The destructor kills it (SIGKILL to its group) if it is still running.
+class Subprocess {
+ public:
+  static Subprocess spawn(const SpawnOptions& options);
+  Subprocess(Subprocess&& other) noexcept;
+  Subprocess& operator=(Subprocess&& other) noexcept;
+  ~Subprocess();
+
+  pid_t pid() const { return pid_; }
+  void signal(int sig);  // to the process group when there is one
+  // Exit status as from waitpid; nullopt if still running (non-blocking form).
+  std::optional<int> try_wait();
+  int wait();
+
+ private:
+  Subprocess() = default;
+  pid_t pid_ = -1;
+  bool group_ = false;
+  std::optional<int> status_;
+};
+
+}  // namespace ootci

@@ -1,0 +1,317 @@
+// The real `ootci relay serve` binary against the GitHub stand-in, on SQLite and PostgreSQL.
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "base/time.h"
+#include "net/crypto.h"
+#include "relay/callback_token.h"
+#include "store/store.h"
+#include "testing/github_standin.h"
+#include "testing/relay_process.h"
+#include "testing/test_env.h"
+
+namespace ootci {
+namespace {
+
+const char* kSecret = "It's a Secret to Everybody";
+const std::vector<std::string> kTargets = {"acme/four", "acme/one", "acme/three", "acme/two"};
+
+class RelayIntegration : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    dir_ = make_temp_dir();
+    std::string key = generate_rsa_private_key_pem();
+    write_file(dir_ + "/app.pem", key);
+    standin_ = std::make_unique<GitHubStandin>(42, public_key_pem_from_private(key));
+    standin_->start();
+    write_file(dir_ + "/allowlist.yml",
+               "L1:\n  - acme/one\nL2:\n  - acme/two\nL3:\n  acme-dev:\n    acme/three: [ann]\n"
+               "L4:\n  - acme/four: '@bob'\n");
+    store_uri_ = fresh_store_uri(GetParam());
+  }
+
+  std::string config(const std::string& extra = "") {
+    port_ = free_port();
+    return fmt::format(R"(listen: 127.0.0.1:{}
+upstream_repo: Codertocat/Hello-World
+store: "{}"
+allowlist: allowlist.yml
+webhook_secret_env: TEST_WEBHOOK_SECRET
+github:
+  api_url: {}
+  app_id: 42
+  private_key_file: app.pem
+dispatch:
+  initial_backoff_ms: 50
+  max_backoff_ms: 400
+  request_timeout_ms: 1000
+  deadline_s: 30
+{})",
+                       port_, store_uri_, standin_->url(), extra);
+  }
+
+  RelayProcess& start_relay(const std::string& extra = "",
+                            std::map<std::string, std::string> env = {}) {
+    env["TEST_WEBHOOK_SECRET"] = kSecret;
+    relay_ = std::make_unique<RelayProcess>(dir_, config(extra), port_, env);
+    relay_->start();
+    return *relay_;
+  }
+
+  HttpResult send(const std::string& event, const std::string& delivery, const std::string& body,
+                  const std::string& secret = kSecret) {
+    return send_webhook(relay_->url(), event, delivery, body, secret);
+  }
+
+  std::string fixture(const std::string& name) {
+    return read_file(fixture_path("github-webhooks/" + name));
+  }
+
+  // Waits for n dispatches, then a little longer to catch any duplicate.
+  std::vector<RecordedDispatch> settle(size_t n, int timeout_ms = 15000) {
+    EXPECT_TRUE(standin_->wait_for_dispatches(n, timeout_ms)) << relay_->log();
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));
+    return standin_->dispatches();
+  }
+
+  HttpResult get(const std::string& path) {
+    HttpRequest req;
+    req.url = relay_->url() + path;
+    return http_send(req);
+  }
+
+  std::string dir_;
+  std::string store_uri_;
+  int port_ = 0;
+  std::unique_ptr<GitHubStandin> standin_;
+  std::unique_ptr<RelayProcess> relay_;
+};
+
+TEST_P(RelayIntegration, PullRequestReachesEveryAllowlistedRepoOnceWithTheCrcrPayload) {
+  start_relay();
+  std::string body = fixture("pull_request.opened.json");
+  HttpResult r = send("pull_request", "delivery-1", body);
+  ASSERT_EQ(r.status, 200) << r.body;
+  auto reply = nlohmann::json::parse(r.body);
+  EXPECT_EQ(reply["ok"], true);
+  EXPECT_EQ(reply["dispatched"].size(), 4u);
+  EXPECT_EQ(reply["failed"].size(), 0u);
+
+  auto got = settle(4);
+  ASSERT_EQ(got.size(), 4u);
+  std::vector<std::string> repos;
+  CallbackTokens tokens(CallbackTokens::derive_key(kSecret), 259200);
+  for (const auto& d : got) {
+    repos.push_back(d.repo);
+    EXPECT_EQ(d.event_type, "pull_request");
+    const auto& cp = d.client_payload;
+    EXPECT_EQ(cp.size(), 4u);  // CRCR's three keys plus callback_token
+    EXPECT_EQ(cp["event_type"], "pull_request");
+    EXPECT_EQ(cp["delivery_id"], "delivery-1");
+    EXPECT_EQ(cp["payload"], nlohmann::json::parse(body));  // verbatim
+    auto claims = tokens.verify(cp["callback_token"], now_s());
+    ASSERT_TRUE(claims);
+    EXPECT_EQ(claims->repo, d.repo);
+    EXPECT_EQ(claims->delivery_id, "delivery-1");
+    EXPECT_EQ(claims->head_sha, nlohmann::json::parse(body)["pull_request"]["head"]["sha"]);
+  }
+  std::sort(repos.begin(), repos.end());
+  EXPECT_EQ(repos, kTargets);
+  // The raw upstream body is embedded byte for byte.
+  EXPECT_NE(got[0].raw_body.find(body.substr(0, body.size() - 1)), std::string::npos);
+  // Tokens are cached: one mint per repo, not per dispatch.
+  send("pull_request", "delivery-2", fixture("pull_request.synchronize.json"));
+  settle(8);
+  EXPECT_EQ(standin_->token_requests(), 4);
+}
+
+TEST_P(RelayIntegration, BadSignatureGets401MissingSignature400AndNothingIsStored) {
+  start_relay();
+  std::string body = fixture("pull_request.opened.json");
+  EXPECT_EQ(send("pull_request", "bad-1", body, "wrong secret").status, 401);
+  HttpRequest req;
+  req.method = "POST";
+  req.url = relay_->url() + "/github/webhook";
+  req.body = body;
+  req.headers = {{"X-GitHub-Event", "pull_request"}, {"X-GitHub-Delivery", "bad-2"}};
+  HttpResult missing = http_send(req);
+  EXPECT_EQ(missing.status, 400);
+  EXPECT_EQ(nlohmann::json::parse(missing.body)["detail"], "No signature");
+  std::this_thread::sleep_for(std::chrono::milliseconds(800));
+  EXPECT_TRUE(standin_->dispatches().empty());
+  auto store = open_store(store_uri_);
+  EXPECT_FALSE(store->get_delivery("bad-1"));
+  EXPECT_FALSE(store->get_delivery("bad-2"));
+}
+
+TEST_P(RelayIntegration, RedeliveryCreatesNoNewDispatch) {
+  start_relay();
+  std::string body = fixture("pull_request.synchronize.json");
+  ASSERT_EQ(send("pull_request", "same-id", body).status, 200);
+  HttpResult again = send("pull_request", "same-id", body);
+  ASSERT_EQ(again.status, 200);
+  EXPECT_EQ(nlohmann::json::parse(again.body)["duplicate"], true);
+  EXPECT_EQ(settle(4).size(), 4u);
+}
+
+TEST_P(RelayIntegration, TargetAnswering503TwiceThen204GetsTheDispatchOnce) {
+  standin_->queue_faults("acme/two", {{503, -1, 0}, {503, -1, 0}});
+  start_relay();
+  ASSERT_EQ(send("pull_request", "flaky-1", fixture("pull_request.opened.json")).status, 200);
+  settle(4);
+  EXPECT_EQ(standin_->dispatches_for("acme/two").size(), 1u);
+  EXPECT_EQ(standin_->dispatch_requests("acme/two"), 3);
+  auto store = open_store(store_uri_);
+  for (const auto& o : store->outbox_for("flaky-1")) {
+    EXPECT_EQ(o.status, OutboxStatus::kDelivered) << o.repo;
+    EXPECT_EQ(o.attempts, o.repo == "acme/two" ? 3 : 1) << o.repo;
+  }
+}
+
+TEST_P(RelayIntegration, RetryAfterIsHonoured) {
+  standin_->queue_faults("acme/one", {{429, 2, 0}});
+  start_relay();
+  int64_t sent = now_ms();
+  ASSERT_EQ(send("push", "ra-1", fixture("push.branch_created.json")).status, 200);
+  settle(4);
+  auto d = standin_->dispatches_for("acme/one");
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_GE(d[0].received_ms - sent, 2000);  // backoff alone would be ~50 ms
+  EXPECT_EQ(d[0].event_type, "push");
+}
+
+TEST_P(RelayIntegration, RelayKilledRightAfterAnswering200DeliversOnRestart) {
+  standin_->set_hang_all_ms(3000);  // every attempt of the first relay is still in flight
+  start_relay();
+  ASSERT_EQ(send("pull_request", "crash-1", fixture("pull_request.opened.json")).status, 200);
+  relay_->kill_hard();
+  standin_->set_hang_all_ms(0);
+  EXPECT_TRUE(standin_->dispatches().empty());
+  start_relay();
+  auto got = settle(4, 30000);
+  EXPECT_EQ(got.size(), 4u);
+  std::set<std::string> repos;
+  for (const auto& d : got) repos.insert(d.repo);
+  EXPECT_EQ(repos.size(), 4u);
+}
+
+TEST_P(RelayIntegration, PermanentErrorsAndDeadlinesEndAsFailedWithTheLastError) {
+  standin_->uninstall("acme/three");                                // 404: not retried
+  standin_->queue_faults("acme/one", std::vector<Fault>(50, {500, -1, 0}));  // always 500
+  start_relay("  max_attempts: 3\n");
+  ASSERT_EQ(send("pull_request", "fail-1", fixture("pull_request.opened.json")).status, 200);
+  settle(2);
+  auto store = open_store(store_uri_);
+  for (int i = 0; i < 100; ++i) {
+    auto c = store->outbox_counts();
+    if (c.pending == 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  for (const auto& o : store->outbox_for("fail-1")) {
+    if (o.repo == "acme/three") {
+      EXPECT_EQ(o.status, OutboxStatus::kFailed);
+      EXPECT_EQ(o.attempts, 1);
+      EXPECT_NE(o.last_error.find("HTTP 404"), std::string::npos) << o.last_error;
+    } else if (o.repo == "acme/one") {
+      EXPECT_EQ(o.status, OutboxStatus::kFailed);
+      EXPECT_EQ(o.attempts, 3);
+      EXPECT_NE(o.last_error.find("max_attempts reached"), std::string::npos) << o.last_error;
+      EXPECT_NE(o.last_error.find("HTTP 500"), std::string::npos) << o.last_error;
+    } else {
+      EXPECT_EQ(o.status, OutboxStatus::kDelivered);
+    }
+  }
+  auto health = nlohmann::json::parse(get("/healthz").body);
+  EXPECT_EQ(health["outbox_failed"], 2);
+  std::string metrics = get("/metrics").body;
+  EXPECT_NE(metrics.find("ootci_dispatches_total{outcome=\"failed\"} 2"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("ootci_dispatches_total{outcome=\"delivered\"} 2"), std::string::npos);
+  EXPECT_NE(metrics.find("ootci_webhook_to_dispatch_seconds_count 2"), std::string::npos);
+  EXPECT_NE(metrics.find("ootci_outbox_depth 0"), std::string::npos);
+}
+
+TEST_P(RelayIntegration, FiltersEventsReposAndRoutes) {
+  start_relay();
+  // Not a relayed event: ignored before the signature is even looked at.
+  HttpResult issues = send("issues", "x-1", "{}", "wrong");
+  EXPECT_EQ(issues.status, 200);
+  EXPECT_EQ(nlohmann::json::parse(issues.body)["ignored"], true);
+  // Another repository.
+  auto other = nlohmann::json::parse(fixture("pull_request.opened.json"));
+  other["repository"]["full_name"] = "someone/else";
+  EXPECT_EQ(nlohmann::json::parse(send("pull_request", "x-2", other.dump()).body)["ignored"], true);
+  // Upstream name compared case-insensitively, as CRCR does; `edited` is not dispatched.
+  auto edited = nlohmann::json::parse(fixture("pull_request.opened.json"));
+  edited["action"] = "edited";
+  edited["repository"]["full_name"] = "codertocat/hello-world";
+  EXPECT_EQ(nlohmann::json::parse(send("pull_request", "x-3", edited.dump()).body)["ignored"], true);
+  EXPECT_EQ(send("pull_request", "x-4", "{not json").status, 400);
+  EXPECT_EQ(get("/nowhere").status, 404);
+  EXPECT_EQ(get("/github/webhook").status, 405);
+  // A ciflow/crcr/<device> label records the L3 wish for that device's repos, without a dispatch.
+  auto labeled = nlohmann::json::parse(fixture("pull_request.labeled.json"));
+  labeled["label"]["name"] = "ciflow/crcr/acme-dev";
+  HttpResult lr = send("pull_request", "x-5", labeled.dump());
+  EXPECT_EQ(nlohmann::json::parse(lr.body)["repos"], nlohmann::json::array({"acme/three"}));
+  std::string sha = labeled["pull_request"]["head"]["sha"];
+  // check_suite rerequested is routed to its handler and acknowledged.
+  HttpResult rr = send("check_suite", "x-6", fixture("check_suite.rerequested.json"));
+  EXPECT_EQ(rr.status, 200);
+  EXPECT_EQ(nlohmann::json::parse(rr.body)["status"], "rerun_not_supported");
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_TRUE(standin_->dispatches().empty());
+  auto store = open_store(store_uri_);
+  EXPECT_TRUE(store->check_run_wanted(sha, "acme/three"));
+  EXPECT_FALSE(store->check_run_wanted(sha, "acme/two"));
+  // L4 wants check runs on every dispatched PR.
+  send("pull_request", "x-7", fixture("pull_request.opened.json"));
+  settle(4);
+  std::string opened_sha = nlohmann::json::parse(fixture("pull_request.opened.json"))["pull_request"]["head"]["sha"];
+  EXPECT_TRUE(store->check_run_wanted(opened_sha, "acme/four"));
+}
+
+TEST_P(RelayIntegration, GenericWebhookTransportIsSigned) {
+  standin_->add_hook("one", "hook-secret");
+  start_relay(fmt::format("downstreams:\n  acme/one:\n    transport: webhook\n    url: {}/hooks/one\n"
+                          "    secret_env: ACME_ONE_SECRET\n",
+                          standin_->url()),
+              {{"ACME_ONE_SECRET", "hook-secret"}});
+  ASSERT_EQ(send("push", "hook-1", fixture("push.tag_created.json")).status, 200);
+  settle(4);
+  auto hooks = standin_->dispatches_for("one");
+  ASSERT_EQ(hooks.size(), 1u);
+  EXPECT_EQ(hooks[0].delivery_header, "hook-1");
+  EXPECT_EQ(hooks[0].client_payload["delivery_id"], "hook-1");
+  EXPECT_EQ(hooks[0].event_type, "push");
+  EXPECT_TRUE(standin_->dispatches_for("acme/one").empty());
+}
+
+TEST_P(RelayIntegration, RealCrcrAllowlistAndCrcrTestPayload) {
+  // The pytorch/pytorch allowlist and pytorch/crcr-test's own webhook fixture.
+  std::string allow = read_file(fixture_path("crcr/allowlist.yml"));
+  write_file(dir_ + "/allowlist.yml", allow);
+  std::string cfg = config();
+  size_t at = cfg.find("Codertocat/Hello-World");
+  cfg.replace(at, 22, "pytorch/pytorch");
+  relay_ = std::make_unique<RelayProcess>(dir_, cfg, port_,
+                                          std::map<std::string, std::string>{{"TEST_WEBHOOK_SECRET", kSecret}});
+  relay_->start();
+  auto env = nlohmann::json::parse(read_file(fixture_path("crcr/crcr-test/pull_request_opened.json")));
+  HttpResult r = send("pull_request", env["delivery_id"], env["payload"].dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  auto got = settle(10);
+  EXPECT_EQ(got.size(), 10u);
+  for (const auto& d : got) {
+    EXPECT_EQ(d.client_payload["payload"], env["payload"]);
+    EXPECT_EQ(d.client_payload["delivery_id"], env["delivery_id"]);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Stores, RelayIntegration, ::testing::ValuesIn(test_store_kinds()),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace
+}  // namespace ootci

@@ -1,0 +1,85 @@
+#pragma once
+// A local stand-in for the GitHub REST API, for tests and the demo. It checks the App JWT against
+// the App's public key, issues installation tokens, and records repository_dispatch calls and
+// signed generic-webhook deliveries. Tests can make it answer 5xx, 429 with Retry-After, or hang.
+#include <httplib.h>
+
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace ootci {
+
+struct RecordedDispatch {
+  std::string repo;  // owner/repo for API dispatches; the hook name for webhook deliveries
+  std::string event_type;
+  nlohmann::json client_payload;
+  std::string raw_body;
+  std::string delivery_header;  // X-Ootci-Delivery, webhook transport only
+  int64_t received_ms = 0;
+};
+
+struct Fault {
+  int status = 503;       // HTTP status to answer
+  int retry_after_s = -1;  // adds Retry-After when >= 0
+  int hang_ms = 0;         // sleep before answering (a hang when longer than the client timeout)
+};
+
+class GitHubStandin {
+ public:
+  GitHubStandin(int64_t app_id, std::string app_public_key_pem);
+  ~GitHubStandin();
+
+  // Binds 127.0.0.1 on `port` (0: any free port) and serves on a background thread.
+  void start(int port = 0);
+  void stop();
+  int port() const { return port_; }
+  std::string url() const;
+
+  // Generic-webhook receiver at /hooks/<name>, verifying X-Ootci-Signature-256 with `secret`.
+  void add_hook(const std::string& name, const std::string& secret);
+  // Repos without the App installed: installation lookup answers 404.
+  void uninstall(const std::string& repo);
+  // The next dispatches to `repo` (or hook name) get these faults, in order.
+  void queue_faults(const std::string& repo, std::vector<Fault> faults);
+  // While set, every dispatch to any target hangs this long before answering (0: off).
+  void set_hang_all_ms(int ms);
+
+  std::vector<RecordedDispatch> dispatches() const;
+  std::vector<RecordedDispatch> dispatches_for(const std::string& repo) const;
+  // Waits until at least n dispatches were recorded; false on timeout.
+  bool wait_for_dispatches(size_t n, int timeout_ms) const;
+  int token_requests() const;
+  int dispatch_requests(const std::string& repo) const;  // including failed ones
+
+ private:
+  bool app_jwt_ok(const httplib::Request& req, std::string* why) const;
+  bool apply_fault(const std::string& target, httplib::Response& res);
+  void record(RecordedDispatch d);
+
+  int64_t app_id_;
+  std::string public_key_pem_;
+  httplib::Server server_;
+  std::thread thread_;
+  int port_ = 0;
+  mutable std::mutex mu_;
+  mutable std::condition_variable cv_;
+  std::vector<RecordedDispatch> dispatches_;
+  std::map<std::string, std::string> hooks_;
+  std::set<std::string> uninstalled_;
+  std::map<std::string, std::deque<Fault>> faults_;
+  std::map<std::string, int> dispatch_requests_;
+  std::map<std::string, std::string> tokens_;  // token → repo (by installation)
+  std::map<int64_t, std::string> installations_;
+  int token_requests_ = 0;
+  int hang_all_ms_ = 0;
+};
+
+}  // namespace ootci
