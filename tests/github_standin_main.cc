@@ -1,7 +1,6 @@
 // The GitHub API stand-in as a program, for scripts/demo and bench/. GET /_standin/dispatches
 // lists what it recorded.
 #include <CLI/CLI.hpp>
-
 #include <csignal>
 #include <iostream>
 #include <thread>

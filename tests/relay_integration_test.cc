@@ -1,9 +1,8 @@
 // The real `ootci relay serve` binary against the GitHub stand-in, on SQLite and PostgreSQL.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "base/time.h"
 #include "net/crypto.h"
@@ -199,7 +198,7 @@ TEST_P(RelayIntegration, RelayKilledRightAfterAnswering200DeliversOnRestart) {
 }
 
 TEST_P(RelayIntegration, PermanentErrorsAndDeadlinesEndAsFailedWithTheLastError) {
-  standin_->uninstall("acme/three");                                // 404: not retried
+  standin_->uninstall("acme/three");                                         // 404: not retried
   standin_->queue_faults("acme/one", std::vector<Fault>(50, {500, -1, 0}));  // always 500
   start_relay("  max_attempts: 3\n");
   ASSERT_EQ(send("pull_request", "fail-1", fixture("pull_request.opened.json")).status, 200);
@@ -227,7 +226,8 @@ TEST_P(RelayIntegration, PermanentErrorsAndDeadlinesEndAsFailedWithTheLastError)
   auto health = nlohmann::json::parse(get("/healthz").body);
   EXPECT_EQ(health["outbox_failed"], 2);
   std::string metrics = get("/metrics").body;
-  EXPECT_NE(metrics.find("ootci_dispatches_total{outcome=\"failed\"} 2"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("ootci_dispatches_total{outcome=\"failed\"} 2"), std::string::npos)
+      << metrics;
   EXPECT_NE(metrics.find("ootci_dispatches_total{outcome=\"delivered\"} 2"), std::string::npos);
   EXPECT_NE(metrics.find("ootci_webhook_to_dispatch_seconds_count 2"), std::string::npos);
   EXPECT_NE(metrics.find("ootci_outbox_depth 0"), std::string::npos);
@@ -247,7 +247,8 @@ TEST_P(RelayIntegration, FiltersEventsReposAndRoutes) {
   auto edited = nlohmann::json::parse(fixture("pull_request.opened.json"));
   edited["action"] = "edited";
   edited["repository"]["full_name"] = "codertocat/hello-world";
-  EXPECT_EQ(nlohmann::json::parse(send("pull_request", "x-3", edited.dump()).body)["ignored"], true);
+  EXPECT_EQ(nlohmann::json::parse(send("pull_request", "x-3", edited.dump()).body)["ignored"],
+            true);
   EXPECT_EQ(send("pull_request", "x-4", "{not json").status, 400);
   EXPECT_EQ(get("/nowhere").status, 404);
   EXPECT_EQ(get("/github/webhook").status, 405);
@@ -269,16 +270,18 @@ TEST_P(RelayIntegration, FiltersEventsReposAndRoutes) {
   // L4 wants check runs on every dispatched PR.
   send("pull_request", "x-7", fixture("pull_request.opened.json"));
   settle(4);
-  std::string opened_sha = nlohmann::json::parse(fixture("pull_request.opened.json"))["pull_request"]["head"]["sha"];
+  std::string opened_sha =
+      nlohmann::json::parse(fixture("pull_request.opened.json"))["pull_request"]["head"]["sha"];
   EXPECT_TRUE(store->check_run_wanted(opened_sha, "acme/four"));
 }
 
 TEST_P(RelayIntegration, GenericWebhookTransportIsSigned) {
   standin_->add_hook("one", "hook-secret");
-  start_relay(fmt::format("downstreams:\n  acme/one:\n    transport: webhook\n    url: {}/hooks/one\n"
-                          "    secret_env: ACME_ONE_SECRET\n",
-                          standin_->url()),
-              {{"ACME_ONE_SECRET", "hook-secret"}});
+  start_relay(
+      fmt::format("downstreams:\n  acme/one:\n    transport: webhook\n    url: {}/hooks/one\n"
+                  "    secret_env: ACME_ONE_SECRET\n",
+                  standin_->url()),
+      {{"ACME_ONE_SECRET", "hook-secret"}});
   ASSERT_EQ(send("push", "hook-1", fixture("push.tag_created.json")).status, 200);
   settle(4);
   auto hooks = standin_->dispatches_for("one");
@@ -296,10 +299,11 @@ TEST_P(RelayIntegration, RealCrcrAllowlistAndCrcrTestPayload) {
   std::string cfg = config();
   size_t at = cfg.find("Codertocat/Hello-World");
   cfg.replace(at, 22, "pytorch/pytorch");
-  relay_ = std::make_unique<RelayProcess>(dir_, cfg, port_,
-                                          std::map<std::string, std::string>{{"TEST_WEBHOOK_SECRET", kSecret}});
+  relay_ = std::make_unique<RelayProcess>(
+      dir_, cfg, port_, std::map<std::string, std::string>{{"TEST_WEBHOOK_SECRET", kSecret}});
   relay_->start();
-  auto env = nlohmann::json::parse(read_file(fixture_path("crcr/crcr-test/pull_request_opened.json")));
+  auto env =
+      nlohmann::json::parse(read_file(fixture_path("crcr/crcr-test/pull_request_opened.json")));
   HttpResult r = send("pull_request", env["delivery_id"], env["payload"].dump());
   ASSERT_EQ(r.status, 200) << r.body;
   auto got = settle(10);

@@ -1,13 +1,12 @@
 #include "base/subprocess.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstring>
-
-#include <fmt/format.h>
 
 #include "base/error.h"
 
@@ -36,7 +35,8 @@ Subprocess Subprocess::spawn(const SpawnOptions& o) {
   int out_fd = -1;
   if (!o.output_file.empty()) {
     out_fd = open(o.output_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (out_fd < 0) throw Error(fmt::format("spawn: cannot open {}: {}", o.output_file, strerror(errno)));
+    if (out_fd < 0)
+      throw Error(fmt::format("spawn: cannot open {}: {}", o.output_file, strerror(errno)));
   }
   pid_t pid = fork();
   if (pid < 0) throw Error(fmt::format("spawn: fork failed: {}", strerror(errno)));
@@ -63,7 +63,9 @@ Subprocess Subprocess::spawn(const SpawnOptions& o) {
   return p;
 }
 
-Subprocess::Subprocess(Subprocess&& other) noexcept { *this = std::move(other); }
+Subprocess::Subprocess(Subprocess&& other) noexcept {
+  *this = std::move(other);
+}
 
 Subprocess& Subprocess::operator=(Subprocess&& other) noexcept {
   std::swap(pid_, other.pid_);

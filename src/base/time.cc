@@ -1,8 +1,8 @@
 #include "base/time.h"
 
-#include <ctime>
-
 #include <fmt/format.h>
+
+#include <ctime>
 
 namespace ootci {
 

@@ -10,7 +10,9 @@ inline int64_t now_ms() {
   return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
 }
 
-inline int64_t now_s() { return now_ms() / 1000; }
+inline int64_t now_s() {
+  return now_ms() / 1000;
+}
 
 inline int64_t steady_us() {
   using namespace std::chrono;

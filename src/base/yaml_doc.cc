@@ -1,9 +1,9 @@
 #include "base/yaml_doc.h"
 
+#include <fmt/format.h>
+
 #include <fstream>
 #include <sstream>
-
-#include <fmt/format.h>
 
 namespace ootci {
 
@@ -19,8 +19,8 @@ YamlDoc load_yaml_text(const std::string& name, const std::string& text) {
   try {
     return YamlDoc{name, YAML::Load(text)};
   } catch (const YAML::ParserException& e) {
-    throw Error(fmt::format("{}:{}:{}: invalid YAML: {}", name, e.mark.line + 1, e.mark.column + 1,
-                            e.msg));
+    throw Error(
+        fmt::format("{}:{}:{}: invalid YAML: {}", name, e.mark.line + 1, e.mark.column + 1, e.msg));
   }
 }
 
@@ -46,7 +46,9 @@ std::string YamlMap::child_path(const std::string& key) const {
   return path_.empty() ? key : path_ + "." + key;
 }
 
-bool YamlMap::has(const std::string& key) const { return node_.IsMap() && node_[key]; }
+bool YamlMap::has(const std::string& key) const {
+  return node_.IsMap() && node_[key];
+}
 
 std::vector<std::string> YamlMap::keys() const {
   std::vector<std::string> out;

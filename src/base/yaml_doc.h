@@ -1,11 +1,11 @@
 #pragma once
+#include <yaml-cpp/yaml.h>
+
 #include <cstdint>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
-
-#include <yaml-cpp/yaml.h>
 
 #include "base/error.h"
 

@@ -1,10 +1,9 @@
+#include <fmt/format.h>
 #include <signal.h>
+#include <spdlog/spdlog.h>
 
 #include <iostream>
 #include <thread>
-
-#include <fmt/format.h>
-#include <spdlog/spdlog.h>
 
 #include "base/error.h"
 #include "base/yaml_doc.h"

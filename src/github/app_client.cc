@@ -1,8 +1,8 @@
 #include "github/app_client.h"
 
-#include <ctime>
-
 #include <fmt/format.h>
+
+#include <ctime>
 #include <nlohmann/json.hpp>
 
 #include "base/time.h"
@@ -31,8 +31,9 @@ GitHubApp::GitHubApp(GitHubAppConfig config) : config_(std::move(config)) {
 }
 
 std::string GitHubApp::app_jwt(int64_t now_s) const {
-  return jwt_sign_rs256({{"iat", now_s - 60}, {"exp", now_s + 540}, {"iss", std::to_string(config_.app_id)}},
-                        config_.private_key_pem);
+  return jwt_sign_rs256(
+      {{"iat", now_s - 60}, {"exp", now_s + 540}, {"iss", std::to_string(config_.app_id)}},
+      config_.private_key_pem);
 }
 
 void GitHubApp::forget_token(const std::string& repo) {

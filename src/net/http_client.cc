@@ -1,14 +1,15 @@
 #include "net/http_client.h"
 
+#include <fmt/format.h>
 #include <httplib.h>
 
 #include <charconv>
 
-#include <fmt/format.h>
-
 namespace ootci {
 
-std::string Url::origin() const { return fmt::format("{}://{}:{}", scheme, host, port); }
+std::string Url::origin() const {
+  return fmt::format("{}://{}:{}", scheme, host, port);
+}
 
 std::optional<Url> parse_url(const std::string& text) {
   Url u;

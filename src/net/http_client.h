@@ -9,7 +9,7 @@ struct Url {
   std::string scheme;  // http or https
   std::string host;
   int port = 0;
-  std::string path;  // starts with '/'
+  std::string path;            // starts with '/'
   std::string origin() const;  // scheme://host:port
 };
 std::optional<Url> parse_url(const std::string& text);

@@ -42,8 +42,8 @@ std::string jwt_sign_rs256(const nlohmann::json& claims, const std::string& priv
   MdCtx ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
   size_t len = 0;
   if (EVP_DigestSignInit(ctx.get(), nullptr, EVP_sha256(), nullptr, key.get()) != 1 ||
-      EVP_DigestSign(ctx.get(), nullptr, &len,
-                     reinterpret_cast<const unsigned char*>(input.data()), input.size()) != 1)
+      EVP_DigestSign(ctx.get(), nullptr, &len, reinterpret_cast<const unsigned char*>(input.data()),
+                     input.size()) != 1)
     throw Error("RS256 signing failed");
   std::string sig(len, '\0');
   if (EVP_DigestSign(ctx.get(), reinterpret_cast<unsigned char*>(sig.data()), &len,
@@ -81,8 +81,7 @@ bool jwt_verify_rs256(const JwtParts& parts, const std::string& public_key_pem) 
   PKey key = read_public(public_key_pem);
   if (!key) return false;
   MdCtx ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
-  if (EVP_DigestVerifyInit(ctx.get(), nullptr, EVP_sha256(), nullptr, key.get()) != 1)
-    return false;
+  if (EVP_DigestVerifyInit(ctx.get(), nullptr, EVP_sha256(), nullptr, key.get()) != 1) return false;
   return EVP_DigestVerify(ctx.get(), reinterpret_cast<const unsigned char*>(parts.signature.data()),
                           parts.signature.size(),
                           reinterpret_cast<const unsigned char*>(parts.signing_input.data()),

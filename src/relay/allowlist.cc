@@ -1,11 +1,10 @@
 #include "relay/allowlist.h"
 
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
 #include <algorithm>
-
-#include <fmt/format.h>
-#include <spdlog/spdlog.h>
 
 #include "base/time.h"
 #include "net/http_client.h"
@@ -30,8 +29,8 @@ std::vector<std::string> parse_oncalls(const YamlDoc& doc, const YAML::Node& n,
     size_t start = 0;
     while (start <= s.size()) {
       size_t comma = s.find(',', start);
-      std::string item = trim(s.substr(start, comma == std::string::npos ? std::string::npos
-                                                                         : comma - start));
+      std::string item =
+          trim(s.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
       if (!item.empty()) out.push_back(item);
       if (comma == std::string::npos) break;
       start = comma + 1;

@@ -63,7 +63,8 @@ TEST(Allowlist, BadFilesGetExactErrors) {
        "allowlist.yml:4:5: L2[0]: 'a/b' is already listed at allowlist.yml:2:5"},
       {"L1:\n  - a/b: {x: 1}\n",
        "allowlist.yml:2:10: L1[0]: oncalls must be a string or a list of strings"},
-      {"L1:\n  - [a/b]\n", "allowlist.yml:2:5: L1[0]: expected `owner/repo` or `owner/repo: oncalls`"},
+      {"L1:\n  - [a/b]\n",
+       "allowlist.yml:2:5: L1[0]: expected `owner/repo` or `owner/repo: oncalls`"},
   };
   for (const auto& c : cases) EXPECT_EQ(parse_error(c.text), c.error) << c.text;
 }

@@ -1,8 +1,8 @@
 #include "relay/config.h"
 
-#include <filesystem>
-
 #include <fmt/format.h>
+
+#include <filesystem>
 
 #include "base/yaml_doc.h"
 
@@ -16,8 +16,12 @@ std::string resolve(const std::string& base_dir, const std::string& p) {
 
 }  // namespace
 
-std::string RelayConfig::listen_host() const { return listen.substr(0, listen.rfind(':')); }
-int RelayConfig::listen_port() const { return std::stoi(listen.substr(listen.rfind(':') + 1)); }
+std::string RelayConfig::listen_host() const {
+  return listen.substr(0, listen.rfind(':'));
+}
+int RelayConfig::listen_port() const {
+  return std::stoi(listen.substr(listen.rfind(':') + 1));
+}
 
 RelayConfig load_relay_config(const std::string& path) {
   YamlDoc doc = load_yaml_file(path);
@@ -87,7 +91,8 @@ RelayConfig load_relay_config(const std::string& path) {
   }
 
   if (auto d = root.map("dispatch")) {
-    if (auto v = d->integer("max_attempts", 1, 1000)) c.dispatch.max_attempts = static_cast<int>(*v);
+    if (auto v = d->integer("max_attempts", 1, 1000))
+      c.dispatch.max_attempts = static_cast<int>(*v);
     if (auto v = d->integer("initial_backoff_ms", 1)) c.dispatch.initial_backoff_ms = *v;
     if (auto v = d->integer("max_backoff_ms", 1)) c.dispatch.max_backoff_ms = *v;
     if (auto v = d->integer("deadline_s", 1)) c.dispatch.deadline_s = *v;

@@ -61,7 +61,8 @@ dispatch:
 }
 
 TEST(RelayConfig, DefaultsMatchCrcr) {
-  RelayConfig c = load_relay_config(write_config("allowlist: https://github.com/pytorch/pytorch/blob/main/.github/allowlist.yml\n"));
+  RelayConfig c = load_relay_config(write_config(
+      "allowlist: https://github.com/pytorch/pytorch/blob/main/.github/allowlist.yml\n"));
   EXPECT_EQ(c.upstream_repo, "pytorch/pytorch");
   EXPECT_EQ(c.github.api_url, "https://api.github.com");
   EXPECT_EQ(c.store.substr(c.store.size() - 15), "/ootci-relay.db");
@@ -78,7 +79,8 @@ TEST(RelayConfig, BadConfigsNameFileLineAndKey) {
       {"allowlist: a\ndispatch:\n  max_attempts: lots\n",
        "relay.yaml:3:17: dispatch.max_attempts: expected an integer"},
       {"allowlist: a\ndispatch:\n  retries: 3\n", "relay.yaml:3:3: dispatch.retries: unknown key"},
-      {"allowlist: a\ngithub:\n  app_id: [1]\n", "relay.yaml:3:11: github.app_id: expected an integer"},
+      {"allowlist: a\ngithub:\n  app_id: [1]\n",
+       "relay.yaml:3:11: github.app_id: expected an integer"},
       {"allowlist: a\nstore: mysql://x\n",
        "relay.yaml:2:8: store: expected sqlite:PATH or a postgresql:// URI"},
       {"allowlist: a\ndownstreams:\n  a/b:\n    transport: carrier-pigeon\n",

@@ -1,11 +1,11 @@
 #include "relay/dispatcher.h"
 
-#include <algorithm>
-#include <random>
-
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <random>
 
 #include "base/time.h"
 
@@ -33,7 +33,9 @@ Dispatcher::Dispatcher(Store& store, TransportRouter& router, DispatchPolicy pol
                        Metrics& metrics)
     : store_(store), router_(router), policy_(policy), metrics_(metrics) {}
 
-Dispatcher::~Dispatcher() { stop(); }
+Dispatcher::~Dispatcher() {
+  stop();
+}
 
 void Dispatcher::start() {
   running_ = true;
@@ -90,10 +92,9 @@ SendResult Dispatcher::attempt(const OutboxItem& item, bool allow_retry) {
   if (!body) {
     r.error = "delivery record is missing";
   } else {
-    r = router_.for_repo(item.repo)
-            .send(item.repo, item.event_type, item.delivery_id,
-                  build_client_payload(item.event_type, item.delivery_id, *body,
-                                       item.callback_token));
+    r = router_.for_repo(item.repo).send(
+        item.repo, item.event_type, item.delivery_id,
+        build_client_payload(item.event_type, item.delivery_id, *body, item.callback_token));
   }
   int64_t now = now_ms();
   if (r.delivered) {
@@ -104,11 +105,11 @@ SendResult Dispatcher::attempt(const OutboxItem& item, bool allow_retry) {
   }
   int64_t next = now + backoff_ms(policy_, attempts, random_u64());
   if (r.retry_after_s) next = std::max(next, now + *r.retry_after_s * 1000);
-  bool give_up = !allow_retry || !r.retryable || attempts >= policy_.max_attempts ||
-                 next > item.deadline_ms;
+  bool give_up =
+      !allow_retry || !r.retryable || attempts >= policy_.max_attempts || next > item.deadline_ms;
   if (give_up) {
-    std::string why = !r.retryable ? "permanent error"
-                      : !allow_retry ? "no retry (synchronous mode)"
+    std::string why = !r.retryable                       ? "permanent error"
+                      : !allow_retry                     ? "no retry (synchronous mode)"
                       : attempts >= policy_.max_attempts ? "max_attempts reached"
                                                          : "deadline passed";
     std::string msg = fmt::format("{} after {} attempt(s): {}", why, attempts, r.error);
@@ -153,7 +154,8 @@ void Dispatcher::worker_loop() {
     }
     int64_t wait_ms = kIdlePollMs;
     try {
-      if (auto due = store_.next_due_ms()) wait_ms = std::clamp<int64_t>(*due - now_ms(), 0, kIdlePollMs);
+      if (auto due = store_.next_due_ms())
+        wait_ms = std::clamp<int64_t>(*due - now_ms(), 0, kIdlePollMs);
     } catch (const std::exception&) {
     }
     std::unique_lock lock(wake_mu_);

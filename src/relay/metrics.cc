@@ -38,7 +38,8 @@ std::string Metrics::render(const std::vector<std::pair<std::string, double>>& g
       out += labels.empty() ? fmt::format("{} {}\n", name, v)
                             : fmt::format("{}{{{}}} {}\n", name, labels, v);
   }
-  for (const auto& [name, v] : gauges) out += fmt::format("# TYPE {} gauge\n{} {}\n", name, name, v);
+  for (const auto& [name, v] : gauges)
+    out += fmt::format("# TYPE {} gauge\n{} {}\n", name, name, v);
   const char* h = "ootci_webhook_to_dispatch_seconds";
   out += fmt::format("# TYPE {} histogram\n", h);
   for (size_t i = 0; i < bounds_.size(); ++i)

@@ -1,11 +1,10 @@
 #include "relay/relay_server.h"
 
+#include <fmt/format.h>
 #include <httplib.h>
+#include <spdlog/spdlog.h>
 
 #include <cstdlib>
-
-#include <fmt/format.h>
-#include <spdlog/spdlog.h>
 
 #include "base/error.h"
 #include "base/time.h"
@@ -55,14 +54,17 @@ struct RelayServer::Impl {
         router(config),
         tokens(config.callback_token_secret_env.empty()
                    ? CallbackTokens::derive_key(secret)
-                   : require_env(config, "callback_token_secret_env", config.callback_token_secret_env),
+                   : require_env(config, "callback_token_secret_env",
+                                 config.callback_token_secret_env),
                config.callback_token_ttl_s),
         dispatcher(*store, router, config.dispatch, metrics),
         webhook(config, secret, *store, allowlist, dispatcher, metrics, tokens) {}
 };
 
 RelayServer::RelayServer(RelayConfig config) : impl_(std::make_unique<Impl>(std::move(config))) {}
-RelayServer::~RelayServer() { stop(); }
+RelayServer::~RelayServer() {
+  stop();
+}
 
 void RelayServer::stop() {
   if (!impl_) return;
@@ -82,7 +84,8 @@ void RelayServer::run() {
   http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   http.set_payload_max_length(25 * 1024 * 1024);  // GitHub's webhook size cap
   http.Post("/github/webhook", [&s](const httplib::Request& req, httplib::Response& res) {
-    WebhookRequest w{req.get_header_value("X-GitHub-Event"), req.get_header_value("X-GitHub-Delivery"),
+    WebhookRequest w{req.get_header_value("X-GitHub-Event"),
+                     req.get_header_value("X-GitHub-Delivery"),
                      req.get_header_value("X-Hub-Signature-256"), req.body};
     try {
       send(res, s.webhook.handle(w));
@@ -101,7 +104,9 @@ void RelayServer::run() {
   http.Get("/healthz", [&s](const httplib::Request&, httplib::Response& res) {
     try {
       OutboxCounts c = s.store->outbox_counts();
-      send(res, json_reply(200, {{"ok", true}, {"outbox_pending", c.pending}, {"outbox_failed", c.failed}}));
+      send(res,
+           json_reply(200,
+                      {{"ok", true}, {"outbox_pending", c.pending}, {"outbox_failed", c.failed}}));
     } catch (const std::exception& e) {
       send(res, json_reply(503, {{"ok", false}, {"detail", e.what()}}));
     }

@@ -1,9 +1,8 @@
 #pragma once
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace ootci {
 
@@ -14,7 +13,9 @@ struct Reply {
   std::vector<std::pair<std::string, std::string>> headers;
 };
 
-inline Reply json_reply(int status, nlohmann::json body) { return {status, std::move(body), {}}; }
+inline Reply json_reply(int status, nlohmann::json body) {
+  return {status, std::move(body), {}};
+}
 inline Reply detail_reply(int status, const std::string& detail) {
   return {status, {{"detail", detail}}, {}};
 }

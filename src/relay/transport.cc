@@ -1,11 +1,11 @@
 #include "relay/transport.h"
 
+#include <fmt/format.h>
+
 #include <cstdlib>
 #include <fstream>
-#include <sstream>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "base/error.h"
 #include "net/crypto.h"
@@ -27,7 +27,8 @@ SendResult classify_http(const HttpResult& r) {
   }
   std::string snippet = r.body.substr(0, 200);
   s.error = fmt::format("HTTP {}: {}", r.status, snippet);
-  bool rate_limited = r.status == 403 && (s.retry_after_s || r.header("x-ratelimit-remaining") == "0");
+  bool rate_limited =
+      r.status == 403 && (s.retry_after_s || r.header("x-ratelimit-remaining") == "0");
   s.retryable = r.status >= 500 || r.status == 429 || r.status == 401 || rate_limited;
   return s;
 }
@@ -62,7 +63,8 @@ TransportRouter::TransportRouter(const RelayConfig& config) {
   std::shared_ptr<GitHubApp> app;
   if (config.github.app_id && !config.github.private_key_file.empty()) {
     std::ifstream in(config.github.private_key_file);
-    if (!in) throw Error(config.github.private_key_file + ": cannot read the GitHub App private key");
+    if (!in)
+      throw Error(config.github.private_key_file + ": cannot read the GitHub App private key");
     std::stringstream ss;
     ss << in.rdbuf();
     app = std::make_shared<GitHubApp>(

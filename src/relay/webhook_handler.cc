@@ -1,9 +1,9 @@
 #include "relay/webhook_handler.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <future>
-
-#include <spdlog/spdlog.h>
 
 #include "base/time.h"
 #include "net/crypto.h"
@@ -40,8 +40,8 @@ std::string head_sha_of(const nlohmann::json& payload) {
 }
 
 WebhookHandler::WebhookHandler(const RelayConfig& config, std::string secret, Store& store,
-                               AllowlistSource& allowlist, Dispatcher& dispatcher,
-                               Metrics& metrics, const CallbackTokens& tokens)
+                               AllowlistSource& allowlist, Dispatcher& dispatcher, Metrics& metrics,
+                               const CallbackTokens& tokens)
     : config_(config),
       secret_(std::move(secret)),
       store_(store),
@@ -72,10 +72,10 @@ Reply WebhookHandler::handle(const WebhookRequest& req) {
   std::string action = payload.value("action", "");
   if (req.event == "push") return dispatch(req, payload);
   if (req.event == "pull_request") {
-    if (action == "opened" || action == "reopened" || action == "synchronize" ||
-        action == "closed")
+    if (action == "opened" || action == "reopened" || action == "synchronize" || action == "closed")
       return dispatch(req, payload);
-    if (action == "labeled" && str_at(payload, "/label/name"_json_pointer).rfind(kLabelPrefix, 0) == 0)
+    if (action == "labeled" &&
+        str_at(payload, "/label/name"_json_pointer).rfind(kLabelPrefix, 0) == 0)
       return record_label(payload);
     return json_reply(200, {{"ignored", true}});
   }
@@ -125,7 +125,8 @@ Reply WebhookHandler::dispatch(const WebhookRequest& req, const nlohmann::json& 
   // L4 always wants check runs; L3 when the PR already carries its device label (CRCR §1.3 7d).
   if (req.event == "pull_request" && !sha.empty()) {
     for (const auto& e : allow->entries()) {
-      if (e.level == Level::kL4 || (e.level == Level::kL3 && has_label(payload, kLabelPrefix + e.device)))
+      if (e.level == Level::kL4 ||
+          (e.level == Level::kL3 && has_label(payload, kLabelPrefix + e.device)))
         store_.set_check_run_wanted(sha, e.repo, now);
     }
   }
@@ -133,7 +134,8 @@ Reply WebhookHandler::dispatch(const WebhookRequest& req, const nlohmann::json& 
   if (!config_.dispatch.synchronous) {
     dispatcher_.wake();
     for (const auto& r : rows) dispatched.push_back({{"repo", r.repo}});
-    return json_reply(200, {{"ok", true}, {"dispatched", dispatched}, {"failed", failed}, {"queued", true}});
+    return json_reply(
+        200, {{"ok", true}, {"dispatched", dispatched}, {"failed", failed}, {"queued", true}});
   }
   // Baseline: fan out inside the request, one attempt each, at most 32 at a time (CRCR's pool).
   std::vector<OutboxItem> items = store_.outbox_for(req.delivery);
@@ -141,7 +143,8 @@ Reply WebhookHandler::dispatch(const WebhookRequest& req, const nlohmann::json& 
   for (size_t start = 0; start < items.size(); start += 32) {
     std::vector<std::future<void>> batch;
     for (size_t i = start; i < std::min(items.size(), start + 32); ++i)
-      batch.push_back(std::async(std::launch::async, [&, i] { results[i] = dispatcher_.attempt(items[i], false); }));
+      batch.push_back(std::async(std::launch::async,
+                                 [&, i] { results[i] = dispatcher_.attempt(items[i], false); }));
     for (auto& f : batch) f.get();
   }
   for (size_t i = 0; i < items.size(); ++i) {
@@ -151,18 +154,21 @@ Reply WebhookHandler::dispatch(const WebhookRequest& req, const nlohmann::json& 
       failed.push_back({{"repo", items[i].repo}, {"error", results[i].error}});
   }
   if (!items.empty() && dispatched.empty())
-    return json_reply(502, {{"ok", false}, {"detail", "No downstream dispatch succeeded"}, {"failed", failed}});
+    return json_reply(
+        502, {{"ok", false}, {"detail", "No downstream dispatch succeeded"}, {"failed", failed}});
   return json_reply(200, {{"ok", true}, {"dispatched", dispatched}, {"failed", failed}});
 }
 
 Reply WebhookHandler::record_label(const nlohmann::json& payload) {
-  std::string device = str_at(payload, "/label/name"_json_pointer).substr(std::string(kLabelPrefix).size());
+  std::string device =
+      str_at(payload, "/label/name"_json_pointer).substr(std::string(kLabelPrefix).size());
   std::string sha = head_sha_of(payload);
   std::vector<std::string> repos = allowlist_.get()->l3_repos_for_device(device);
   if (!sha.empty())
     for (const auto& r : repos) store_.set_check_run_wanted(sha, r, now_ms());
   // Check-run backfill for jobs already running or finished comes with the callback half.
-  return json_reply(200, {{"ok", true}, {"status", "label_recorded"}, {"device", device}, {"repos", repos}});
+  return json_reply(
+      200, {{"ok", true}, {"status", "label_recorded"}, {"device", device}, {"repos", repos}});
 }
 
 Reply WebhookHandler::rerun_requested(const std::string& event, const nlohmann::json& payload) {

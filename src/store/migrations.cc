@@ -7,8 +7,8 @@ namespace {
 
 // The two dialects differ only in the auto-increment key type, so one text serves both.
 std::string v1(SqlDialect d) {
-  std::string serial = d == SqlDialect::kSqlite ? "INTEGER PRIMARY KEY AUTOINCREMENT"
-                                                : "BIGSERIAL PRIMARY KEY";
+  std::string serial =
+      d == SqlDialect::kSqlite ? "INTEGER PRIMARY KEY AUTOINCREMENT" : "BIGSERIAL PRIMARY KEY";
   return R"(
 CREATE TABLE deliveries (
   delivery_id TEXT PRIMARY KEY,
@@ -20,7 +20,8 @@ CREATE TABLE deliveries (
   body TEXT NOT NULL
 );
 CREATE TABLE outbox (
-  id )" + serial + R"(,
+  id )" + serial +
+         R"(,
   delivery_id TEXT NOT NULL REFERENCES deliveries(delivery_id),
   repo TEXT NOT NULL,
   event_type TEXT NOT NULL,

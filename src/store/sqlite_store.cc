@@ -1,8 +1,7 @@
+#include <fmt/format.h>
 #include <sqlite3.h>
 
 #include <mutex>
-
-#include <fmt/format.h>
 
 #include "base/error.h"
 #include "store/migrations.h"
@@ -137,7 +136,8 @@ class SqliteStore : public Store {
            "deliveries WHERE delivery_id = ?");
     s.bind(1, id);
     if (!s.step()) return std::nullopt;
-    return DeliveryRecord{s.text(0), s.text(1), s.text(2), s.text(3), s.i64(4), s.i64(5), s.text(6)};
+    return DeliveryRecord{s.text(0), s.text(1), s.text(2), s.text(3),
+                          s.i64(4),  s.i64(5),  s.text(6)};
   }
 
   std::vector<OutboxItem> claim_due(int64_t now_ms, int limit, int64_t lease_ms) override {
@@ -194,9 +194,9 @@ class SqliteStore : public Store {
 
   std::vector<OutboxItem> outbox_for(const std::string& delivery_id) override {
     std::lock_guard lock(mu_);
-    Stmt s(db_, fmt::format("SELECT {} FROM outbox WHERE delivery_id = ? ORDER BY repo",
-                            kOutboxColumns)
-                    .c_str());
+    Stmt s(db_,
+           fmt::format("SELECT {} FROM outbox WHERE delivery_id = ? ORDER BY repo", kOutboxColumns)
+               .c_str());
     s.bind(1, delivery_id);
     std::vector<OutboxItem> out;
     while (s.step()) out.push_back(read_outbox(s));

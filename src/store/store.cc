@@ -6,9 +6,12 @@ namespace ootci {
 
 const char* to_string(OutboxStatus s) {
   switch (s) {
-    case OutboxStatus::kPending: return "pending";
-    case OutboxStatus::kDelivered: return "delivered";
-    case OutboxStatus::kFailed: return "failed";
+    case OutboxStatus::kPending:
+      return "pending";
+    case OutboxStatus::kDelivered:
+      return "delivered";
+    case OutboxStatus::kFailed:
+      return "failed";
   }
   return "pending";
 }

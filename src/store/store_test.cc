@@ -40,7 +40,9 @@ std::vector<OutboxItem> rows(const std::vector<std::string>& repos, int64_t now 
   return out;
 }
 
-TEST_P(StoreTest, MigratesToLatestVersion) { EXPECT_GE(store_->schema_version(), 1); }
+TEST_P(StoreTest, MigratesToLatestVersion) {
+  EXPECT_GE(store_->schema_version(), 1);
+}
 
 TEST_P(StoreTest, AcceptsOnceAndRejectsRedelivery) {
   EXPECT_TRUE(store_->accept_delivery(delivery("d1"), rows({"a/x", "b/y"})));
@@ -107,7 +109,9 @@ TEST_P(StoreTest, ReleaseLeasesMakesLeasedRowsDueNow) {
   EXPECT_EQ(store_->claim_due(1100, 10, 100).size(), 1u);
 }
 
-TEST_P(StoreTest, NoDueRowsMeansNoNextDue) { EXPECT_FALSE(store_->next_due_ms()); }
+TEST_P(StoreTest, NoDueRowsMeansNoNextDue) {
+  EXPECT_FALSE(store_->next_due_ms());
+}
 
 TEST_P(StoreTest, ConcurrentClaimsNeverHandOutARowTwice) {
   std::vector<std::string> repos;

@@ -23,9 +23,13 @@ int64_t installation_id_for(const std::string& repo) {
 GitHubStandin::GitHubStandin(int64_t app_id, std::string public_key_pem)
     : app_id_(app_id), public_key_pem_(std::move(public_key_pem)) {}
 
-GitHubStandin::~GitHubStandin() { stop(); }
+GitHubStandin::~GitHubStandin() {
+  stop();
+}
 
-std::string GitHubStandin::url() const { return fmt::format("http://127.0.0.1:{}", port_); }
+std::string GitHubStandin::url() const {
+  return fmt::format("http://127.0.0.1:{}", port_);
+}
 
 bool GitHubStandin::app_jwt_ok(const httplib::Request& req, std::string* why) const {
   std::string auth = req.get_header_value("Authorization");
@@ -43,7 +47,8 @@ bool GitHubStandin::app_jwt_ok(const httplib::Request& req, std::string* why) co
     *why = "'Issuer' claim ('iss') must be the App ID";
     return false;
   }
-  if (parts->claims.value("exp", int64_t{0}) < now || parts->claims.value("iat", now + 1) > now + 60 ||
+  if (parts->claims.value("exp", int64_t{0}) < now ||
+      parts->claims.value("iat", now + 1) > now + 60 ||
       parts->claims.value("exp", int64_t{0}) - parts->claims.value("iat", int64_t{0}) > 600) {
     *why = "'Expiration time' claim ('exp') is too far in the future or expired";
     return false;
@@ -89,56 +94,55 @@ void GitHubStandin::record(RecordedDispatch d) {
 
 void GitHubStandin::start(int port) {
   server_.new_task_queue = [] { return new httplib::ThreadPool(32); };
-  server_.Get(R"(/repos/([^/]+/[^/]+)/installation)",
-              [this](const httplib::Request& req, httplib::Response& res) {
-                std::string why;
-                if (!app_jwt_ok(req, &why)) return json_error(res, 401, why);
-                std::string repo = req.matches[1];
-                std::lock_guard lock(mu_);
-                if (uninstalled_.count(repo)) return json_error(res, 404, "Not Found");
-                int64_t id = installation_id_for(repo);
-                installations_[id] = repo;
-                res.set_content(nlohmann::json{{"id", id}, {"app_id", app_id_}}.dump(),
-                                "application/json");
-              });
-  server_.Post(R"(/app/installations/(\d+)/access_tokens)",
-               [this](const httplib::Request& req, httplib::Response& res) {
-                 std::string why;
-                 if (!app_jwt_ok(req, &why)) return json_error(res, 401, why);
-                 int64_t id = std::stoll(req.matches[1]);
-                 std::lock_guard lock(mu_);
-                 auto it = installations_.find(id);
-                 if (it == installations_.end()) return json_error(res, 404, "Not Found");
-                 std::string token = "ghs_" + random_hex(18);
-                 tokens_[token] = it->second;
-                 token_requests_++;
-                 res.status = 201;
-                 res.set_content(nlohmann::json{{"token", token},
-                                                {"expires_at", iso8601_utc(now_ms() + 3600000).substr(0, 19) + "Z"}}
-                                     .dump(),
-                                 "application/json");
-               });
-  server_.Post(R"(/repos/([^/]+/[^/]+)/dispatches)",
-               [this](const httplib::Request& req, httplib::Response& res) {
-                 std::string repo = req.matches[1];
-                 std::string auth = req.get_header_value("Authorization");
-                 std::string token = auth.rfind("token ", 0) == 0 ? auth.substr(6) : "";
-                 {
-                   std::lock_guard lock(mu_);
-                   auto it = tokens_.find(token);
-                   if (it == tokens_.end()) return json_error(res, 401, "Bad credentials");
-                   if (it->second != repo) return json_error(res, 404, "Not Found");
-                 }
-                 if (apply_fault(repo, res)) return;
-                 auto body = nlohmann::json::parse(req.body, nullptr, false);
-                 if (!body.is_object() || !body["event_type"].is_string() ||
-                     !body["client_payload"].is_object())
-                   return json_error(res, 422, "Invalid request");
-                 if (body["client_payload"].size() > 10)
-                   return json_error(res, 422, "client_payload has more than 10 top-level properties");
-                 record({repo, body["event_type"], body["client_payload"], req.body, "", now_ms()});
-                 res.status = 204;
-               });
+  server_.Get(R"(/repos/([^/]+/[^/]+)/installation)", [this](const httplib::Request& req,
+                                                             httplib::Response& res) {
+    std::string why;
+    if (!app_jwt_ok(req, &why)) return json_error(res, 401, why);
+    std::string repo = req.matches[1];
+    std::lock_guard lock(mu_);
+    if (uninstalled_.count(repo)) return json_error(res, 404, "Not Found");
+    int64_t id = installation_id_for(repo);
+    installations_[id] = repo;
+    res.set_content(nlohmann::json{{"id", id}, {"app_id", app_id_}}.dump(), "application/json");
+  });
+  server_.Post(R"(/app/installations/(\d+)/access_tokens)", [this](const httplib::Request& req,
+                                                                   httplib::Response& res) {
+    std::string why;
+    if (!app_jwt_ok(req, &why)) return json_error(res, 401, why);
+    int64_t id = std::stoll(req.matches[1]);
+    std::lock_guard lock(mu_);
+    auto it = installations_.find(id);
+    if (it == installations_.end()) return json_error(res, 404, "Not Found");
+    std::string token = "ghs_" + random_hex(18);
+    tokens_[token] = it->second;
+    token_requests_++;
+    res.status = 201;
+    res.set_content(
+        nlohmann::json{{"token", token},
+                       {"expires_at", iso8601_utc(now_ms() + 3600000).substr(0, 19) + "Z"}}
+            .dump(),
+        "application/json");
+  });
+  server_.Post(R"(/repos/([^/]+/[^/]+)/dispatches)", [this](const httplib::Request& req,
+                                                            httplib::Response& res) {
+    std::string repo = req.matches[1];
+    std::string auth = req.get_header_value("Authorization");
+    std::string token = auth.rfind("token ", 0) == 0 ? auth.substr(6) : "";
+    {
+      std::lock_guard lock(mu_);
+      auto it = tokens_.find(token);
+      if (it == tokens_.end()) return json_error(res, 401, "Bad credentials");
+      if (it->second != repo) return json_error(res, 404, "Not Found");
+    }
+    if (apply_fault(repo, res)) return;
+    auto body = nlohmann::json::parse(req.body, nullptr, false);
+    if (!body.is_object() || !body["event_type"].is_string() || !body["client_payload"].is_object())
+      return json_error(res, 422, "Invalid request");
+    if (body["client_payload"].size() > 10)
+      return json_error(res, 422, "client_payload has more than 10 top-level properties");
+    record({repo, body["event_type"], body["client_payload"], req.body, "", now_ms()});
+    res.status = 204;
+  });
   server_.Post(R"(/hooks/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
     std::string name = req.matches[1];
     std::string secret;
@@ -164,7 +168,8 @@ void GitHubStandin::start(int port) {
       out.push_back({{"repo", d.repo},
                      {"event_type", d.event_type},
                      {"delivery_id", d.client_payload.value("delivery_id", "")},
-                     {"client_payload_keys", [&] {
+                     {"client_payload_keys",
+                      [&] {
                         nlohmann::json keys = nlohmann::json::array();
                         for (auto it = d.client_payload.begin(); it != d.client_payload.end(); ++it)
                           keys.push_back(it.key());
@@ -173,7 +178,8 @@ void GitHubStandin::start(int port) {
                      {"received_ms", d.received_ms}});
     res.set_content(out.dump(), "application/json");
   });
-  port_ = port == 0 ? server_.bind_to_any_port("127.0.0.1") : (server_.bind_to_port("127.0.0.1", port) ? port : -1);
+  port_ = port == 0 ? server_.bind_to_any_port("127.0.0.1")
+                    : (server_.bind_to_port("127.0.0.1", port) ? port : -1);
   if (port_ <= 0) throw std::runtime_error("github stand-in: cannot bind");
   thread_ = std::thread([this] { server_.listen_after_bind(); });
 }

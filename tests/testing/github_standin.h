@@ -8,12 +8,11 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace ootci {
 
@@ -27,7 +26,7 @@ struct RecordedDispatch {
 };
 
 struct Fault {
-  int status = 503;       // HTTP status to answer
+  int status = 503;        // HTTP status to answer
   int retry_after_s = -1;  // adds Retry-After when >= 0
   int hang_ms = 0;         // sleep before answering (a hang when longer than the client timeout)
 };

@@ -1,13 +1,12 @@
 #include "testing/relay_process.h"
 
+#include <fmt/format.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "base/error.h"
 #include "net/crypto.h"
@@ -35,9 +34,13 @@ RelayProcess::RelayProcess(std::string dir, std::string config_yaml, int port,
   write_file(dir_ + "/relay.yaml", config_yaml);
 }
 
-RelayProcess::~RelayProcess() { kill_hard(); }
+RelayProcess::~RelayProcess() {
+  kill_hard();
+}
 
-std::string RelayProcess::url() const { return fmt::format("http://127.0.0.1:{}", port_); }
+std::string RelayProcess::url() const {
+  return fmt::format("http://127.0.0.1:{}", port_);
+}
 
 std::string RelayProcess::log() const {
   try {
@@ -58,8 +61,7 @@ void RelayProcess::start() {
     req.url = url() + "/healthz";
     req.timeout_ms = 500;
     if (http_send(req).status == 200) return;
-    if (proc_->try_wait())
-      throw Error("relay exited during start-up:\n" + log());
+    if (proc_->try_wait()) throw Error("relay exited during start-up:\n" + log());
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   throw Error("relay did not become healthy:\n" + log());

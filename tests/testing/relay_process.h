@@ -2,10 +2,9 @@
 // Runs the real `ootci relay serve` binary as a child process for integration tests and benches.
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "base/subprocess.h"
 #include "net/http_client.h"
@@ -20,7 +19,7 @@ class RelayProcess {
   RelayProcess(std::string dir, std::string config_yaml, int port,
                std::map<std::string, std::string> env);
   ~RelayProcess();
-  void start();  // spawns and waits until /healthz answers
+  void start();      // spawns and waits until /healthz answers
   void kill_hard();  // SIGKILL, as a crash would
   void stop();       // SIGTERM and wait
   int port() const { return port_; }

@@ -1,13 +1,13 @@
 #include "testing/test_env.h"
 
+#include <fmt/format.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
-#include <sstream>
-
-#include <fmt/format.h>
 #include <pqxx/pqxx>
+#include <sstream>
 
 #include "base/error.h"
 #include "net/crypto.h"
