@@ -4,6 +4,7 @@
 
 #include <thread>
 
+#include "testing/github_standin.h"
 #include "testing/test_env.h"
 
 namespace ootci {
@@ -85,6 +86,44 @@ TEST(AllowlistSource, ReloadsWhenTheFileChangesAndKeepsTheLastGoodOne) {
 TEST(AllowlistSource, MissingFileFailsOnFirstLoad) {
   AllowlistSource src("/nonexistent/allowlist.yml", 900, "");
   EXPECT_THROW(src.get(), Error);
+}
+
+}  // namespace
+}  // namespace ootci
+
+namespace ootci {
+namespace {
+
+TEST(AllowlistSource, GitHubBlobUrlIsReadThroughTheContentsApiAndReloadedAfterTheTtl) {
+  GitHubStandin gh(1, "");
+  gh.start();
+  gh.set_file("pytorch/pytorch", "main", ".github/allowlist.yml",
+              read_file(fixture_path("crcr/allowlist.yml")));
+  AllowlistSource src("https://github.com/pytorch/pytorch/blob/main/.github/allowlist.yml", 1,
+                      gh.url());
+  EXPECT_EQ(src.get()->level_of("torch-spyre/torch-spyre"), Level::kL2);
+  EXPECT_EQ(src.get()->entries().size(), 10u);
+  EXPECT_EQ(gh.file_requests(), 1);  // cached within the TTL
+  gh.set_file("pytorch/pytorch", "main", ".github/allowlist.yml",
+              "L4:\n  - torch-spyre/torch-spyre\n");
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  EXPECT_EQ(src.get()->level_of("torch-spyre/torch-spyre"), Level::kL4);
+  // The source breaks: the last good allowlist stays.
+  gh.set_file("pytorch/pytorch", "main", ".github/allowlist.yml", "L4: [oops\n");
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  EXPECT_EQ(src.get()->level_of("torch-spyre/torch-spyre"), Level::kL4);
+  gh.stop();
+}
+
+TEST(AllowlistSource, UnreachableUrlFailsOnFirstLoadWithTheUrl) {
+  AllowlistSource src("http://127.0.0.1:1/allowlist.yml", 900, "");
+  try {
+    src.get();
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("http://127.0.0.1:1/allowlist.yml: fetch failed"),
+              std::string::npos);
+  }
 }
 
 }  // namespace

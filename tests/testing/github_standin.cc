@@ -162,6 +162,16 @@ void GitHubStandin::start(int port) {
             req.get_header_value("X-Ootci-Delivery"), now_ms()});
     res.status = 202;
   });
+  server_.Get(R"(/repos/([^/]+/[^/]+)/contents/(.+))",
+              [this](const httplib::Request& req, httplib::Response& res) {
+                std::string key = std::string(req.matches[1]) + "@" + req.get_param_value("ref") +
+                                  ":" + std::string(req.matches[2]);
+                std::lock_guard lock(mu_);
+                file_requests_++;
+                auto it = files_.find(key);
+                if (it == files_.end()) return json_error(res, 404, "Not Found");
+                res.set_content(it->second, "application/vnd.github.raw");
+              });
   server_.Get("/_standin/dispatches", [this](const httplib::Request&, httplib::Response& res) {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& d : dispatches())
@@ -192,6 +202,17 @@ void GitHubStandin::stop() {
 void GitHubStandin::add_hook(const std::string& name, const std::string& secret) {
   std::lock_guard lock(mu_);
   hooks_[name] = secret;
+}
+
+void GitHubStandin::set_file(const std::string& repo, const std::string& ref,
+                             const std::string& path, const std::string& content) {
+  std::lock_guard lock(mu_);
+  files_[repo + "@" + ref + ":" + path] = content;
+}
+
+int GitHubStandin::file_requests() const {
+  std::lock_guard lock(mu_);
+  return file_requests_;
 }
 
 void GitHubStandin::uninstall(const std::string& repo) {

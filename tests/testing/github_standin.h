@@ -44,6 +44,10 @@ class GitHubStandin {
 
   // Generic-webhook receiver at /hooks/<name>, verifying X-Ootci-Signature-256 with `secret`.
   void add_hook(const std::string& name, const std::string& secret);
+  // Serves `content` at GET /repos/<repo>/contents/<path>?ref=<ref> (raw media type).
+  void set_file(const std::string& repo, const std::string& ref, const std::string& path,
+                const std::string& content);
+  int file_requests() const;
   // Repos without the App installed: installation lookup answers 404.
   void uninstall(const std::string& repo);
   // The next dispatches to `repo` (or hook name) get these faults, in order.
@@ -77,6 +81,8 @@ class GitHubStandin {
   std::map<std::string, int> dispatch_requests_;
   std::map<std::string, std::string> tokens_;  // token → repo (by installation)
   std::map<int64_t, std::string> installations_;
+  std::map<std::string, std::string> files_;  // "repo@ref:path" → content
+  int file_requests_ = 0;
   int token_requests_ = 0;
   int hang_all_ms_ = 0;
 };
