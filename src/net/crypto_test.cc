@@ -77,3 +77,21 @@ TEST(Http, NetworkErrorHasNoStatus) {
 
 }  // namespace
 }  // namespace ootci
+
+#include <httplib.h>
+
+#include "net/listen_backlog.h"
+
+namespace ootci {
+namespace {
+
+TEST(ListenBacklog, FindsAndRaisesTheServerSocket) {
+  httplib::Server server;
+  int port = server.bind_to_any_port("127.0.0.1");
+  ASSERT_GT(port, 0);
+  EXPECT_TRUE(raise_listen_backlog(port));
+  EXPECT_FALSE(raise_listen_backlog(1));
+}
+
+}  // namespace
+}  // namespace ootci

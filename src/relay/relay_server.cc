@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "base/time.h"
+#include "net/listen_backlog.h"
 #include "relay/allowlist.h"
 #include "relay/callback_token.h"
 #include "relay/dispatcher.h"
@@ -128,6 +129,8 @@ void RelayServer::run() {
 
   if (!http.bind_to_port(s.config.listen_host(), s.config.listen_port()))
     throw Error(fmt::format("{}: listen: cannot bind {}", s.config.path, s.config.listen));
+  if (!raise_listen_backlog(s.config.listen_port()))
+    spdlog::warn("could not raise the listen backlog; bursts may see 1 s connect delays");
   if (!s.config.dispatch.synchronous) s.dispatcher.start();
   spdlog::info("relay listening on {} (store {}, upstream {})", s.config.listen,
                s.config.store.rfind("sqlite:", 0) == 0 ? s.config.store : "postgresql",

@@ -5,6 +5,7 @@
 #include "base/time.h"
 #include "net/crypto.h"
 #include "net/jwt.h"
+#include "net/listen_backlog.h"
 
 namespace ootci {
 namespace {
@@ -191,6 +192,7 @@ void GitHubStandin::start(int port) {
   port_ = port == 0 ? server_.bind_to_any_port("127.0.0.1")
                     : (server_.bind_to_port("127.0.0.1", port) ? port : -1);
   if (port_ <= 0) throw std::runtime_error("github stand-in: cannot bind");
+  raise_listen_backlog(port_);
   thread_ = std::thread([this] { server_.listen_after_bind(); });
 }
 
