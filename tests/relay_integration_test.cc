@@ -9,85 +9,15 @@
 #include "relay/callback_token.h"
 #include "store/store.h"
 #include "testing/github_standin.h"
-#include "testing/relay_process.h"
+#include "testing/relay_fixture.h"
 #include "testing/test_env.h"
 
 namespace ootci {
 namespace {
 
-const char* kSecret = "It's a Secret to Everybody";
 const std::vector<std::string> kTargets = {"acme/four", "acme/one", "acme/three", "acme/two"};
 
-class RelayIntegration : public ::testing::TestWithParam<std::string> {
- protected:
-  void SetUp() override {
-    dir_ = make_temp_dir();
-    std::string key = generate_rsa_private_key_pem();
-    write_file(dir_ + "/app.pem", key);
-    standin_ = std::make_unique<GitHubStandin>(42, public_key_pem_from_private(key));
-    standin_->start();
-    write_file(dir_ + "/allowlist.yml",
-               "L1:\n  - acme/one\nL2:\n  - acme/two\nL3:\n  acme-dev:\n    acme/three: [ann]\n"
-               "L4:\n  - acme/four: '@bob'\n");
-    store_uri_ = fresh_store_uri(GetParam());
-  }
-
-  std::string config(const std::string& extra = "") {
-    port_ = free_port();
-    return fmt::format(R"(listen: 127.0.0.1:{}
-upstream_repo: Codertocat/Hello-World
-store: "{}"
-allowlist: allowlist.yml
-webhook_secret_env: TEST_WEBHOOK_SECRET
-github:
-  api_url: {}
-  app_id: 42
-  private_key_file: app.pem
-dispatch:
-  initial_backoff_ms: 50
-  max_backoff_ms: 400
-  request_timeout_ms: 1000
-  deadline_s: 30
-{})",
-                       port_, store_uri_, standin_->url(), extra);
-  }
-
-  RelayProcess& start_relay(const std::string& extra = "",
-                            std::map<std::string, std::string> env = {}) {
-    env["TEST_WEBHOOK_SECRET"] = kSecret;
-    relay_ = std::make_unique<RelayProcess>(dir_, config(extra), port_, env);
-    relay_->start();
-    return *relay_;
-  }
-
-  HttpResult send(const std::string& event, const std::string& delivery, const std::string& body,
-                  const std::string& secret = kSecret) {
-    return send_webhook(relay_->url(), event, delivery, body, secret);
-  }
-
-  std::string fixture(const std::string& name) {
-    return read_file(fixture_path("github-webhooks/" + name));
-  }
-
-  // Waits for n dispatches, then a little longer to catch any duplicate.
-  std::vector<RecordedDispatch> settle(size_t n, int timeout_ms = 15000) {
-    EXPECT_TRUE(standin_->wait_for_dispatches(n, timeout_ms)) << relay_->log();
-    std::this_thread::sleep_for(std::chrono::milliseconds(400));
-    return standin_->dispatches();
-  }
-
-  HttpResult get(const std::string& path) {
-    HttpRequest req;
-    req.url = relay_->url() + path;
-    return http_send(req);
-  }
-
-  std::string dir_;
-  std::string store_uri_;
-  int port_ = 0;
-  std::unique_ptr<GitHubStandin> standin_;
-  std::unique_ptr<RelayProcess> relay_;
-};
+class RelayIntegration : public RelayFixture {};
 
 TEST_P(RelayIntegration, PullRequestReachesEveryAllowlistedRepoOnceWithTheCrcrPayload) {
   start_relay();
@@ -261,7 +191,8 @@ TEST_P(RelayIntegration, FiltersEventsReposAndRoutes) {
   // check_suite rerequested is routed to its handler and acknowledged.
   HttpResult rr = send("check_suite", "x-6", fixture("check_suite.rerequested.json"));
   EXPECT_EQ(rr.status, 200);
-  EXPECT_EQ(nlohmann::json::parse(rr.body)["status"], "rerun_not_supported");
+  EXPECT_EQ(nlohmann::json::parse(rr.body)["status"], "rerun_queued");
+  EXPECT_EQ(nlohmann::json::parse(rr.body)["runs"].size(), 0u);  // no jobs ran on that commit
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   EXPECT_TRUE(standin_->dispatches().empty());
   auto store = open_store(store_uri_);

@@ -101,6 +101,56 @@ RelayConfig load_relay_config(const std::string& path) {
     if (auto v = d->boolean("synchronous")) c.dispatch.synchronous = *v;
     d->finish();
   }
+  if (auto o = root.map("oidc")) {
+    if (auto v = o->integer("leeway_s", 0, 3600)) c.oidc_leeway_s = *v;
+    YAML::Node list = o->raw("issuers");
+    if (list && !list.IsNull()) {
+      if (!list.IsSequence()) yaml_fail(doc, list, "oidc.issuers", "expected a list");
+      for (size_t i = 0; i < list.size(); ++i) {
+        YamlMap m(doc, list[i], fmt::format("oidc.issuers[{}]", i));
+        OidcIssuer issuer;
+        issuer.issuer = m.str("issuer").value_or("");
+        if (issuer.issuer.empty()) yaml_fail(doc, list[i], m.child_path("issuer"), "required");
+        issuer.jwks_url = m.str("jwks_url").value_or(issuer.issuer + "/.well-known/jwks");
+        issuer.audience = m.str("audience").value_or("pytorch-cross-repo-ci-relay");
+        issuer.provider = m.str("provider").value_or("github");
+        if (issuer.provider != "github" && issuer.provider != "buildkite")
+          yaml_fail(doc, m.raw("provider"), m.child_path("provider"),
+                    "expected github or buildkite");
+        m.finish();
+        c.oidc_issuers.push_back(issuer);
+      }
+    }
+    o->finish();
+  }
+  if (c.oidc_issuers.empty())
+    c.oidc_issuers.push_back({"https://token.actions.githubusercontent.com",
+                              "https://token.actions.githubusercontent.com/.well-known/jwks",
+                              "pytorch-cross-repo-ci-relay", "github"});
+  if (auto v = root.str("ci_providers")) c.ci_providers = resolve(dir, *v);
+  if (auto m = root.map("callback")) {
+    if (auto v = m->integer("rate_limit_per_min", 1, 1000000))
+      c.callback.rate_limit_per_min = static_cast<int>(*v);
+    if (auto v = m->boolean("require_callback_token")) c.callback.require_callback_token = *v;
+    if (auto v = m->integer("max_body_bytes", 1024)) c.callback.max_body_bytes = *v;
+    m->finish();
+  }
+  if (auto m = root.map("sweeper")) {
+    if (auto v = m->integer("interval_s", 1)) c.sweeper.interval_s = *v;
+    if (auto v = m->integer("zombie_timeout_s", 1)) c.sweeper.zombie_timeout_s = *v;
+    m->finish();
+  }
+  if (auto m = root.map("hud_forward")) {
+    if (auto v = m->str("url")) c.hud_forward.url = *v;
+    if (auto v = m->str("key_env")) c.hud_forward.key_env = *v;
+    if (!c.hud_forward.url.empty() && c.hud_forward.key_env.empty())
+      yaml_fail(doc, m->node(), m->child_path("key_env"), "required when url is set");
+    m->finish();
+  }
+  if (auto m = root.map("nightly")) {
+    if (auto v = m->boolean("validate_sha")) c.nightly.validate_sha = *v;
+    m->finish();
+  }
   root.finish();
   return c;
 }

@@ -2,6 +2,9 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
+
+#include "net/oidc.h"
 
 namespace ootci {
 
@@ -40,6 +43,27 @@ struct RelayConfig {
   } github;
   std::map<std::string, DownstreamTransport> downstreams;
   DispatchPolicy dispatch;
+
+  // Callback half.
+  std::vector<OidcIssuer> oidc_issuers;  // default: GitHub Actions
+  int64_t oidc_leeway_s = 60;
+  std::string ci_providers;  // CRCR ci_providers.yml (Buildkite pipeline → repo), optional
+  struct {
+    int rate_limit_per_min = 100;
+    bool require_callback_token = false;
+    int64_t max_body_bytes = 2 * 1024 * 1024;
+  } callback;
+  struct {
+    int64_t interval_s = 600;
+    int64_t zombie_timeout_s = 21600;
+  } sweeper;
+  struct {
+    std::string url;  // e.g. https://hud.pytorch.org/api; empty: no forwarding
+    std::string key_env;
+  } hud_forward;
+  struct {
+    bool validate_sha = true;
+  } nightly;
 
   std::string listen_host() const;
   int listen_port() const;

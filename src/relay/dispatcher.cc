@@ -31,30 +31,28 @@ std::string build_client_payload(const std::string& event_type, const std::strin
 
 Dispatcher::Dispatcher(Store& store, TransportRouter& router, DispatchPolicy policy,
                        Metrics& metrics)
-    : store_(store), router_(router), policy_(policy), metrics_(metrics) {}
+    : store_(store),
+      router_(router),
+      policy_(policy),
+      metrics_(metrics),
+      pool_([this] { return deliver_one(); },
+            [this] {
+              auto due = store_.next_due_ms();
+              return due ? std::clamp<int64_t>(*due - now_ms(), 0, kIdlePollMs) : kIdlePollMs;
+            }) {}
 
 Dispatcher::~Dispatcher() {
   stop();
 }
 
 void Dispatcher::start() {
-  running_ = true;
-  for (int i = 0; i < policy_.workers; ++i) workers_.emplace_back([this] { worker_loop(); });
+  pool_.start(policy_.workers);
 }
-
 void Dispatcher::stop() {
-  if (!running_.exchange(false)) return;
-  wake();
-  for (auto& t : workers_) t.join();
-  workers_.clear();
+  pool_.stop();
 }
-
 void Dispatcher::wake() {
-  {
-    std::lock_guard lock(wake_mu_);
-    wake_seq_++;
-  }
-  wake_cv_.notify_all();
+  pool_.wake();
 }
 
 int64_t Dispatcher::backoff_ms(const DispatchPolicy& p, int attempts, uint64_t random) {
@@ -125,43 +123,13 @@ SendResult Dispatcher::attempt(const OutboxItem& item, bool allow_retry) {
   return r;
 }
 
-void Dispatcher::worker_loop() {
+bool Dispatcher::deliver_one() {
   // A lease outlives the slowest attempt (installation lookup, token, dispatch: three requests),
   // so a row is never sent twice concurrently, yet comes back soon after a crash.
   const int64_t lease_ms = policy_.request_timeout_ms * 3 + 2000;
-  while (running_) {
-    uint64_t seq;
-    {
-      std::lock_guard lock(wake_mu_);
-      seq = wake_seq_;
-    }
-    std::vector<OutboxItem> items;
-    try {
-      items = store_.claim_due(now_ms(), 1, lease_ms);
-    } catch (const std::exception& e) {
-      spdlog::error("outbox claim failed: {}", e.what());
-    }
-    if (!items.empty()) {
-      for (const auto& item : items) {
-        try {
-          attempt(item, true);
-        } catch (const std::exception& e) {
-          // The lease brings the row back; nothing is lost.
-          spdlog::error("dispatch {} → {}: {}", item.delivery_id, item.repo, e.what());
-        }
-      }
-      continue;
-    }
-    int64_t wait_ms = kIdlePollMs;
-    try {
-      if (auto due = store_.next_due_ms())
-        wait_ms = std::clamp<int64_t>(*due - now_ms(), 0, kIdlePollMs);
-    } catch (const std::exception&) {
-    }
-    std::unique_lock lock(wake_mu_);
-    wake_cv_.wait_for(lock, std::chrono::milliseconds(wait_ms),
-                      [&] { return wake_seq_ != seq || !running_; });
-  }
+  std::vector<OutboxItem> items = store_.claim_due(now_ms(), 1, lease_ms);
+  for (const auto& item : items) attempt(item, true);
+  return !items.empty();
 }
 
 }  // namespace ootci

@@ -12,6 +12,7 @@
 #include "relay/config.h"
 #include "relay/metrics.h"
 #include "relay/transport.h"
+#include "relay/worker_pool.h"
 #include "store/store.h"
 
 namespace ootci {
@@ -40,18 +41,14 @@ class Dispatcher {
   static int64_t backoff_ms(const DispatchPolicy& policy, int attempts, uint64_t random);
 
  private:
-  void worker_loop();
+  bool deliver_one();
   std::shared_ptr<const std::string> delivery_body(const std::string& delivery_id);
 
   Store& store_;
   TransportRouter& router_;
   DispatchPolicy policy_;
   Metrics& metrics_;
-  std::atomic<bool> running_{false};
-  std::vector<std::thread> workers_;
-  std::mutex wake_mu_;
-  std::condition_variable wake_cv_;
-  uint64_t wake_seq_ = 0;
+  WorkerPool pool_;
   std::mutex cache_mu_;
   std::map<std::string, std::shared_ptr<const std::string>> body_cache_;
   std::deque<std::string> cache_order_;

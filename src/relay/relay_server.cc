@@ -10,9 +10,15 @@
 #include "base/time.h"
 #include "net/listen_backlog.h"
 #include "relay/allowlist.h"
+#include "relay/callback_handler.h"
 #include "relay/callback_token.h"
+#include "relay/ci_providers.h"
 #include "relay/dispatcher.h"
 #include "relay/metrics.h"
+#include "relay/rate_limit.h"
+#include "relay/sha_validator.h"
+#include "relay/sweeper.h"
+#include "relay/task_runner.h"
 #include "relay/transport.h"
 #include "relay/webhook_handler.h"
 #include "store/store.h"
@@ -41,10 +47,18 @@ struct RelayServer::Impl {
   std::unique_ptr<Store> store;
   AllowlistSource allowlist;
   Metrics metrics;
+  std::shared_ptr<GitHubApp> app;
   TransportRouter router;
   CallbackTokens tokens;
   Dispatcher dispatcher;
+  TaskRunner tasks;
   WebhookHandler webhook;
+  OidcVerifier oidc;
+  CiProviders ci_providers;
+  RateLimiter rate_limiter;
+  ShaValidator sha_validator;
+  CallbackHandler callback;
+  Sweeper sweeper;
   httplib::Server http;
 
   explicit Impl(RelayConfig c)
@@ -52,14 +66,30 @@ struct RelayServer::Impl {
         secret(require_env(config, "webhook_secret_env", config.webhook_secret_env)),
         store(open_store(config.store)),
         allowlist(config.allowlist, config.allowlist_ttl_s, config.github.api_url),
-        router(config),
+        app(make_github_app(config)),
+        router(config, app),
         tokens(config.callback_token_secret_env.empty()
                    ? CallbackTokens::derive_key(secret)
                    : require_env(config, "callback_token_secret_env",
                                  config.callback_token_secret_env),
                config.callback_token_ttl_s),
         dispatcher(*store, router, config.dispatch, metrics),
-        webhook(config, secret, *store, allowlist, dispatcher, metrics, tokens) {}
+        tasks(*store, app, config, metrics),
+        webhook(config, secret, *store, allowlist, dispatcher, metrics, tokens, tasks),
+        oidc(config.oidc_issuers, config.oidc_leeway_s),
+        ci_providers(config.ci_providers.empty() ? CiProviders{}
+                                                 : CiProviders::load(config.ci_providers)),
+        rate_limiter(config.callback.rate_limit_per_min),
+        sha_validator(app, config.upstream_repo),
+        callback({config, *store, allowlist, oidc, ci_providers, rate_limiter, tokens,
+                  sha_validator, tasks, metrics}),
+        sweeper(*store, config, tasks, metrics) {}
+
+  // Seconds since the sweeper last finished a pass (any replica), or -1 if it never has.
+  int64_t sweeper_age_s() {
+    auto v = store->get_meta(Sweeper::kHeartbeatKey);
+    return v ? (now_ms() - std::stoll(*v)) / 1000 : -1;
+  }
 };
 
 RelayServer::RelayServer(RelayConfig config) : impl_(std::make_unique<Impl>(std::move(config))) {}
@@ -71,6 +101,8 @@ void RelayServer::stop() {
   if (!impl_) return;
   impl_->http.stop();
   impl_->dispatcher.stop();
+  impl_->sweeper.stop();
+  impl_->tasks.stop();
 }
 
 void RelayServer::run() {
@@ -95,32 +127,57 @@ void RelayServer::run() {
       send(res, detail_reply(500, "Internal server error"));
     }
   });
+  http.Post("/github/callback", [&s](const httplib::Request& req, httplib::Response& res) {
+    try {
+      send(res, s.callback.handle({req.get_header_value("Authorization"), req.body}));
+    } catch (const std::exception& e) {
+      spdlog::error("callback: {}", e.what());
+      send(res, detail_reply(500, "Internal server error"));
+    }
+  });
   auto not_allowed = [](const httplib::Request&, httplib::Response& res) {
     send(res, detail_reply(405, "Method not allowed"));
   };
-  http.Get("/github/webhook", not_allowed);
-  http.Put("/github/webhook", not_allowed);
-  http.Delete("/github/webhook", not_allowed);
-  http.Patch("/github/webhook", not_allowed);
+  for (const char* path : {"/github/webhook", "/github/callback"}) {
+    http.Get(path, not_allowed);
+    http.Put(path, not_allowed);
+    http.Delete(path, not_allowed);
+    http.Patch(path, not_allowed);
+  }
   http.Get("/healthz", [&s](const httplib::Request&, httplib::Response& res) {
     try {
       OutboxCounts c = s.store->outbox_counts();
-      send(res,
-           json_reply(200,
-                      {{"ok", true}, {"outbox_pending", c.pending}, {"outbox_failed", c.failed}}));
+      TaskCounts t = s.store->task_counts();
+      int64_t age = s.sweeper_age_s();
+      // A sweeper that missed three passes is stuck: say so, so an orchestrator can act.
+      bool sweeper_ok = age >= 0 && age <= 3 * s.config.sweeper.interval_s + 30;
+      send(res, json_reply(sweeper_ok ? 200 : 503, {{"ok", sweeper_ok},
+                                                    {"outbox_pending", c.pending},
+                                                    {"outbox_failed", c.failed},
+                                                    {"tasks_pending", t.pending},
+                                                    {"tasks_failed", t.failed},
+                                                    {"sweeper_last_run_age_s", age},
+                                                    {"sweeper_ok", sweeper_ok}}));
     } catch (const std::exception& e) {
       send(res, json_reply(503, {{"ok", false}, {"detail", e.what()}}));
     }
   });
   http.Get("/metrics", [&s](const httplib::Request&, httplib::Response& res) {
     OutboxCounts c{};
+    TaskCounts t{};
+    double heartbeat = 0;
     try {
       c = s.store->outbox_counts();
+      t = s.store->task_counts();
+      if (auto v = s.store->get_meta(Sweeper::kHeartbeatKey)) heartbeat = std::stoll(*v) / 1000.0;
     } catch (const std::exception&) {
     }
     res.set_content(s.metrics.render({{"ootci_outbox_depth", double(c.pending)},
                                       {"ootci_outbox_failed", double(c.failed)},
-                                      {"ootci_outbox_delivered", double(c.delivered)}}),
+                                      {"ootci_outbox_delivered", double(c.delivered)},
+                                      {"ootci_tasks_pending", double(t.pending)},
+                                      {"ootci_tasks_failed", double(t.failed)},
+                                      {"ootci_sweeper_last_run_timestamp_seconds", heartbeat}}),
                     "text/plain; version=0.0.4");
   });
   http.set_error_handler([](const httplib::Request&, httplib::Response& res) {
@@ -132,6 +189,8 @@ void RelayServer::run() {
   if (!raise_listen_backlog(s.config.listen_port()))
     spdlog::warn("could not raise the listen backlog; bursts may see 1 s connect delays");
   if (!s.config.dispatch.synchronous) s.dispatcher.start();
+  s.tasks.start(4);
+  s.sweeper.start();
   spdlog::info("relay listening on {} (store {}, upstream {})", s.config.listen,
                s.config.store.rfind("sqlite:", 0) == 0 ? s.config.store : "postgresql",
                s.config.upstream_repo);

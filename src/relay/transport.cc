@@ -59,17 +59,19 @@ SendResult WebhookTransport::send(const std::string&, const std::string& event_t
   return classify_http(http_send(req));
 }
 
-TransportRouter::TransportRouter(const RelayConfig& config) {
-  std::shared_ptr<GitHubApp> app;
-  if (config.github.app_id && !config.github.private_key_file.empty()) {
-    std::ifstream in(config.github.private_key_file);
-    if (!in)
-      throw Error(config.github.private_key_file + ": cannot read the GitHub App private key");
-    std::stringstream ss;
-    ss << in.rdbuf();
-    app = std::make_shared<GitHubApp>(
-        GitHubAppConfig{config.github.api_url, config.github.app_id, ss.str()});
-  }
+std::shared_ptr<GitHubApp> make_github_app(const RelayConfig& config) {
+  if (!config.github.app_id || config.github.private_key_file.empty()) return nullptr;
+  std::ifstream in(config.github.private_key_file);
+  if (!in)
+    throw Error(fmt::format("{}: github.private_key_file: cannot read {}", config.path,
+                            config.github.private_key_file));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return std::make_shared<GitHubApp>(
+      GitHubAppConfig{config.github.api_url, config.github.app_id, ss.str()});
+}
+
+TransportRouter::TransportRouter(const RelayConfig& config, std::shared_ptr<GitHubApp> app) {
   github_ = std::make_unique<GitHubAppTransport>(app);
   for (const auto& [repo, t] : config.downstreams) {
     if (t.transport == "github") continue;

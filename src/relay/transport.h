@@ -55,10 +55,13 @@ class WebhookTransport : public Transport {
   int timeout_ms_;
 };
 
+// The relay's GitHub App, or null when github.app_id/private_key_file are not configured.
+std::shared_ptr<GitHubApp> make_github_app(const RelayConfig& config);
+
 // Picks the transport per repo: the `downstreams` override, else the GitHub App.
 class TransportRouter {
  public:
-  explicit TransportRouter(const RelayConfig& config);
+  TransportRouter(const RelayConfig& config, std::shared_ptr<GitHubApp> app);
   Transport& for_repo(const std::string& repo);
 
  private:

@@ -1,12 +1,15 @@
 #include "relay/webhook_handler.h"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <future>
+#include <set>
 
 #include "base/time.h"
 #include "net/crypto.h"
+#include "relay/check_runs.h"
 
 namespace ootci {
 namespace {
@@ -41,14 +44,15 @@ std::string head_sha_of(const nlohmann::json& payload) {
 
 WebhookHandler::WebhookHandler(const RelayConfig& config, std::string secret, Store& store,
                                AllowlistSource& allowlist, Dispatcher& dispatcher, Metrics& metrics,
-                               const CallbackTokens& tokens)
+                               const CallbackTokens& tokens, TaskRunner& tasks)
     : config_(config),
       secret_(std::move(secret)),
       store_(store),
       allowlist_(allowlist),
       dispatcher_(dispatcher),
       metrics_(metrics),
-      tokens_(tokens) {}
+      tokens_(tokens),
+      tasks_(tasks) {}
 
 Reply WebhookHandler::handle(const WebhookRequest& req) {
   static const char* kEvents[] = {"pull_request", "push", "check_run", "check_suite"};
@@ -164,19 +168,64 @@ Reply WebhookHandler::record_label(const nlohmann::json& payload) {
       str_at(payload, "/label/name"_json_pointer).substr(std::string(kLabelPrefix).size());
   std::string sha = head_sha_of(payload);
   std::vector<std::string> repos = allowlist_.get()->l3_repos_for_device(device);
-  if (!sha.empty())
-    for (const auto& r : repos) store_.set_check_run_wanted(sha, r, now_ms());
-  // Check-run backfill for jobs already running or finished comes with the callback half.
-  return json_reply(
-      200, {{"ok", true}, {"status", "label_recorded"}, {"device", device}, {"repos", repos}});
+  int backfilled = 0;
+  if (!sha.empty()) {
+    int64_t now = now_ms();
+    std::vector<JobRecord> jobs = store_.jobs_for_sha(sha);
+    for (const auto& repo : repos) {
+      // Scenario 1 (label before the callbacks): the flag makes later callbacks create them.
+      store_.set_check_run_wanted(sha, repo, now);
+      // Scenarios 2 and 3 (label while running, or after completion): backfill from the jobs.
+      for (JobRecord j : jobs) {
+        if (j.repo != repo || j.check_run_created || j.event_type != "pull_request") continue;
+        j.check_run_created = true;
+        if (store_.update_job(j, j.status, {check_run_task(j, config_.upstream_repo, now)}))
+          backfilled++;
+      }
+    }
+  }
+  if (backfilled) tasks_.wake();
+  return json_reply(200, {{"ok", true},
+                          {"status", "label_recorded"},
+                          {"device", device},
+                          {"repos", repos},
+                          {"check_runs_backfilled", backfilled}});
 }
 
 Reply WebhookHandler::rerun_requested(const std::string& event, const nlohmann::json& payload) {
-  // Re-runs need the stored check runs of the callback half; until then the request is recorded
-  // in the log and acknowledged so GitHub does not retry it.
-  std::string name = event == "check_run" ? str_at(payload, "/check_run/name"_json_pointer) : "";
-  spdlog::info("{} rerequested {}: not handled yet", event, name);
-  return json_reply(200, {{"ok", true}, {"status", "rerun_not_supported"}});
+  auto allow = allowlist_.get();
+  std::set<std::pair<std::string, int64_t>> runs;
+  auto add = [&](const std::string& repo, int64_t run_id) {
+    if (run_id > 0 && allow->level_of(repo) >= Level::kL3) runs.insert({repo, run_id});
+  };
+  if (event == "check_run") {
+    // Name crcr/<owner>/<repo>/<workflow>/<job>; external_id "<run_id>:<pr>".
+    std::string name = str_at(payload, "/check_run/name"_json_pointer);
+    std::string external = str_at(payload, "/check_run/external_id"_json_pointer);
+    if (name.rfind("crcr/", 0) != 0) return json_reply(200, {{"ignored", true}});
+    size_t a = name.find('/', 5), b = a == std::string::npos ? a : name.find('/', a + 1);
+    std::string repo = name.substr(5, b == std::string::npos ? std::string::npos : b - 5);
+    try {
+      add(repo, std::stoll(external.substr(0, external.find(':'))));
+    } catch (const std::exception&) {
+    }
+  } else {
+    // Re-run all: every job with a check run on this commit, one full /rerun per (repo, run).
+    for (const JobRecord& j :
+         store_.jobs_for_sha(str_at(payload, "/check_suite/head_sha"_json_pointer)))
+      if (j.check_run_created) add(j.repo, j.run_id);
+  }
+  std::vector<TaskItem> tasks;
+  nlohmann::json queued = nlohmann::json::array();
+  int64_t now = now_ms();
+  for (const auto& [repo, run_id] : runs) {
+    nlohmann::json p = {{"repo", repo}, {"run_id", run_id}, {"all_jobs", event == "check_suite"}};
+    tasks.push_back(task::make(task::kRerun, fmt::format("rerun:{}:{}", repo, run_id), p, now));
+    queued.push_back({{"repo", repo}, {"run_id", run_id}});
+  }
+  store_.enqueue_tasks(tasks);
+  if (!tasks.empty()) tasks_.wake();
+  return json_reply(200, {{"ok", true}, {"status", "rerun_queued"}, {"runs", queued}});
 }
 
 }  // namespace ootci

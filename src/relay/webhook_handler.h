@@ -7,6 +7,7 @@
 #include "relay/dispatcher.h"
 #include "relay/metrics.h"
 #include "relay/reply.h"
+#include "relay/task_runner.h"
 #include "store/store.h"
 
 namespace ootci {
@@ -24,7 +25,7 @@ class WebhookHandler {
  public:
   WebhookHandler(const RelayConfig& config, std::string secret, Store& store,
                  AllowlistSource& allowlist, Dispatcher& dispatcher, Metrics& metrics,
-                 const CallbackTokens& tokens);
+                 const CallbackTokens& tokens, TaskRunner& tasks);
   Reply handle(const WebhookRequest& request);
 
  private:
@@ -39,6 +40,7 @@ class WebhookHandler {
   Dispatcher& dispatcher_;
   Metrics& metrics_;
   const CallbackTokens& tokens_;
+  TaskRunner& tasks_;
 };
 
 // The PR head SHA (pull_request) or the pushed `after` SHA (push); empty if neither.

@@ -46,11 +46,74 @@ CREATE TABLE check_run_wanted (
 )";
 }
 
+// Callback state machine, durable side-effect tasks, shared meta values.
+std::string v2(SqlDialect d) {
+  std::string serial =
+      d == SqlDialect::kSqlite ? "INTEGER PRIMARY KEY AUTOINCREMENT" : "BIGSERIAL PRIMARY KEY";
+  return R"(
+CREATE TABLE jobs (
+  key TEXT PRIMARY KEY,
+  delivery_id TEXT NOT NULL,
+  repo TEXT NOT NULL,
+  run_id BIGINT NOT NULL,
+  run_attempt BIGINT NOT NULL,
+  job_name TEXT NOT NULL,
+  workflow_name TEXT NOT NULL,
+  event_type TEXT NOT NULL,
+  head_sha TEXT NOT NULL,
+  pr_number BIGINT NOT NULL,
+  level TEXT NOT NULL,
+  status TEXT NOT NULL,
+  conclusion TEXT NOT NULL,
+  dispatched_ms BIGINT NOT NULL,
+  in_progress_ms BIGINT NOT NULL,
+  completed_ms BIGINT NOT NULL,
+  queue_time_ms BIGINT NOT NULL,
+  execution_time_ms BIGINT NOT NULL,
+  in_progress_hash TEXT NOT NULL,
+  completed_hash TEXT NOT NULL,
+  tests_passed BIGINT NOT NULL,
+  tests_failed BIGINT NOT NULL,
+  tests_skipped BIGINT NOT NULL,
+  tests_total BIGINT NOT NULL,
+  workflow_url TEXT NOT NULL,
+  check_run_id TEXT NOT NULL,
+  artifact_url TEXT NOT NULL,
+  check_run_created INTEGER NOT NULL,
+  last_body TEXT NOT NULL,
+  failed_tests_json TEXT NOT NULL,
+  triage_json TEXT NOT NULL
+);
+CREATE INDEX jobs_head_sha ON jobs (head_sha);
+CREATE INDEX jobs_status_started ON jobs (status, in_progress_ms);
+CREATE TABLE tasks (
+  id )" + serial +
+         R"(,
+  kind TEXT NOT NULL,
+  ordering_key TEXT NOT NULL,
+  payload TEXT NOT NULL,
+  status TEXT NOT NULL,
+  leased INTEGER NOT NULL DEFAULT 0,
+  attempts INTEGER NOT NULL DEFAULT 0,
+  created_ms BIGINT NOT NULL,
+  next_attempt_ms BIGINT NOT NULL,
+  last_error TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX tasks_due ON tasks (status, next_attempt_ms);
+CREATE INDEX tasks_ordering ON tasks (ordering_key, status, id);
+CREATE TABLE meta (
+  key TEXT PRIMARY KEY,
+  value TEXT NOT NULL
+);
+)";
+}
+
 }  // namespace
 
 const std::vector<std::string>& migrations(SqlDialect dialect) {
-  static const std::vector<std::string> sqlite = {v1(SqlDialect::kSqlite)};
-  static const std::vector<std::string> postgres = {v1(SqlDialect::kPostgres)};
+  static const std::vector<std::string> sqlite = {v1(SqlDialect::kSqlite), v2(SqlDialect::kSqlite)};
+  static const std::vector<std::string> postgres = {v1(SqlDialect::kPostgres),
+                                                    v2(SqlDialect::kPostgres)};
   return dialect == SqlDialect::kSqlite ? sqlite : postgres;
 }
 

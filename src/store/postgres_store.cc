@@ -55,6 +55,108 @@ std::vector<OutboxItem> read_outbox(const pqxx::result& res) {
   return out;
 }
 
+constexpr const char* kJobColumns =
+    "key, delivery_id, repo, run_id, run_attempt, job_name, workflow_name, event_type, head_sha, "
+    "pr_number, level, status, conclusion, dispatched_ms, in_progress_ms, completed_ms, "
+    "queue_time_ms, execution_time_ms, in_progress_hash, completed_hash, tests_passed, "
+    "tests_failed, tests_skipped, tests_total, workflow_url, check_run_id, artifact_url, "
+    "check_run_created, last_body, failed_tests_json, triage_json";
+constexpr int kJobColumnCount = 31;
+
+constexpr const char* kTaskColumns =
+    "id, kind, ordering_key, payload, attempts, created_ms, next_attempt_ms, status, last_error";
+
+// Serializes task claims, and task inserts against claims (see insert_tasks and claim_tasks).
+// Distinct from kMigrationLockKey.
+constexpr int64_t kTaskLockKey = 0x6f6f74636974;  // "ootcit"
+
+// "$first,$first+1,...": n positional parameters.
+std::string placeholders(int n, int first = 1) {
+  std::string out;
+  for (int i = 0; i < n; ++i) out += fmt::format("{}${}", i ? "," : "", first + i);
+  return out;
+}
+
+// Runs an exec_params whose first kJobColumnCount parameters are the job's columns in
+// kJobColumns order, followed by `extra`.
+template <typename... Extra>
+pqxx::result exec_job(pqxx::work& w, const std::string& sql, const JobRecord& j,
+                      const Extra&... extra) {
+  // check_run_created is an INTEGER column; a bool parameter would be sent as "true".
+  return w.exec_params(sql, j.key, j.delivery_id, j.repo, j.run_id, j.run_attempt, j.job_name,
+                       j.workflow_name, j.event_type, j.head_sha, j.pr_number, j.level, j.status,
+                       j.conclusion, j.dispatched_ms, j.in_progress_ms, j.completed_ms,
+                       j.queue_time_ms, j.execution_time_ms, j.in_progress_hash, j.completed_hash,
+                       j.tests_passed, j.tests_failed, j.tests_skipped, j.tests_total,
+                       j.workflow_url, j.check_run_id, j.artifact_url, j.check_run_created ? 1 : 0,
+                       j.last_body, j.failed_tests_json, j.triage_json, extra...);
+}
+
+JobRecord read_job(const pqxx::row& r) {
+  JobRecord j;
+  int i = 0;
+  auto text = [&] { return r[i++].as<std::string>(); };
+  auto i64 = [&] { return r[i++].as<int64_t>(); };
+  j.key = text();
+  j.delivery_id = text();
+  j.repo = text();
+  j.run_id = i64();
+  j.run_attempt = i64();
+  j.job_name = text();
+  j.workflow_name = text();
+  j.event_type = text();
+  j.head_sha = text();
+  j.pr_number = i64();
+  j.level = text();
+  j.status = text();
+  j.conclusion = text();
+  j.dispatched_ms = i64();
+  j.in_progress_ms = i64();
+  j.completed_ms = i64();
+  j.queue_time_ms = i64();
+  j.execution_time_ms = i64();
+  j.in_progress_hash = text();
+  j.completed_hash = text();
+  j.tests_passed = i64();
+  j.tests_failed = i64();
+  j.tests_skipped = i64();
+  j.tests_total = i64();
+  j.workflow_url = text();
+  j.check_run_id = text();
+  j.artifact_url = text();
+  j.check_run_created = i64() != 0;
+  j.last_body = text();
+  j.failed_tests_json = text();
+  j.triage_json = text();
+  return j;
+}
+
+std::vector<JobRecord> read_jobs(const pqxx::result& res) {
+  std::vector<JobRecord> out;
+  for (const auto& r : res) out.push_back(read_job(r));
+  return out;
+}
+
+TaskItem read_task(const pqxx::row& r) {
+  TaskItem t;
+  t.id = r[0].as<int64_t>();
+  t.kind = r[1].as<std::string>();
+  t.ordering_key = r[2].as<std::string>();
+  t.payload = r[3].as<std::string>();
+  t.attempts = r[4].as<int>();
+  t.created_ms = r[5].as<int64_t>();
+  t.next_attempt_ms = r[6].as<int64_t>();
+  t.status = r[7].as<std::string>();
+  t.last_error = r[8].as<std::string>();
+  return t;
+}
+
+std::vector<TaskItem> read_tasks(const pqxx::result& res) {
+  std::vector<TaskItem> out;
+  for (const auto& r : res) out.push_back(read_task(r));
+  return out;
+}
+
 // The URI for error messages: the password, in the userinfo or as a parameter, never leaves.
 std::string redact(const std::string& uri) {
   static const std::regex userinfo_password(R"(^([a-z]+://[^:@/?]*):[^@/?]*@)");
@@ -223,7 +325,183 @@ class PostgresStore : public Store {
     });
   }
 
+  std::optional<OutboxItem> dispatch_record(const std::string& delivery_id,
+                                            const std::string& repo) override {
+    return run("dispatch_record", [&](pqxx::work& w) -> std::optional<OutboxItem> {
+      auto r = w.exec_params(
+          fmt::format("SELECT {} FROM outbox WHERE delivery_id = $1 AND repo = $2", kOutboxColumns),
+          delivery_id, repo);
+      if (r.empty()) return std::nullopt;
+      return read_outbox(r[0]);
+    });
+  }
+
+  std::optional<JobRecord> get_job(const std::string& key) override {
+    return run("get_job", [&](pqxx::work& w) -> std::optional<JobRecord> {
+      auto r = w.exec_params(fmt::format("SELECT {} FROM jobs WHERE key = $1", kJobColumns), key);
+      if (r.empty()) return std::nullopt;
+      return read_job(r[0]);
+    });
+  }
+
+  bool insert_job(const JobRecord& job, const std::vector<TaskItem>& tasks) override {
+    return run("insert_job", [&](pqxx::work& w) {
+      auto r = exec_job(w,
+                        fmt::format("INSERT INTO jobs ({}) VALUES ({}) ON CONFLICT DO NOTHING",
+                                    kJobColumns, placeholders(kJobColumnCount)),
+                        job);
+      if (r.affected_rows() == 0) return false;  // not committed: the transaction rolls back
+      insert_tasks(w, tasks);
+      w.commit();
+      return true;
+    });
+  }
+
+  bool update_job(const JobRecord& job, const std::string& expected_status,
+                  const std::vector<TaskItem>& tasks) override {
+    return run("update_job", [&](pqxx::work& w) {
+      // Replace the whole row, but only if nobody moved it since it was read. The row lock the
+      // UPDATE takes makes a concurrent update with the same expectation wait, then match 0 rows.
+      auto r = exec_job(
+          w,
+          fmt::format("UPDATE jobs SET ({}) = ({}) WHERE key = ${} AND status = ${}", kJobColumns,
+                      placeholders(kJobColumnCount), kJobColumnCount + 1, kJobColumnCount + 2),
+          job, job.key, expected_status);
+      if (r.affected_rows() == 0) return false;  // not committed: the transaction rolls back
+      insert_tasks(w, tasks);
+      w.commit();
+      return true;
+    });
+  }
+
+  std::vector<JobRecord> jobs_for_sha(const std::string& head_sha) override {
+    return run("jobs_for_sha", [&](pqxx::work& w) {
+      return read_jobs(w.exec_params(
+          fmt::format("SELECT {} FROM jobs WHERE head_sha = $1 ORDER BY key", kJobColumns),
+          head_sha));
+    });
+  }
+
+  std::vector<JobRecord> overdue_jobs(int64_t before_ms, int limit) override {
+    return run("overdue_jobs", [&](pqxx::work& w) {
+      return read_jobs(w.exec_params(
+          fmt::format("SELECT {} FROM jobs WHERE status = 'in_progress' AND in_progress_ms < $1 "
+                      "ORDER BY in_progress_ms LIMIT $2",
+                      kJobColumns),
+          before_ms, limit));
+    });
+  }
+
+  void enqueue_tasks(const std::vector<TaskItem>& tasks) override {
+    run("enqueue_tasks", [&](pqxx::work& w) {
+      insert_tasks(w, tasks);
+      w.commit();
+    });
+  }
+
+  std::vector<TaskItem> claim_tasks(int64_t now_ms, int limit, int64_t lease_ms) override {
+    return run("claim_tasks", [&](pqxx::work& w) {
+      // Claimers serialize on an xact advisory lock (cheap at this task volume) so the per-key
+      // "oldest pending" check never races another claimer's snapshot; separate statement, so
+      // the claim's READ COMMITTED snapshot is taken after the lock is held.
+      w.exec_params("SELECT pg_advisory_xact_lock($1)", kTaskLockKey);
+      // Only the oldest pending task of each ordering key is eligible; a leased one blocks its
+      // key. SKIP LOCKED as in claim_due; RETURNING has no order, so sort by id.
+      auto r = w.exec_params(
+          fmt::format("WITH claimed AS (UPDATE tasks SET leased = 1, next_attempt_ms = $1 "
+                      "WHERE id IN (SELECT t.id FROM tasks t WHERE t.status = 'pending' AND "
+                      "t.next_attempt_ms <= $2 AND NOT EXISTS (SELECT 1 FROM tasks e WHERE "
+                      "e.ordering_key = t.ordering_key AND e.status = 'pending' AND "
+                      "e.id < t.id) ORDER BY t.id LIMIT $3 FOR UPDATE SKIP LOCKED) "
+                      "RETURNING {0}) SELECT {0} FROM claimed ORDER BY id",
+                      kTaskColumns),
+          now_ms + lease_ms, now_ms, limit);
+      w.commit();
+      return read_tasks(r);
+    });
+  }
+
+  void complete_task(int64_t id, int attempts) override {
+    run("complete_task", [&](pqxx::work& w) {
+      w.exec_params(
+          "UPDATE tasks SET status = 'done', leased = 0, attempts = $1, last_error = '' "
+          "WHERE id = $2",
+          attempts, id);
+      w.commit();
+    });
+  }
+
+  void retry_task(int64_t id, int attempts, int64_t next_ms, const std::string& error) override {
+    run("retry_task", [&](pqxx::work& w) {
+      w.exec_params(
+          "UPDATE tasks SET leased = 0, attempts = $1, next_attempt_ms = $2, last_error = $3 "
+          "WHERE id = $4",
+          attempts, next_ms, error, id);
+      w.commit();
+    });
+  }
+
+  void fail_task(int64_t id, int attempts, const std::string& error) override {
+    run("fail_task", [&](pqxx::work& w) {
+      w.exec_params(
+          "UPDATE tasks SET status = 'failed', leased = 0, attempts = $1, last_error = $2 "
+          "WHERE id = $3",
+          attempts, error, id);
+      w.commit();
+    });
+  }
+
+  TaskCounts task_counts() override {
+    return run("task_counts", [](pqxx::work& w) {
+      TaskCounts c;
+      for (const auto& row : w.exec("SELECT status, COUNT(*) FROM tasks GROUP BY status")) {
+        std::string st = row[0].as<std::string>();
+        (st == "pending" ? c.pending : st == "done" ? c.done : c.failed) = row[1].as<int64_t>();
+      }
+      return c;
+    });
+  }
+
+  std::vector<TaskItem> tasks_of_kind(const std::string& kind) override {
+    return run("tasks_of_kind", [&](pqxx::work& w) {
+      return read_tasks(w.exec_params(
+          fmt::format("SELECT {} FROM tasks WHERE kind = $1 ORDER BY id", kTaskColumns), kind));
+    });
+  }
+
+  void set_meta(const std::string& key, const std::string& value) override {
+    run("set_meta", [&](pqxx::work& w) {
+      w.exec_params(
+          "INSERT INTO meta (key, value) VALUES ($1, $2) "
+          "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+          key, value);
+      w.commit();
+    });
+  }
+
+  std::optional<std::string> get_meta(const std::string& key) override {
+    return run("get_meta", [&](pqxx::work& w) -> std::optional<std::string> {
+      auto r = w.exec_params("SELECT value FROM meta WHERE key = $1", key);
+      if (r.empty()) return std::nullopt;
+      return r[0][0].as<std::string>();
+    });
+  }
+
  private:
+  // Inserts pending tasks in w's transaction. Under the task lock, held until commit, so task ids
+  // become visible in id order: otherwise a later id of a key could commit first, be claimed,
+  // and then an earlier id of that key (committing late) would look like the oldest pending task
+  // and be claimed while the later one still runs.
+  void insert_tasks(pqxx::work& w, const std::vector<TaskItem>& tasks) {
+    if (tasks.empty()) return;
+    w.exec_params("SELECT pg_advisory_xact_lock($1)", kTaskLockKey);
+    for (const TaskItem& t : tasks)
+      w.exec_params(
+          "INSERT INTO tasks (kind, ordering_key, payload, status, created_ms, next_attempt_ms) "
+          "VALUES ($1,$2,$3,'pending',$4,$5)",
+          t.kind, t.ordering_key, t.payload, t.created_ms, t.next_attempt_ms);
+  }
+
   using Conn = std::unique_ptr<pqxx::connection>;
 
   // Takes an idle connection, or opens one while fewer than kPoolSize exist, or waits.

@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <mutex>
 
 #include "base/error.h"
@@ -75,6 +76,86 @@ OutboxItem read_outbox(Stmt& s) {
   o.delivered_ms = s.i64(10);
   o.last_error = s.text(11);
   return o;
+}
+
+constexpr const char* kJobColumns =
+    "key, delivery_id, repo, run_id, run_attempt, job_name, workflow_name, event_type, head_sha, "
+    "pr_number, level, status, conclusion, dispatched_ms, in_progress_ms, completed_ms, "
+    "queue_time_ms, execution_time_ms, in_progress_hash, completed_hash, tests_passed, "
+    "tests_failed, tests_skipped, tests_total, workflow_url, check_run_id, artifact_url, "
+    "check_run_created, last_body, failed_tests_json, triage_json";
+constexpr int kJobColumnCount = 31;
+
+void bind_job(Stmt& s, const JobRecord& j) {
+  int i = 0;
+  auto b = [&](const auto& v) { s.bind(++i, v); };
+  b(j.key), b(j.delivery_id), b(j.repo), b(j.run_id), b(j.run_attempt), b(j.job_name);
+  b(j.workflow_name), b(j.event_type), b(j.head_sha), b(j.pr_number), b(j.level), b(j.status);
+  b(j.conclusion), b(j.dispatched_ms), b(j.in_progress_ms), b(j.completed_ms);
+  b(j.queue_time_ms), b(j.execution_time_ms), b(j.in_progress_hash), b(j.completed_hash);
+  b(j.tests_passed), b(j.tests_failed), b(j.tests_skipped), b(j.tests_total);
+  b(j.workflow_url), b(j.check_run_id), b(j.artifact_url), b(int64_t{j.check_run_created});
+  b(j.last_body), b(j.failed_tests_json), b(j.triage_json);
+}
+
+JobRecord read_job(Stmt& s) {
+  JobRecord j;
+  int i = 0;
+  j.key = s.text(i++);
+  j.delivery_id = s.text(i++);
+  j.repo = s.text(i++);
+  j.run_id = s.i64(i++);
+  j.run_attempt = s.i64(i++);
+  j.job_name = s.text(i++);
+  j.workflow_name = s.text(i++);
+  j.event_type = s.text(i++);
+  j.head_sha = s.text(i++);
+  j.pr_number = s.i64(i++);
+  j.level = s.text(i++);
+  j.status = s.text(i++);
+  j.conclusion = s.text(i++);
+  j.dispatched_ms = s.i64(i++);
+  j.in_progress_ms = s.i64(i++);
+  j.completed_ms = s.i64(i++);
+  j.queue_time_ms = s.i64(i++);
+  j.execution_time_ms = s.i64(i++);
+  j.in_progress_hash = s.text(i++);
+  j.completed_hash = s.text(i++);
+  j.tests_passed = s.i64(i++);
+  j.tests_failed = s.i64(i++);
+  j.tests_skipped = s.i64(i++);
+  j.tests_total = s.i64(i++);
+  j.workflow_url = s.text(i++);
+  j.check_run_id = s.text(i++);
+  j.artifact_url = s.text(i++);
+  j.check_run_created = s.i64(i++) != 0;
+  j.last_body = s.text(i++);
+  j.failed_tests_json = s.text(i++);
+  j.triage_json = s.text(i++);
+  return j;
+}
+
+constexpr const char* kTaskColumns =
+    "id, kind, ordering_key, payload, attempts, created_ms, next_attempt_ms, status, last_error";
+
+TaskItem read_task(Stmt& s) {
+  TaskItem t;
+  t.id = s.i64(0);
+  t.kind = s.text(1);
+  t.ordering_key = s.text(2);
+  t.payload = s.text(3);
+  t.attempts = static_cast<int>(s.i64(4));
+  t.created_ms = s.i64(5);
+  t.next_attempt_ms = s.i64(6);
+  t.status = s.text(7);
+  t.last_error = s.text(8);
+  return t;
+}
+
+std::string placeholders(int n) {
+  std::string out;
+  for (int i = 0; i < n; ++i) out += i ? ",?" : "?";
+  return out;
 }
 
 class SqliteStore : public Store {
@@ -232,7 +313,191 @@ class SqliteStore : public Store {
     return s.step();
   }
 
+  std::optional<OutboxItem> dispatch_record(const std::string& delivery_id,
+                                            const std::string& repo) override {
+    std::lock_guard lock(mu_);
+    Stmt s(db_,
+           fmt::format("SELECT {} FROM outbox WHERE delivery_id = ? AND repo = ?", kOutboxColumns)
+               .c_str());
+    s.bind(1, delivery_id).bind(2, repo);
+    if (!s.step()) return std::nullopt;
+    return read_outbox(s);
+  }
+
+  std::optional<JobRecord> get_job(const std::string& key) override {
+    std::lock_guard lock(mu_);
+    Stmt s(db_, fmt::format("SELECT {} FROM jobs WHERE key = ?", kJobColumns).c_str());
+    s.bind(1, key);
+    if (!s.step()) return std::nullopt;
+    return read_job(s);
+  }
+
+  bool insert_job(const JobRecord& job, const std::vector<TaskItem>& tasks) override {
+    std::lock_guard lock(mu_);
+    return in_transaction([&] {
+      Stmt s(db_, fmt::format("INSERT INTO jobs ({}) VALUES ({}) ON CONFLICT DO NOTHING",
+                              kJobColumns, placeholders(kJobColumnCount))
+                      .c_str());
+      bind_job(s, job);
+      s.step();
+      if (sqlite3_changes(db_) == 0) return false;
+      insert_tasks(tasks);
+      return true;
+    });
+  }
+
+  bool update_job(const JobRecord& job, const std::string& expected_status,
+                  const std::vector<TaskItem>& tasks) override {
+    std::lock_guard lock(mu_);
+    return in_transaction([&] {
+      // Replace the whole row, but only if nobody moved it since it was read.
+      Stmt s(db_, fmt::format("UPDATE jobs SET ({}) = ({}) WHERE key = ? AND status = ?",
+                              kJobColumns, placeholders(kJobColumnCount))
+                      .c_str());
+      bind_job(s, job);
+      s.bind(kJobColumnCount + 1, job.key).bind(kJobColumnCount + 2, expected_status);
+      s.step();
+      if (sqlite3_changes(db_) == 0) return false;
+      insert_tasks(tasks);
+      return true;
+    });
+  }
+
+  std::vector<JobRecord> jobs_for_sha(const std::string& head_sha) override {
+    std::lock_guard lock(mu_);
+    Stmt s(db_,
+           fmt::format("SELECT {} FROM jobs WHERE head_sha = ? ORDER BY key", kJobColumns).c_str());
+    s.bind(1, head_sha);
+    std::vector<JobRecord> out;
+    while (s.step()) out.push_back(read_job(s));
+    return out;
+  }
+
+  std::vector<JobRecord> overdue_jobs(int64_t before_ms, int limit) override {
+    std::lock_guard lock(mu_);
+    Stmt s(db_, fmt::format("SELECT {} FROM jobs WHERE status = 'in_progress' AND "
+                            "in_progress_ms < ? ORDER BY in_progress_ms LIMIT ?",
+                            kJobColumns)
+                    .c_str());
+    s.bind(1, before_ms).bind(2, limit);
+    std::vector<JobRecord> out;
+    while (s.step()) out.push_back(read_job(s));
+    return out;
+  }
+
+  void enqueue_tasks(const std::vector<TaskItem>& tasks) override {
+    std::lock_guard lock(mu_);
+    in_transaction([&] {
+      insert_tasks(tasks);
+      return true;
+    });
+  }
+
+  std::vector<TaskItem> claim_tasks(int64_t now_ms, int limit, int64_t lease_ms) override {
+    std::lock_guard lock(mu_);
+    // Only the oldest pending task of each ordering key is eligible; a leased one blocks its key.
+    Stmt s(db_, fmt::format("UPDATE tasks SET leased = 1, next_attempt_ms = ? WHERE id IN "
+                            "(SELECT t.id FROM tasks t WHERE t.status = 'pending' AND "
+                            "t.next_attempt_ms <= ? AND NOT EXISTS (SELECT 1 FROM tasks e WHERE "
+                            "e.ordering_key = t.ordering_key AND e.status = 'pending' AND "
+                            "e.id < t.id) ORDER BY t.id LIMIT ?) RETURNING {}",
+                            kTaskColumns)
+                    .c_str());
+    s.bind(1, now_ms + lease_ms).bind(2, now_ms).bind(3, limit);
+    std::vector<TaskItem> out;
+    while (s.step()) out.push_back(read_task(s));
+    std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
+    return out;
+  }
+
+  void complete_task(int64_t id, int attempts) override {
+    std::lock_guard lock(mu_);
+    Stmt s(db_,
+           "UPDATE tasks SET status = 'done', leased = 0, attempts = ?, last_error = '' "
+           "WHERE id = ?");
+    s.bind(1, attempts).bind(2, id).step();
+  }
+
+  void retry_task(int64_t id, int attempts, int64_t next_ms, const std::string& error) override {
+    std::lock_guard lock(mu_);
+    Stmt s(db_,
+           "UPDATE tasks SET leased = 0, attempts = ?, next_attempt_ms = ?, last_error = ? "
+           "WHERE id = ?");
+    s.bind(1, attempts).bind(2, next_ms).bind(3, error).bind(4, id).step();
+  }
+
+  void fail_task(int64_t id, int attempts, const std::string& error) override {
+    std::lock_guard lock(mu_);
+    Stmt s(db_,
+           "UPDATE tasks SET status = 'failed', leased = 0, attempts = ?, last_error = ? "
+           "WHERE id = ?");
+    s.bind(1, attempts).bind(2, error).bind(3, id).step();
+  }
+
+  TaskCounts task_counts() override {
+    std::lock_guard lock(mu_);
+    Stmt s(db_, "SELECT status, COUNT(*) FROM tasks GROUP BY status");
+    TaskCounts c;
+    while (s.step()) {
+      std::string st = s.text(0);
+      (st == "pending" ? c.pending : st == "done" ? c.done : c.failed) = s.i64(1);
+    }
+    return c;
+  }
+
+  std::vector<TaskItem> tasks_of_kind(const std::string& kind) override {
+    std::lock_guard lock(mu_);
+    Stmt s(db_,
+           fmt::format("SELECT {} FROM tasks WHERE kind = ? ORDER BY id", kTaskColumns).c_str());
+    s.bind(1, kind);
+    std::vector<TaskItem> out;
+    while (s.step()) out.push_back(read_task(s));
+    return out;
+  }
+
+  void set_meta(const std::string& key, const std::string& value) override {
+    std::lock_guard lock(mu_);
+    Stmt s(db_,
+           "INSERT INTO meta (key, value) VALUES (?, ?) "
+           "ON CONFLICT (key) DO UPDATE SET value = excluded.value");
+    s.bind(1, key).bind(2, value).step();
+  }
+
+  std::optional<std::string> get_meta(const std::string& key) override {
+    std::lock_guard lock(mu_);
+    Stmt s(db_, "SELECT value FROM meta WHERE key = ?");
+    s.bind(1, key);
+    if (!s.step()) return std::nullopt;
+    return s.text(0);
+  }
+
  private:
+  // Runs f inside BEGIN IMMEDIATE; commits if it returns true, rolls back otherwise.
+  template <typename F>
+  bool in_transaction(F&& f) {
+    exec("BEGIN IMMEDIATE");
+    try {
+      bool ok = f();
+      exec(ok ? "COMMIT" : "ROLLBACK");
+      return ok;
+    } catch (...) {
+      exec("ROLLBACK");
+      throw;
+    }
+  }
+
+  void insert_tasks(const std::vector<TaskItem>& tasks) {
+    if (tasks.empty()) return;
+    Stmt s(db_,
+           "INSERT INTO tasks (kind, ordering_key, payload, status, created_ms, next_attempt_ms) "
+           "VALUES (?,?,?,'pending',?,?)");
+    for (const TaskItem& t : tasks) {
+      s.reset();
+      s.bind(1, t.kind).bind(2, t.ordering_key).bind(3, t.payload).bind(4, t.created_ms);
+      s.bind(5, t.next_attempt_ms).step();
+    }
+  }
+
   void exec(const std::string& sql) {
     char* err = nullptr;
     if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {

@@ -44,6 +44,64 @@ struct OutboxCounts {
   int64_t failed = 0;
 };
 
+// One downstream job as the callback state machine sees it, keyed by CRCR's
+// delivery:repo:run_id:run_attempt:job_name. Times are relay wall-clock milliseconds; -1 is null.
+struct JobRecord {
+  std::string key;
+  std::string delivery_id;
+  std::string repo;
+  int64_t run_id = 0;
+  int64_t run_attempt = 1;
+  std::string job_name;
+  std::string workflow_name;
+  std::string event_type;  // pull_request, push, nightly, periodic
+  std::string head_sha;
+  int64_t pr_number = 0;
+  std::string level;   // the repo's level when the callback arrived, e.g. "L2"
+  std::string status;  // in_progress or completed
+  std::string conclusion;
+  int64_t dispatched_ms = -1;
+  int64_t in_progress_ms = -1;
+  int64_t completed_ms = -1;
+  int64_t queue_time_ms = -1;
+  int64_t execution_time_ms = -1;
+  // sha256 of the applied in_progress and completed bodies: an exact repeat is a safe retry.
+  std::string in_progress_hash;
+  std::string completed_hash;
+  int64_t tests_passed = 0;
+  int64_t tests_failed = 0;
+  int64_t tests_skipped = 0;
+  int64_t tests_total = 0;
+  std::string workflow_url;
+  std::string check_run_id;
+  std::string artifact_url;
+  bool check_run_created = false;  // an upstream check run exists for this job
+  std::string last_body;           // the last applied callback body, verbatim (untrusted)
+  std::string failed_tests_json;   // capped failed_tests_detail, or ""
+  std::string triage_json;         // validated triage_verdict, or ""
+};
+
+// A durable side effect of a callback or webhook (check run, re-run, HUD forward), retried until
+// done. Tasks sharing an ordering_key run one at a time in id order, so an in_progress check run
+// never lands after its completed one.
+struct TaskItem {
+  int64_t id = 0;
+  std::string kind;
+  std::string ordering_key;
+  std::string payload;  // JSON
+  int attempts = 0;
+  int64_t created_ms = 0;
+  int64_t next_attempt_ms = 0;
+  std::string status = "pending";  // pending, done, failed
+  std::string last_error;
+};
+
+struct TaskCounts {
+  int64_t pending = 0;
+  int64_t done = 0;
+  int64_t failed = 0;
+};
+
 // The relay's persistent state. SQLite and PostgreSQL implement it and pass one test suite
 // (store_test.cc). All methods are thread-safe.
 class Store {
@@ -77,6 +135,35 @@ class Store {
   virtual void set_check_run_wanted(const std::string& head_sha, const std::string& repo,
                                     int64_t now_ms) = 0;
   virtual bool check_run_wanted(const std::string& head_sha, const std::string& repo) = 0;
+
+  // The DISPATCHED record of (delivery, repo): its outbox row.
+  virtual std::optional<OutboxItem> dispatch_record(const std::string& delivery_id,
+                                                    const std::string& repo) = 0;
+
+  // Callback state. insert_job and update_job commit the job and its tasks in one transaction.
+  // insert_job returns false (writing nothing) if the key exists; update_job returns false
+  // (writing nothing) unless the stored status equals expected_status.
+  virtual std::optional<JobRecord> get_job(const std::string& key) = 0;
+  virtual bool insert_job(const JobRecord& job, const std::vector<TaskItem>& tasks) = 0;
+  virtual bool update_job(const JobRecord& job, const std::string& expected_status,
+                          const std::vector<TaskItem>& tasks) = 0;
+  virtual std::vector<JobRecord> jobs_for_sha(const std::string& head_sha) = 0;
+  // in_progress jobs whose in_progress_ms is before the cutoff, oldest first.
+  virtual std::vector<JobRecord> overdue_jobs(int64_t in_progress_before_ms, int limit) = 0;
+
+  virtual void enqueue_tasks(const std::vector<TaskItem>& tasks) = 0;
+  // Leases up to `limit` due pending tasks, each the oldest pending task of its ordering_key.
+  virtual std::vector<TaskItem> claim_tasks(int64_t now_ms, int limit, int64_t lease_ms) = 0;
+  virtual void complete_task(int64_t id, int attempts) = 0;
+  virtual void retry_task(int64_t id, int attempts, int64_t next_attempt_ms,
+                          const std::string& error) = 0;
+  virtual void fail_task(int64_t id, int attempts, const std::string& error) = 0;
+  virtual TaskCounts task_counts() = 0;
+  virtual std::vector<TaskItem> tasks_of_kind(const std::string& kind) = 0;  // for tests and ops
+
+  // Small shared values, e.g. the sweeper's heartbeat, visible to every replica.
+  virtual void set_meta(const std::string& key, const std::string& value) = 0;
+  virtual std::optional<std::string> get_meta(const std::string& key) = 0;
 };
 
 // "sqlite:PATH" or a "postgresql://" / "postgres://" URI. Applies pending migrations.

@@ -173,6 +173,50 @@ void GitHubStandin::start(int port) {
                 if (it == files_.end()) return json_error(res, 404, "Not Found");
                 res.set_content(it->second, "application/vnd.github.raw");
               });
+  // Endpoints used by the callback half: authenticated by an installation token of that repo.
+  auto token_repo = [this](const httplib::Request& req) -> std::string {
+    std::string auth = req.get_header_value("Authorization");
+    std::lock_guard lock(mu_);
+    auto it = tokens_.find(auth.rfind("token ", 0) == 0 ? auth.substr(6) : "");
+    return it == tokens_.end() ? "" : it->second;
+  };
+  auto record_call = [this, token_repo](const httplib::Request& req, httplib::Response& res,
+                                        const std::string& repo, int ok_status) {
+    if (!repo.empty() && token_repo(req) != repo) return json_error(res, 401, "Bad credentials");
+    if (apply_fault(req.path, res)) return;
+    {
+      std::lock_guard lock(mu_);
+      calls_.push_back({req.path, nlohmann::json::parse(req.body, nullptr, false),
+                        repo.empty() ? req.get_header_value("x-hud-internal-bot")
+                                     : req.get_header_value("Authorization"),
+                        now_ms()});
+    }
+    cv_.notify_all();
+    res.status = ok_status;
+    res.set_content(R"({"id": 1})", "application/json");
+  };
+  server_.Post(R"(/repos/([^/]+/[^/]+)/check-runs)",
+               [record_call](const httplib::Request& req, httplib::Response& res) {
+                 record_call(req, res, req.matches[1], 201);
+               });
+  server_.Post(R"(/repos/([^/]+/[^/]+)/actions/runs/(\d+)/(rerun|rerun-failed-jobs))",
+               [record_call](const httplib::Request& req, httplib::Response& res) {
+                 record_call(req, res, req.matches[1], 201);
+               });
+  server_.Post("/hud/crcr/results",
+               [record_call](const httplib::Request& req, httplib::Response& res) {
+                 record_call(req, res, "", 200);
+               });
+  server_.Get(R"(/repos/([^/]+/[^/]+)/commits/([0-9a-f]+))",
+              [this, token_repo](const httplib::Request& req, httplib::Response& res) {
+                std::string repo = req.matches[1];
+                if (token_repo(req) != repo) return json_error(res, 401, "Bad credentials");
+                std::lock_guard lock(mu_);
+                if (!commits_.count(repo + "@" + std::string(req.matches[2])))
+                  return json_error(res, 422, "No commit found for SHA");
+                res.set_content(nlohmann::json{{"sha", std::string(req.matches[2])}}.dump(),
+                                "application/json");
+              });
   server_.Get("/_standin/dispatches", [this](const httplib::Request&, httplib::Response& res) {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& d : dispatches())
@@ -215,6 +259,33 @@ void GitHubStandin::set_file(const std::string& repo, const std::string& ref,
 int GitHubStandin::file_requests() const {
   std::lock_guard lock(mu_);
   return file_requests_;
+}
+
+void GitHubStandin::add_commit(const std::string& repo, const std::string& sha) {
+  std::lock_guard lock(mu_);
+  commits_.insert(repo + "@" + sha);
+}
+
+std::vector<RecordedCall> GitHubStandin::calls(const std::string& prefix) const {
+  std::lock_guard lock(mu_);
+  std::vector<RecordedCall> out;
+  for (const auto& c : calls_)
+    if (c.path.rfind(prefix, 0) == 0) out.push_back(c);
+  return out;
+}
+
+bool GitHubStandin::wait_for_calls(const std::string& prefix, size_t n, int timeout_ms) const {
+  std::unique_lock lock(mu_);
+  return cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms), [&] {
+    size_t count = 0;
+    for (const auto& c : calls_) count += c.path.rfind(prefix, 0) == 0;
+    return count >= n;
+  });
+}
+
+void GitHubStandin::queue_call_faults(const std::string& prefix, std::vector<Fault> faults) {
+  std::lock_guard lock(mu_);
+  for (auto& f : faults) faults_[prefix].push_back(f);
 }
 
 void GitHubStandin::uninstall(const std::string& repo) {

@@ -25,6 +25,14 @@ struct RecordedDispatch {
   int64_t received_ms = 0;
 };
 
+// A POST the stand-in recorded on another endpoint: check runs, re-runs, HUD forwards.
+struct RecordedCall {
+  std::string path;
+  nlohmann::json body;
+  std::string auth;  // Authorization or x-hud-internal-bot
+  int64_t received_ms = 0;
+};
+
 struct Fault {
   int status = 503;        // HTTP status to answer
   int retry_after_s = -1;  // adds Retry-After when >= 0
@@ -55,6 +63,15 @@ class GitHubStandin {
   // While set, every dispatch to any target hangs this long before answering (0: off).
   void set_hang_all_ms(int ms);
 
+  // Upstream commits that exist, for GET /repos/<repo>/commits/<sha>.
+  void add_commit(const std::string& repo, const std::string& sha);
+  // POST /repos/<repo>/check-runs, /repos/<repo>/actions/runs/<id>/rerun[-failed-jobs], and
+  // /hud/crcr/results (a HUD API stand-in) are recorded here, in arrival order.
+  std::vector<RecordedCall> calls(const std::string& path_prefix) const;
+  bool wait_for_calls(const std::string& path_prefix, size_t n, int timeout_ms) const;
+  // The next requests to exactly this path get these faults (check runs, HUD forwards).
+  void queue_call_faults(const std::string& path, std::vector<Fault> faults);
+
   std::vector<RecordedDispatch> dispatches() const;
   std::vector<RecordedDispatch> dispatches_for(const std::string& repo) const;
   // Waits until at least n dispatches were recorded; false on timeout.
@@ -81,6 +98,8 @@ class GitHubStandin {
   std::map<std::string, int> dispatch_requests_;
   std::map<std::string, std::string> tokens_;  // token → repo (by installation)
   std::map<int64_t, std::string> installations_;
+  std::vector<RecordedCall> calls_;
+  std::set<std::string> commits_;
   std::map<std::string, std::string> files_;  // "repo@ref:path" → content
   int file_requests_ = 0;
   int token_requests_ = 0;

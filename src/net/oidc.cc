@@ -1,0 +1,143 @@
+#include "net/oidc.h"
+
+#include <openssl/bn.h>
+#include <openssl/core_names.h>
+#include <openssl/evp.h>
+#include <openssl/param_build.h>
+#include <openssl/pem.h>
+#include <spdlog/spdlog.h>
+
+#include <memory>
+
+#include "base/error.h"
+#include "net/crypto.h"
+#include "net/http_client.h"
+#include "net/jwt.h"
+
+namespace ootci {
+namespace {
+
+constexpr int64_t kMinRefetchIntervalS = 30;  // an attacker's random kids cannot hammer the JWKS
+
+using Bignum = std::unique_ptr<BIGNUM, decltype(&BN_free)>;
+
+std::string bn_to_b64url(const BIGNUM* bn) {
+  std::string bytes(BN_num_bytes(bn), '\0');
+  BN_bn2bin(bn, reinterpret_cast<unsigned char*>(bytes.data()));
+  return base64url_encode(bytes);
+}
+
+bool audience_matches(const nlohmann::json& aud, const std::string& want) {
+  if (aud.is_string()) return aud.get<std::string>() == want;
+  if (aud.is_array())
+    for (const auto& a : aud)
+      if (a.is_string() && a.get<std::string>() == want) return true;
+  return false;
+}
+
+}  // namespace
+
+std::string rsa_pem_from_jwk(const std::string& n_b64url, const std::string& e_b64url) {
+  auto n = base64url_decode(n_b64url);
+  auto e = base64url_decode(e_b64url);
+  if (!n || !e || n->empty() || e->empty()) return "";
+  Bignum bn_n(BN_bin2bn(reinterpret_cast<const unsigned char*>(n->data()), n->size(), nullptr),
+              BN_free);
+  Bignum bn_e(BN_bin2bn(reinterpret_cast<const unsigned char*>(e->data()), e->size(), nullptr),
+              BN_free);
+  std::unique_ptr<OSSL_PARAM_BLD, decltype(&OSSL_PARAM_BLD_free)> bld(OSSL_PARAM_BLD_new(),
+                                                                      OSSL_PARAM_BLD_free);
+  OSSL_PARAM_BLD_push_BN(bld.get(), OSSL_PKEY_PARAM_RSA_N, bn_n.get());
+  OSSL_PARAM_BLD_push_BN(bld.get(), OSSL_PKEY_PARAM_RSA_E, bn_e.get());
+  std::unique_ptr<OSSL_PARAM, decltype(&OSSL_PARAM_free)> params(OSSL_PARAM_BLD_to_param(bld.get()),
+                                                                 OSSL_PARAM_free);
+  std::unique_ptr<EVP_PKEY_CTX, decltype(&EVP_PKEY_CTX_free)> ctx(
+      EVP_PKEY_CTX_new_from_name(nullptr, "RSA", nullptr), EVP_PKEY_CTX_free);
+  EVP_PKEY* raw = nullptr;
+  if (!ctx || EVP_PKEY_fromdata_init(ctx.get()) != 1 ||
+      EVP_PKEY_fromdata(ctx.get(), &raw, EVP_PKEY_PUBLIC_KEY, params.get()) != 1)
+    return "";
+  std::unique_ptr<EVP_PKEY, decltype(&EVP_PKEY_free)> key(raw, EVP_PKEY_free);
+  std::unique_ptr<BIO, decltype(&BIO_free)> out(BIO_new(BIO_s_mem()), BIO_free);
+  PEM_write_bio_PUBKEY(out.get(), key.get());
+  char* data = nullptr;
+  long len = BIO_get_mem_data(out.get(), &data);
+  return std::string(data, len);
+}
+
+nlohmann::json rsa_jwk_from_private(const std::string& private_pem, const std::string& kid) {
+  std::unique_ptr<BIO, decltype(&BIO_free)> in(
+      BIO_new_mem_buf(private_pem.data(), static_cast<int>(private_pem.size())), BIO_free);
+  std::unique_ptr<EVP_PKEY, decltype(&EVP_PKEY_free)> key(
+      PEM_read_bio_PrivateKey(in.get(), nullptr, nullptr, nullptr), EVP_PKEY_free);
+  if (!key) throw Error("cannot read RSA private key");
+  BIGNUM* n = nullptr;
+  BIGNUM* e = nullptr;
+  EVP_PKEY_get_bn_param(key.get(), OSSL_PKEY_PARAM_RSA_N, &n);
+  EVP_PKEY_get_bn_param(key.get(), OSSL_PKEY_PARAM_RSA_E, &e);
+  Bignum hold_n(n, BN_free), hold_e(e, BN_free);
+  return {{"kty", "RSA"}, {"alg", "RS256"},       {"use", "sig"},
+          {"kid", kid},   {"n", bn_to_b64url(n)}, {"e", bn_to_b64url(e)}};
+}
+
+OidcVerifier::OidcVerifier(std::vector<OidcIssuer> issuers, int64_t leeway_s, int64_t jwks_ttl_s)
+    : issuers_(std::move(issuers)), leeway_s_(leeway_s), jwks_ttl_s_(jwks_ttl_s) {}
+
+std::string OidcVerifier::key_for(const OidcIssuer& issuer, const std::string& kid, int64_t now_s) {
+  std::lock_guard lock(mu_);
+  Jwks& cached = jwks_[issuer.issuer];
+  auto lookup = [&]() -> std::string {
+    if (kid.empty()) return cached.pem_by_kid.size() == 1 ? cached.pem_by_kid.begin()->second : "";
+    auto it = cached.pem_by_kid.find(kid);
+    return it == cached.pem_by_kid.end() ? "" : it->second;
+  };
+  bool expired = now_s - cached.fetched_s >= jwks_ttl_s_;
+  std::string pem = expired ? "" : lookup();
+  if (!pem.empty() || (!expired && now_s - cached.fetched_s < kMinRefetchIntervalS)) return pem;
+  HttpRequest req;
+  req.url = issuer.jwks_url;
+  req.timeout_ms = 5000;
+  HttpResult res = http_send(req);
+  auto doc = nlohmann::json::parse(res.body, nullptr, false);
+  if (res.status != 200 || !doc.is_object() || !doc["keys"].is_array()) {
+    spdlog::error("JWKS fetch from {} failed: {}", issuer.jwks_url,
+                  res.status ? "HTTP " + std::to_string(res.status) : res.error);
+    return lookup();  // keep serving the keys we had
+  }
+  cached.pem_by_kid.clear();
+  cached.fetched_s = now_s;
+  for (const auto& k : doc["keys"]) {
+    if (!k.is_object() || k.value("kty", "") != "RSA") continue;
+    std::string key_pem = rsa_pem_from_jwk(k.value("n", ""), k.value("e", ""));
+    if (!key_pem.empty()) cached.pem_by_kid[k.value("kid", "")] = key_pem;
+  }
+  return lookup();
+}
+
+std::variant<VerifiedToken, std::string> OidcVerifier::verify(const std::string& token,
+                                                              int64_t now_s) {
+  auto parts = jwt_decode(token);
+  if (!parts) return std::string("malformed token");
+  if (parts->header.value("alg", "") != "RS256") return std::string("unsupported algorithm");
+  std::string iss = parts->claims.value("iss", "");
+  const OidcIssuer* issuer = nullptr;
+  for (const auto& i : issuers_)
+    if (i.issuer == iss) issuer = &i;
+  if (!issuer) return std::string("unsupported issuer");
+  std::string kid = parts->header.value("kid", "");
+  std::string pem = key_for(*issuer, kid, now_s);
+  if (pem.empty()) return std::string("unknown signing key");
+  if (!jwt_verify_rs256(*parts, pem)) return std::string("bad signature");
+  const auto& c = parts->claims;
+  if (!c.contains("aud") || !audience_matches(c["aud"], issuer->audience))
+    return std::string("wrong audience");
+  if (!c.contains("exp") || !c["exp"].is_number()) return std::string("missing exp");
+  if (c["exp"].get<double>() < now_s - leeway_s_) return std::string("token expired");
+  if (c.contains("nbf") && c["nbf"].is_number() && c["nbf"].get<double>() > now_s + leeway_s_)
+    return std::string("token not yet valid");
+  if (c.contains("iat") && c["iat"].is_number() && c["iat"].get<double>() > now_s + leeway_s_)
+    return std::string("token issued in the future");
+  return VerifiedToken{issuer, c};
+}
+
+}  // namespace ootci

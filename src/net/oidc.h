@@ -1,0 +1,54 @@
+#pragma once
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace ootci {
+
+struct OidcIssuer {
+  std::string issuer;               // exact `iss`
+  std::string jwks_url;             // where its signing keys are published
+  std::string audience;             // required `aud`
+  std::string provider = "github";  // how `repository` identity is derived: github or buildkite
+};
+
+struct VerifiedToken {
+  const OidcIssuer* issuer = nullptr;
+  nlohmann::json claims;
+};
+
+// Verifies OIDC bearer tokens: RS256 only, signature against the issuer's JWKS (cached, refetched
+// when an unknown kid appears), then iss, aud, exp, nbf and iat with a small leeway.
+// Hand-written over OpenSSL because Debian ships no maintained C++ JOSE library.
+class OidcVerifier {
+ public:
+  explicit OidcVerifier(std::vector<OidcIssuer> issuers, int64_t leeway_s = 60,
+                        int64_t jwks_ttl_s = 3600);
+  // The error string is safe to return to the caller (it names the failed check only).
+  std::variant<VerifiedToken, std::string> verify(const std::string& token, int64_t now_s);
+
+ private:
+  // PEM of the key for `kid` (or the only key when kid is empty); "" if none.
+  std::string key_for(const OidcIssuer& issuer, const std::string& kid, int64_t now_s);
+
+  struct Jwks {
+    std::map<std::string, std::string> pem_by_kid;
+    int64_t fetched_s = 0;
+  };
+  std::vector<OidcIssuer> issuers_;
+  int64_t leeway_s_;
+  int64_t jwks_ttl_s_;
+  std::mutex mu_;
+  std::map<std::string, Jwks> jwks_;  // by issuer
+};
+
+// RSA public key (PEM) from a JWK's base64url `n` and `e`; "" if malformed.
+std::string rsa_pem_from_jwk(const std::string& n_b64url, const std::string& e_b64url);
+// The JWK of an RSA private key's public half, with the given kid.
+nlohmann::json rsa_jwk_from_private(const std::string& private_pem, const std::string& kid);
+
+}  // namespace ootci

@@ -1,0 +1,173 @@
+#include "relay/callback_body.h"
+
+#include <fmt/format.h>
+
+#include "net/crypto.h"
+
+namespace ootci {
+namespace {
+
+// CRCR's action sends run_id and run_attempt as strings; accept integers too.
+bool read_int(const nlohmann::json& v, int64_t* out) {
+  if (v.is_number_integer()) {
+    *out = v.get<int64_t>();
+    return true;
+  }
+  if (!v.is_string()) return false;
+  const std::string& s = v.get_ref<const std::string&>();
+  if (s.empty() || s.size() > 18) return false;
+  int64_t n = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+    n = n * 10 + (c - '0');
+  }
+  *out = n;
+  return true;
+}
+
+std::string str(const nlohmann::json& obj, const char* key) {
+  auto it = obj.find(key);
+  return it != obj.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+}  // namespace
+
+std::string truncate_utf8(const std::string& s, size_t max_bytes) {
+  if (s.size() <= max_bytes) return s;
+  size_t cut = max_bytes;
+  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
+  return s.substr(0, cut);
+}
+
+std::string CallbackBody::state_key(const std::string& repo) const {
+  return fmt::format("{}:{}:{}:{}:{}", delivery_id, repo, run_id, run_attempt, job_name);
+}
+
+std::string validate_triage_verdict(const nlohmann::json& v) {
+  static const std::vector<std::string> categories = {"upstream", "backend", "infra", "flake",
+                                                      "unknown"};
+  static const std::vector<std::string> confidences = {"high", "medium", "low"};
+  if (!v.is_object()) return "expected an object";
+  if (v.dump().size() > kMaxTriageBytes) return "larger than 16 KB";
+  auto sv = v.find("schema_version");
+  if (sv == v.end() || !(*sv == 1 || *sv == "1")) return "schema_version must be 1";
+  std::string category = str(v, "category");
+  if (std::find(categories.begin(), categories.end(), category) == categories.end())
+    return "category must be upstream, backend, infra, flake or unknown";
+  std::string confidence = str(v, "confidence");
+  if (std::find(confidences.begin(), confidences.end(), confidence) == confidences.end())
+    return "confidence must be high, medium or low";
+  if (v.contains("summary") &&
+      (!v["summary"].is_string() || v["summary"].get<std::string>().size() > 1024))
+    return "summary must be a string of at most 1 KB";
+  if (v.contains("evidence") && (!v["evidence"].is_array() || v["evidence"].size() > 10))
+    return "evidence must be a list of at most 10 entries";
+  if (v.contains("suspected_upstream") && !v["suspected_upstream"].is_object() &&
+      !v["suspected_upstream"].is_null())
+    return "suspected_upstream must be an object";
+  if (v.contains("analyzer") && !v["analyzer"].is_string()) return "analyzer must be a string";
+  return "";
+}
+
+std::variant<CallbackBody, std::string> parse_callback_body(const std::string& text) {
+  CallbackBody b;
+  b.json = nlohmann::json::parse(text, nullptr, false);
+  if (b.json.is_discarded() || !b.json.is_object()) return std::string("Invalid JSON");
+  const auto& j = b.json;
+  b.delivery_id = str(j, "delivery_id");
+  if (b.delivery_id.empty()) return std::string("missing required field: delivery_id");
+  if (!j.contains("workflow") || !j["workflow"].is_object())
+    return std::string("missing required field: workflow");
+  const auto& w = j["workflow"];
+  b.status = str(w, "status");
+  if (b.status.empty()) return std::string("missing required field: workflow.status");
+  if (b.status != "in_progress" && b.status != "completed")
+    return fmt::format("workflow.status must be in_progress or completed, got '{}'", b.status);
+  b.workflow_name = str(w, "name");
+  if (b.workflow_name.empty()) return std::string("missing required field: workflow.name");
+  if (!w.contains("run_id") || !read_int(w["run_id"], &b.run_id))
+    return std::string("missing required field: workflow.run_id (an integer)");
+  if (b.run_id == 0) return std::string("workflow.run_id 0 is reserved for dispatch records");
+  if (w.contains("run_attempt") && !w["run_attempt"].is_null() &&
+      (!read_int(w["run_attempt"], &b.run_attempt) || b.run_attempt < 1))
+    return std::string("workflow.run_attempt must be a positive integer");
+  b.event_type = str(j, "event_type");
+  if (b.event_type.empty()) b.event_type = "pull_request";
+  b.conclusion = str(w, "conclusion");
+  b.workflow_url = str(w, "url");
+  b.job_name = str(w, "job_name");
+  b.check_run_id = w.contains("check_run_id") && w["check_run_id"].is_number_integer()
+                       ? std::to_string(w["check_run_id"].get<int64_t>())
+                       : str(w, "check_run_id");
+  b.artifact_url = str(w, "artifact_url");
+  b.callback_token = str(j, "callback_token");
+
+  if (j.contains("payload") && j["payload"].is_object()) {
+    const auto& p = j["payload"];
+    if (p.contains("pull_request") && p["pull_request"].is_object()) {
+      const auto& pr = p["pull_request"];
+      b.pr_number = pr.value("number", int64_t{0});
+      if (pr.contains("head") && pr["head"].is_object()) b.head_sha = str(pr["head"], "sha");
+    }
+    if (b.head_sha.empty()) b.head_sha = str(p, "after");
+    if (b.head_sha.empty()) b.head_sha = str(p, "head_sha");
+  }
+  if (b.head_sha.empty() && b.is_self_report()) b.head_sha = b.delivery_id;
+
+  // test_results: a summary {passed, failed, skipped[, total]}; a malformed one is ignored.
+  if (w.contains("test_results") && !w["test_results"].is_null()) {
+    nlohmann::json tr = w["test_results"];
+    if (tr.is_string()) tr = nlohmann::json::parse(tr.get<std::string>(), nullptr, false);
+    bool ok = tr.is_object();
+    for (auto [key, out] : {std::pair{"passed", &b.passed},
+                            {"failed", &b.failed},
+                            {"skipped", &b.skipped},
+                            {"total", &b.total}}) {
+      if (ok && tr.contains(key) && !read_int(tr[key], out)) ok = false;
+    }
+    if (!ok) {
+      b.passed = b.failed = b.skipped = b.total = 0;
+      b.notes.push_back("test_results ignored: expected {passed, failed, skipped[, total]}");
+    } else if (!tr.contains("total")) {
+      b.total = b.passed + b.failed + b.skipped;
+    }
+  }
+
+  if (j.contains("failed_tests_detail") && !j["failed_tests_detail"].is_null()) {
+    const auto& f = j["failed_tests_detail"];
+    if (!f.is_array()) {
+      b.notes.push_back("failed_tests_detail dropped: expected a list");
+    } else {
+      b.failed_tests = nlohmann::json::array();
+      bool cut = f.size() > kMaxFailedTests;
+      for (size_t i = 0; i < std::min(f.size(), kMaxFailedTests); ++i) {
+        nlohmann::json e = f[i];
+        if (!e.is_object()) continue;
+        for (auto [key, cap] : {std::pair{"message", kMaxTestMessageBytes},
+                                {"stacktrace", kMaxTestStacktraceBytes}}) {
+          if (e.contains(key) && e[key].is_string() && e[key].get<std::string>().size() > cap) {
+            e[key] = truncate_utf8(e[key].get<std::string>(), cap);
+            cut = true;
+          }
+        }
+        b.failed_tests.push_back(std::move(e));
+      }
+      if (cut)
+        b.notes.push_back(
+            "failed_tests_detail truncated to 1000 entries, 1 KB messages, 4 KB "
+            "stacktraces");
+    }
+  }
+
+  if (j.contains("triage_verdict") && !j["triage_verdict"].is_null()) {
+    std::string why = validate_triage_verdict(j["triage_verdict"]);
+    if (why.empty())
+      b.triage = j["triage_verdict"];
+    else
+      b.notes.push_back("triage_verdict dropped: " + why);
+  }
+  b.canonical_hash = sha256_hex(b.json.dump());
+  return b;
+}
+
+}  // namespace ootci

@@ -1,0 +1,191 @@
+#include "relay/callback_handler.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "base/time.h"
+#include "relay/callback_body.h"
+#include "relay/check_runs.h"
+#include "relay/hud_forward.h"
+#include "relay/state_machine.h"
+
+namespace ootci {
+namespace {
+
+std::string bearer_token(const std::string& header) {
+  if (header.size() < 7 || strncasecmp(header.c_str(), "Bearer ", 7) != 0) return "";
+  return header.substr(7);
+}
+
+}  // namespace
+
+Reply CallbackHandler::handle(const CallbackRequest& req) {
+  auto count = [&](const char* result) {
+    d_.metrics.inc("ootci_callbacks_total", fmt::format("result=\"{}\"", result));
+  };
+  if (static_cast<int64_t>(req.body.size()) > d_.config.callback.max_body_bytes) {
+    count("too_large");
+    return detail_reply(
+        413, fmt::format("body larger than {} bytes", d_.config.callback.max_body_bytes));
+  }
+  // Stage 1: OIDC proves which repository is calling.
+  std::string token = bearer_token(req.authorization);
+  if (token.empty()) {
+    count("unauthenticated");
+    return detail_reply(401, "missing bearer token");
+  }
+  auto verified = d_.oidc.verify(token, now_s());
+  if (auto* why = std::get_if<std::string>(&verified)) {
+    count("unauthenticated");
+    return detail_reply(401, "invalid token: " + *why);
+  }
+  const VerifiedToken& vt = std::get<VerifiedToken>(verified);
+  std::string repo;
+  if (vt.issuer->provider == "buildkite") {
+    auto id = d_.ci_providers.buildkite_identity(vt.claims);
+    if (!id.error.empty()) {
+      count("forbidden");
+      return detail_reply(403, id.error);
+    }
+    repo = id.repo;
+  } else {
+    repo = vt.claims.value("repository", "");
+    if (repo.empty()) {
+      count("unauthenticated");
+      return detail_reply(401, "token has no repository claim");
+    }
+  }
+  // Stage 2: only L2+ repos report; others are silently accepted, as CRCR does.
+  auto allow = d_.allowlist.get();
+  const AllowlistEntry* entry = allow->find(repo);
+  if (!entry || entry->level < Level::kL2) {
+    count("ignored");
+    return json_reply(200, {{"ok", true}, {"status", "ignored"}});
+  }
+  // Stage 3: per-repo rate limit, with Retry-After so clients can back off correctly.
+  if (int64_t wait = d_.rate_limiter.acquire(repo, now_ms())) {
+    count("rate_limited");
+    Reply r = detail_reply(429, "rate limit exceeded for " + repo);
+    r.headers.push_back({"Retry-After", std::to_string(wait)});
+    return r;
+  }
+  auto parsed = parse_callback_body(req.body);
+  if (auto* why = std::get_if<std::string>(&parsed)) {
+    count("invalid");
+    return detail_reply(400, *why);
+  }
+  CallbackBody& body = std::get<CallbackBody>(parsed);
+  // Beyond CRCR: the dispatch's signed token proves this callback answers that dispatch.
+  if (!body.callback_token.empty()) {
+    auto claims = d_.tokens.verify(body.callback_token, now_s());
+    if (!claims) {
+      count("forbidden");
+      return detail_reply(403, "callback_token is invalid or expired");
+    }
+    if (claims->delivery_id != body.delivery_id || claims->repo != repo) {
+      count("forbidden");
+      return detail_reply(403, "callback_token was issued for another delivery or repository");
+    }
+  } else if (d_.config.callback.require_callback_token && !body.is_self_report()) {
+    count("forbidden");
+    return detail_reply(403, "callback_token is required");
+  }
+  return apply(repo, *entry, body);
+}
+
+Reply CallbackHandler::apply(const std::string& repo, const AllowlistEntry& entry,
+                             CallbackBody& body) {
+  int64_t dispatched_ms = -1;
+  if (body.is_self_report()) {
+    if (body.status != "completed")
+      return detail_reply(400, fmt::format("{} callbacks must be completed", body.event_type));
+    if (d_.config.nightly.validate_sha &&
+        d_.sha_validator.check(body.head_sha, now_s()) == ShaValidator::Result::kUnknown)
+      return detail_reply(400, "unknown upstream SHA " + body.head_sha);
+  } else {
+    auto dispatch = d_.store.dispatch_record(body.delivery_id, repo);
+    if (!dispatch) return detail_reply(400, "callback rejected: no matching dispatch record");
+    dispatched_ms = dispatch->delivered_ms > 0 ? dispatch->delivered_ms : dispatch->created_ms;
+  }
+  std::string key = body.state_key(repo);
+  // Compare-and-set on the job's status; a concurrent writer makes us decide again.
+  for (int round = 0; round < 3; ++round) {
+    std::optional<JobRecord> current = d_.store.get_job(key);
+    TransitionDecision dec =
+        decide_transition(current, body.status, body.canonical_hash, body.is_self_report());
+    if (dec.transition == Transition::kDuplicate) {
+      d_.metrics.inc("ootci_callbacks_total", "result=\"duplicate\"");
+      return json_reply(200, {{"ok", true}, {"status", body.status}, {"duplicate", true}});
+    }
+    if (dec.transition == Transition::kConflict || dec.transition == Transition::kInvalid) {
+      d_.metrics.inc("ootci_callbacks_total", "result=\"rejected\"");
+      return detail_reply(transition_http_status(dec.transition), dec.reason);
+    }
+    int64_t now = now_ms();
+    JobRecord j = current.value_or(JobRecord{});
+    if (!current) {
+      j.key = key;
+      j.delivery_id = body.delivery_id;
+      j.repo = repo;
+      j.run_id = body.run_id;
+      j.run_attempt = body.run_attempt;
+      j.job_name = body.job_name;
+      j.workflow_name = body.workflow_name;
+      j.event_type = body.event_type;
+      j.head_sha = body.head_sha;
+      j.pr_number = body.pr_number;
+      j.dispatched_ms = dispatched_ms;
+    }
+    j.level = to_string(entry.level);
+    if (!body.workflow_url.empty()) j.workflow_url = body.workflow_url;
+    if (!body.check_run_id.empty()) j.check_run_id = body.check_run_id;
+    if (!body.artifact_url.empty()) j.artifact_url = body.artifact_url;
+    j.status = body.status;
+    j.last_body = body.json.dump();
+    if (body.status == "in_progress") {
+      j.in_progress_ms = now;
+      j.in_progress_hash = body.canonical_hash;
+      // A re-run's queue time would be measured from the original dispatch: null, as RFC-0054.
+      j.queue_time_ms = j.run_attempt == 1 && dispatched_ms >= 0 ? now - dispatched_ms : -1;
+    } else {
+      j.completed_ms = now;
+      j.completed_hash = body.canonical_hash;
+      j.conclusion = body.conclusion;
+      j.execution_time_ms = j.in_progress_ms >= 0 ? now - j.in_progress_ms : -1;
+      j.tests_passed = body.passed;
+      j.tests_failed = body.failed;
+      j.tests_skipped = body.skipped;
+      j.tests_total = body.total;
+      j.failed_tests_json = body.failed_tests.is_null() ? "" : body.failed_tests.dump();
+      j.triage_json = body.triage.is_null() ? "" : body.triage.dump();
+    }
+    std::vector<TaskItem> tasks;
+    if (!body.is_self_report() && entry.level >= Level::kL3 && body.pr_number > 0 &&
+        !j.head_sha.empty()) {
+      bool wanted = j.check_run_created || d_.store.check_run_wanted(j.head_sha, repo);
+      const nlohmann::json& payload =
+          body.json.contains("payload") ? body.json["payload"] : nlohmann::json::object();
+      if (wants_check_run(entry, payload, wanted)) {
+        j.check_run_created = true;
+        tasks.push_back(check_run_task(j, d_.config.upstream_repo, now));
+      }
+    }
+    if (!d_.config.hud_forward.url.empty()) tasks.push_back(hud_forward_task(j, body.json, now));
+    bool ok =
+        current ? d_.store.update_job(j, current->status, tasks) : d_.store.insert_job(j, tasks);
+    if (!ok) continue;
+    if (!tasks.empty()) d_.tasks.wake();
+    d_.metrics.inc("ootci_callbacks_total", fmt::format("result=\"{}\"", body.status));
+    nlohmann::json reply = {{"ok", true}, {"status", body.status}};
+    for (const std::string& note : body.notes) {
+      if (note.rfind("triage_verdict dropped: ", 0) == 0)
+        reply["triage_verdict"] = note.substr(15);
+      else
+        reply["warnings"].push_back(note);
+    }
+    return json_reply(200, reply);
+  }
+  return detail_reply(503, "concurrent update of this job; retry");
+}
+
+}  // namespace ootci

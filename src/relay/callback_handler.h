@@ -1,0 +1,48 @@
+#pragma once
+#include <string>
+
+#include "net/oidc.h"
+#include "relay/allowlist.h"
+#include "relay/callback_token.h"
+#include "relay/ci_providers.h"
+#include "relay/config.h"
+#include "relay/metrics.h"
+#include "relay/rate_limit.h"
+#include "relay/reply.h"
+#include "relay/sha_validator.h"
+#include "relay/task_runner.h"
+#include "store/store.h"
+
+namespace ootci {
+
+struct CallbackRequest {
+  std::string authorization;  // the Authorization header
+  std::string body;
+};
+
+struct CallbackDeps {
+  const RelayConfig& config;
+  Store& store;
+  AllowlistSource& allowlist;
+  OidcVerifier& oidc;
+  const CiProviders& ci_providers;
+  RateLimiter& rate_limiter;
+  const CallbackTokens& tokens;
+  ShaValidator& sha_validator;
+  TaskRunner& tasks;
+  Metrics& metrics;
+};
+
+// POST /github/callback: CRCR's five stages (OIDC, allowlist L2+, rate limit, state machine,
+// trusted/untrusted split), plus replay-proof callback tokens and safe retries.
+class CallbackHandler {
+ public:
+  explicit CallbackHandler(CallbackDeps deps) : d_(deps) {}
+  Reply handle(const CallbackRequest& request);
+
+ private:
+  Reply apply(const std::string& repo, const AllowlistEntry& entry, struct CallbackBody& body);
+  CallbackDeps d_;
+};
+
+}  // namespace ootci

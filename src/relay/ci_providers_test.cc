@@ -1,0 +1,39 @@
+#include "relay/ci_providers.h"
+
+#include <gtest/gtest.h>
+
+#include "testing/test_env.h"
+
+namespace ootci {
+namespace {
+
+TEST(CiProviders, RealCrcrFileMapsTheVllmPipelineConstrainedToMain) {
+  CiProviders p = CiProviders::load(fixture_path("crcr/ci_providers.yml"));
+  EXPECT_EQ(p.size(), 1u);
+  nlohmann::json claims = {{"organization_id", "018b5ec5-c236-4037-ba08-d8a5d29bcdae"},
+                           {"pipeline_id", "018cdabc-d930-49f6-9085-634c4cb582ed"},
+                           {"build_branch", "main"}};
+  EXPECT_EQ(p.buildkite_identity(claims).repo, "vllm-project/vllm");
+  claims["build_branch"] = "fork-pr";
+  EXPECT_EQ(p.buildkite_identity(claims).error,
+            "claim build_branch is not allowed for this pipeline");
+  claims["pipeline_id"] = "other";
+  EXPECT_EQ(p.buildkite_identity(claims).error, "Buildkite pipeline is not registered");
+}
+
+TEST(CiProviders, SimpleFormAndErrors) {
+  CiProviders p = CiProviders::parse(
+      load_yaml_text("p.yml", "providers:\n  buildkite:\n    repo_map:\n      o/p: acme/x\n"));
+  EXPECT_EQ(p.buildkite_identity({{"organization_id", "o"}, {"pipeline_id", "p"}}).repo, "acme/x");
+  try {
+    CiProviders::parse(
+        load_yaml_text("p.yml", "providers:\n  buildkite:\n    repo_map:\n      o/p: nope\n"));
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "p.yml:4:12: providers.buildkite.repo_map.o/p: 'nope' is not an owner/repo name");
+  }
+}
+
+}  // namespace
+}  // namespace ootci

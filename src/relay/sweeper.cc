@@ -1,0 +1,66 @@
+#include "relay/sweeper.h"
+
+#include <spdlog/spdlog.h>
+
+#include "base/time.h"
+#include "relay/check_runs.h"
+#include "relay/hud_forward.h"
+
+namespace ootci {
+
+void Sweeper::start() {
+  running_ = true;
+  thread_ = std::thread([this] {
+    std::unique_lock lock(mu_);
+    while (running_) {
+      lock.unlock();
+      try {
+        int n = sweep_once(now_ms());
+        if (n) spdlog::info("sweeper: timed out {} zombie job(s)", n);
+      } catch (const std::exception& e) {
+        spdlog::error("sweeper: {}", e.what());
+      }
+      lock.lock();
+      cv_.wait_for(lock, std::chrono::seconds(config_.sweeper.interval_s),
+                   [&] { return !running_; });
+    }
+  });
+}
+
+void Sweeper::stop() {
+  {
+    std::lock_guard lock(mu_);
+    if (!running_) return;
+    running_ = false;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+int Sweeper::sweep_once(int64_t now) {
+  int cleaned = 0;
+  for (JobRecord j : store_.overdue_jobs(now - config_.sweeper.zombie_timeout_s * 1000, 500)) {
+    j.status = "completed";
+    j.conclusion = "timed_out";
+    j.completed_ms = now;
+    j.execution_time_ms = now - j.in_progress_ms;
+    j.completed_hash.clear();
+    // The HUD gets the stored in_progress body turned into a timed-out completion, as CRCR does.
+    nlohmann::json body = nlohmann::json::parse(j.last_body, nullptr, false);
+    if (body.is_object() && body["workflow"].is_object()) {
+      body["workflow"]["status"] = "completed";
+      body["workflow"]["conclusion"] = "timed_out";
+      body["workflow"]["completed_at"] = iso8601_utc(now);
+    }
+    std::vector<TaskItem> tasks;
+    if (j.check_run_created) tasks.push_back(check_run_task(j, config_.upstream_repo, now));
+    if (!config_.hud_forward.url.empty()) tasks.push_back(hud_forward_task(j, body, now));
+    if (store_.update_job(j, "in_progress", tasks)) cleaned++;  // else: it completed meanwhile
+  }
+  store_.set_meta(kHeartbeatKey, std::to_string(now));
+  metrics_.inc("ootci_sweeper_timed_out_total", "", cleaned);
+  if (cleaned) tasks_.wake();
+  return cleaned;
+}
+
+}  // namespace ootci

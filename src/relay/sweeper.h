@@ -1,0 +1,40 @@
+#pragma once
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "relay/config.h"
+#include "relay/metrics.h"
+#include "relay/task_runner.h"
+#include "store/store.h"
+
+namespace ootci {
+
+// Times out zombie jobs: in_progress longer than zombie_timeout_s become completed/timed_out,
+// with a completed check run (if they had one) and a HUD update. Its heartbeat is stored, so
+// /healthz and /metrics show a stuck sweeper (CRCR's blind spot, test-infra#8800).
+class Sweeper {
+ public:
+  static constexpr const char* kHeartbeatKey = "sweeper_heartbeat_ms";
+
+  Sweeper(Store& store, const RelayConfig& config, TaskRunner& tasks, Metrics& metrics)
+      : store_(store), config_(config), tasks_(tasks), metrics_(metrics) {}
+  ~Sweeper() { stop(); }
+  void start();
+  void stop();
+  // One pass; returns how many jobs it timed out.
+  int sweep_once(int64_t now_ms);
+
+ private:
+  Store& store_;
+  const RelayConfig& config_;
+  TaskRunner& tasks_;
+  Metrics& metrics_;
+  std::thread thread_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool running_ = false;
+};
+
+}  // namespace ootci

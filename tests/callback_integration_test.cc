@@ -1,0 +1,517 @@
+// POST /github/callback end to end: the real relay binary, the GitHub stand-in, a local OIDC
+// issuer, on SQLite and PostgreSQL.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "base/time.h"
+#include "net/crypto.h"
+#include "net/jwt.h"
+#include "store/store.h"
+#include "testing/relay_fixture.h"
+#include "testing/test_env.h"
+
+namespace ootci {
+namespace {
+
+class CallbackIntegration : public RelayFixture {
+ protected:
+  // Sends a signed pull_request webhook whose head SHA is `sha` and returns the client_payload
+  // that reached `repo`.
+  nlohmann::json dispatch_pr(const std::string& delivery, const std::string& repo,
+                             const std::string& sha = "ec26c3e57ca3a959ca5aad62de7213c562f8c821",
+                             const std::vector<std::string>& labels = {}) {
+    auto body = nlohmann::json::parse(fixture("pull_request.opened.json"));
+    body["pull_request"]["head"]["sha"] = sha;
+    for (const auto& l : labels) body["pull_request"]["labels"].push_back({{"name", l}});
+    size_t before = standin_->dispatches().size();
+    EXPECT_EQ(send("pull_request", delivery, body.dump()).status, 200);
+    EXPECT_TRUE(standin_->wait_for_dispatches(before + 4, 15000)) << relay_->log();
+    for (const auto& d : standin_->dispatches())
+      if (d.repo == repo && d.client_payload["delivery_id"] == delivery) return d.client_payload;
+    ADD_FAILURE() << "no dispatch for " << repo;
+    return {};
+  }
+
+  // Exactly the body CRCR's cross-repo-ci-relay-callback action builds (reference §5.2).
+  static nlohmann::json action_body(const nlohmann::json& cp, const std::string& status,
+                                    const std::string& repo, int64_t run_id = 111,
+                                    const std::string& job = "test",
+                                    const std::string& conclusion = "success") {
+    bool done = status == "completed";
+    nlohmann::json w = {
+        {"schema_version", "1"},
+        {"status", status},
+        {"conclusion", done ? nlohmann::json(conclusion) : nlohmann::json(nullptr)},
+        {"name", "CI"},
+        {"url", fmt::format("https://github.com/{}/actions/runs/{}", repo, run_id)},
+        {"run_id", std::to_string(run_id)},
+        {"run_attempt", "1"},
+        {"job_name", job},
+        {"check_run_id", std::to_string(run_id * 10)},
+        {"started_at", done ? nlohmann::json(nullptr) : nlohmann::json("2026-11-29T10:00:00Z")},
+        {"completed_at", done ? nlohmann::json("2026-11-29T10:20:00Z") : nlohmann::json(nullptr)},
+        {"test_results", done ? nlohmann::json({{"passed", 10}, {"failed", 1}, {"skipped", 2}})
+                              : nlohmann::json(nullptr)},
+        {"artifact_url", nullptr}};
+    nlohmann::json b = {{"event_type", cp["event_type"]},
+                        {"delivery_id", cp["delivery_id"]},
+                        {"payload", cp["payload"]},
+                        {"workflow", w}};
+    return b;
+  }
+
+  std::string token(const std::string& repo) { return oidc_->mint(oidc_->claims_for(repo)); }
+
+  std::string key(const nlohmann::json& cp, const std::string& repo, int64_t run_id = 111,
+                  const std::string& job = "test") {
+    return fmt::format("{}:{}:{}:1:{}", cp["delivery_id"].get<std::string>(), repo, run_id, job);
+  }
+
+  nlohmann::json reply(const HttpResult& r) {
+    return nlohmann::json::parse(r.body, nullptr, false);
+  }
+  std::vector<RecordedCall> check_runs() {
+    return standin_->calls("/repos/Codertocat/Hello-World/check-runs");
+  }
+};
+
+TEST_P(CallbackIntegration, CrcrActionBodyInProgressThenCompletedIsStoredFieldByField) {
+  start_relay();
+  auto cp = dispatch_pr("d-action", "acme/two");
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  HttpResult r1 = callback(action_body(cp, "in_progress", "acme/two"), token("acme/two"));
+  ASSERT_EQ(r1.status, 200) << r1.body;
+  EXPECT_EQ(reply(r1), (nlohmann::json{{"ok", true}, {"status", "in_progress"}}));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  HttpResult r2 = callback(action_body(cp, "completed", "acme/two"), token("acme/two"));
+  ASSERT_EQ(r2.status, 200) << r2.body;
+  EXPECT_EQ(reply(r2)["status"], "completed");
+
+  auto store = open_store(store_uri_);
+  auto job = store->get_job(key(cp, "acme/two"));
+  ASSERT_TRUE(job);
+  EXPECT_EQ(job->status, "completed");
+  EXPECT_EQ(job->conclusion, "success");
+  EXPECT_EQ(job->repo, "acme/two");
+  EXPECT_EQ(job->run_id, 111);
+  EXPECT_EQ(job->run_attempt, 1);
+  EXPECT_EQ(job->job_name, "test");
+  EXPECT_EQ(job->workflow_name, "CI");
+  EXPECT_EQ(job->event_type, "pull_request");
+  EXPECT_EQ(job->pr_number, 2);
+  EXPECT_EQ(job->head_sha, "ec26c3e57ca3a959ca5aad62de7213c562f8c821");
+  EXPECT_EQ(job->level, "L2");
+  EXPECT_EQ(job->check_run_id, "1110");
+  EXPECT_EQ(job->workflow_url, "https://github.com/acme/two/actions/runs/111");
+  EXPECT_GE(job->queue_time_ms, 50);
+  EXPECT_GE(job->execution_time_ms, 50);
+  EXPECT_EQ(job->tests_passed, 10);
+  EXPECT_EQ(job->tests_failed, 1);
+  EXPECT_EQ(job->tests_skipped, 2);
+  EXPECT_EQ(job->tests_total, 13);
+  EXPECT_FALSE(job->check_run_created);  // L2: HUD only
+  EXPECT_TRUE(check_runs().empty());
+}
+
+TEST_P(CallbackIntegration, AttackTableGetsTheRightStatusAndWritesNothing) {
+  start_relay("callback:\n  rate_limit_per_min: 20\n");
+  auto cp = dispatch_pr("d-attack", "acme/two");
+  auto other = dispatch_pr("d-other", "acme/two");
+  nlohmann::json good = action_body(cp, "in_progress", "acme/two");
+  good["callback_token"] = cp["callback_token"];
+  auto claims = oidc_->claims_for("acme/two");
+  auto with = [&](std::function<void(nlohmann::json&)> f) {
+    auto c = claims;
+    f(c);
+    return oidc_->mint(c);
+  };
+  std::string header_none = base64url_encode(R"({"alg":"none","typ":"JWT"})");
+  std::string alg_none = header_none + "." + base64url_encode(claims.dump()) + ".";
+  std::string hs256_pubkey = jwt_sign_hs256(claims, oidc_->public_key_pem());
+  OidcIssuerStandin stranger;  // a real issuer the relay does not trust
+  stranger.start();
+  auto stranger_claims = stranger.claims_for("acme/two");
+  nlohmann::json replayed = good;
+  replayed["callback_token"] = other["callback_token"];  // token of another delivery
+  nlohmann::json missing_workflow = good;
+  missing_workflow.erase("workflow");
+  nlohmann::json missing_name = good;
+  missing_name["workflow"].erase("name");
+  nlohmann::json missing_delivery = good;
+  missing_delivery.erase("delivery_id");
+  nlohmann::json bad_run_id = good;
+  bad_run_id["workflow"]["run_id"] = "abc";
+
+  struct Case {
+    std::string name;
+    std::string body;
+    std::string bearer;
+    int status;
+  };
+  std::vector<Case> cases = {
+      {"no token", good.dump(), "", 401},
+      {"wrong audience", good.dump(), with([](auto& c) { c["aud"] = "someone-else"; }), 401},
+      {"wrong issuer", good.dump(), stranger.mint(stranger_claims), 401},
+      {"forged iss", good.dump(), with([&](auto& c) { c["iss"] = stranger.issuer(); }), 401},
+      {"expired", good.dump(), with([](auto& c) { c["exp"] = now_s() - 3600; }), 401},
+      {"not yet valid", good.dump(), with([](auto& c) { c["nbf"] = now_s() + 3600; }), 401},
+      {"alg none", good.dump(), alg_none, 401},
+      {"HS256 signed with the public key", good.dump(), hs256_pubkey, 401},
+      {"token for another repo", good.dump(), token("acme/three"), 403},
+      {"replayed callback token", replayed.dump(), token("acme/two"), 403},
+      {"3 MB body", std::string(3 * 1024 * 1024, ' ') + good.dump(), token("acme/two"), 413},
+      {"malformed JSON", "{\"delivery_id\": ", token("acme/two"), 400},
+      {"missing workflow", missing_workflow.dump(), token("acme/two"), 400},
+      {"missing workflow.name", missing_name.dump(), token("acme/two"), 400},
+      {"missing delivery_id", missing_delivery.dump(), token("acme/two"), 400},
+      {"run_id not an integer", bad_run_id.dump(), token("acme/two"), 400},
+  };
+  for (const auto& c : cases) {
+    HttpRequest req;
+    req.method = "POST";
+    req.url = relay_->url() + "/github/callback";
+    req.body = c.body;
+    if (!c.bearer.empty()) req.headers = {{"Authorization", "Bearer " + c.bearer}};
+    HttpResult r = http_send(req);
+    EXPECT_EQ(r.status, c.status) << c.name << ": " << r.body;
+    EXPECT_TRUE(reply(r).contains("detail")) << c.name << ": " << r.body;
+  }
+  // A burst over the limit: 429 with Retry-After (rejected calls count too, as in CRCR).
+  HttpResult limited;
+  for (int i = 0; i < 25 && limited.status != 429; ++i)
+    limited = callback(missing_name, token("acme/two"));
+  EXPECT_EQ(limited.status, 429);
+  EXPECT_GE(std::stoi(limited.header("Retry-After")), 1);
+  EXPECT_EQ(reply(limited)["detail"], "rate limit exceeded for acme/two");
+
+  auto store = open_store(store_uri_);
+  EXPECT_FALSE(store->get_job(key(cp, "acme/two")));
+  EXPECT_FALSE(store->get_job(key(cp, "acme/three")));
+  EXPECT_EQ(store->task_counts().pending + store->task_counts().done, 0);
+  // acme/two's callback token does not serve acme/four either (another repo, its own limit).
+  HttpResult other_repo = callback(good, token("acme/four"));
+  EXPECT_EQ(other_repo.status, 403) << other_repo.body;
+}
+
+TEST_P(CallbackIntegration, ExactRepeatsAreDuplicatesAndNothingChanges) {
+  start_relay();
+  auto cp = dispatch_pr("d-retry", "acme/two");
+  auto ip = action_body(cp, "in_progress", "acme/two");
+  ip["callback_token"] = cp["callback_token"];
+  auto done = action_body(cp, "completed", "acme/two");
+  done["callback_token"] = cp["callback_token"];
+  ASSERT_EQ(callback(ip, token("acme/two")).status, 200);
+  HttpResult again = callback(ip, token("acme/two"));
+  EXPECT_EQ(again.status, 200);
+  EXPECT_EQ(reply(again)["duplicate"], true);
+  ASSERT_EQ(callback(done, token("acme/two")).status, 200);
+  auto store = open_store(store_uri_);
+  auto first = store->get_job(key(cp, "acme/two"));
+  // A dropped response makes the client retry completed, and even the earlier in_progress.
+  HttpResult retry_done = callback(done, token("acme/two"));
+  EXPECT_EQ(retry_done.status, 200);
+  EXPECT_EQ(reply(retry_done)["duplicate"], true);
+  HttpResult late_ip = callback(ip, token("acme/two"));
+  EXPECT_EQ(late_ip.status, 200);
+  EXPECT_EQ(reply(late_ip)["duplicate"], true);
+  auto after = store->get_job(key(cp, "acme/two"));
+  EXPECT_EQ(after->completed_ms, first->completed_ms);
+  EXPECT_EQ(after->status, "completed");
+}
+
+TEST_P(CallbackIntegration, ConflictsAndInvalidTransitions) {
+  start_relay();
+  auto cp = dispatch_pr("d-conflict", "acme/two");
+  auto ip = action_body(cp, "in_progress", "acme/two");
+  ASSERT_EQ(callback(ip, token("acme/two")).status, 200);
+  auto ip2 = ip;
+  ip2["workflow"]["started_at"] = "2026-11-29T11:00:00Z";
+  EXPECT_EQ(callback(ip2, token("acme/two")).status, 409);
+  ASSERT_EQ(callback(action_body(cp, "completed", "acme/two"), token("acme/two")).status, 200);
+  auto failure = action_body(cp, "completed", "acme/two", 111, "test", "failure");
+  EXPECT_EQ(callback(failure, token("acme/two")).status, 409);
+  EXPECT_EQ(callback(ip2, token("acme/two")).status, 400);  // backwards
+  // Skipping in_progress.
+  EXPECT_EQ(callback(action_body(cp, "completed", "acme/two", 222), token("acme/two")).status, 400);
+  // No dispatch record.
+  auto unknown = action_body(cp, "in_progress", "acme/two");
+  unknown["delivery_id"] = "never-dispatched";
+  HttpResult r = callback(unknown, token("acme/two"));
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(reply(r)["detail"], "callback rejected: no matching dispatch record");
+  // Unknown status.
+  auto weird = ip;
+  weird["workflow"]["status"] = "queued";
+  EXPECT_EQ(callback(weird, token("acme/two")).status, 400);
+  auto store = open_store(store_uri_);
+  EXPECT_EQ(store->get_job(key(cp, "acme/two"))->conclusion, "success");
+}
+
+TEST_P(CallbackIntegration, BelowL2IsIgnoredAndRequireCallbackTokenIsEnforced) {
+  start_relay("callback:\n  require_callback_token: true\n");
+  auto cp = dispatch_pr("d-gate", "acme/one");
+  HttpResult l1 = callback(action_body(cp, "in_progress", "acme/one"), token("acme/one"));
+  EXPECT_EQ(l1.status, 200);
+  EXPECT_EQ(reply(l1), (nlohmann::json{{"ok", true}, {"status", "ignored"}}));
+  HttpResult untokened = callback(action_body(cp, "in_progress", "acme/two"), token("acme/two"));
+  EXPECT_EQ(untokened.status, 403);
+  auto cp2 = dispatch_pr("d-gate2", "acme/two");
+  auto body = action_body(cp2, "in_progress", "acme/two");
+  body["callback_token"] = cp2["callback_token"];
+  EXPECT_EQ(callback(body, token("acme/two")).status, 200);
+}
+
+TEST_P(CallbackIntegration, L4GetsCheckRunsAndRerunRequestsReachGitHub) {
+  start_relay();
+  auto cp = dispatch_pr("d-l4", "acme/four");
+  ASSERT_EQ(callback(action_body(cp, "in_progress", "acme/four"), token("acme/four")).status, 200);
+  ASSERT_EQ(callback(action_body(cp, "completed", "acme/four", 111, "test", "failure"),
+                     token("acme/four"))
+                .status,
+            200);
+  ASSERT_TRUE(standin_->wait_for_calls("/repos/Codertocat/Hello-World/check-runs", 2, 10000))
+      << relay_->log();
+  auto runs = check_runs();
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0].body["name"], "crcr/acme/four/CI/test");
+  EXPECT_EQ(runs[0].body["status"], "in_progress");
+  EXPECT_EQ(runs[0].body["head_sha"], "ec26c3e57ca3a959ca5aad62de7213c562f8c821");
+  EXPECT_EQ(runs[0].body["external_id"], "111:2");
+  EXPECT_EQ(runs[0].body["details_url"], "https://github.com/acme/four/actions/runs/111");
+  EXPECT_EQ(runs[0].body["output"]["title"], "In progress");
+  EXPECT_EQ(runs[1].body["status"], "completed");
+  EXPECT_EQ(runs[1].body["conclusion"], "failure");
+  EXPECT_EQ(runs[1].body["output"]["title"], "Failure");
+  EXPECT_FALSE(runs[1].body.contains("upstream_repo"));
+
+  // "Re-run" on the check run → rerun-failed-jobs on the downstream run.
+  auto cr = nlohmann::json::parse(fixture("check_run.rerequested.json"));
+  cr["repository"]["full_name"] = kUpstream;
+  cr["check_run"]["name"] = "crcr/acme/four/CI/test";
+  cr["check_run"]["external_id"] = "111:2";
+  HttpResult rr = send("check_run", "rr-1", cr.dump());
+  EXPECT_EQ(reply(rr)["runs"].size(), 1u) << rr.body;
+  EXPECT_TRUE(
+      standin_->wait_for_calls("/repos/acme/four/actions/runs/111/rerun-failed-jobs", 1, 10000));
+  // "Re-run all checks" on the suite → a full /rerun per (repo, run).
+  auto cs = nlohmann::json::parse(fixture("check_suite.rerequested.json"));
+  cs["check_suite"]["head_sha"] = "ec26c3e57ca3a959ca5aad62de7213c562f8c821";
+  send("check_suite", "rr-2", cs.dump());
+  EXPECT_TRUE(standin_->wait_for_calls("/repos/acme/four/actions/runs/111/rerun", 2, 10000));
+  EXPECT_EQ(standin_->calls("/repos/acme/four/actions/runs/111/rerun-failed-jobs").size(), 1u);
+  // An L2 repo's check run name is not re-run.
+  cr["check_run"]["name"] = "crcr/acme/two/CI/test";
+  EXPECT_EQ(reply(send("check_run", "rr-3", cr.dump()))["runs"].size(), 0u);
+}
+
+TEST_P(CallbackIntegration, L3LabelScenarios) {
+  start_relay();
+  const std::string label = "ciflow/crcr/acme-dev";
+  auto labeled = [&](const std::string& sha) {
+    auto l = nlohmann::json::parse(fixture("pull_request.labeled.json"));
+    l["label"]["name"] = label;
+    l["pull_request"]["head"]["sha"] = sha;
+    return send("pull_request", "label-" + sha, l.dump());
+  };
+  auto name_of = [](const RecordedCall& c) {
+    return c.body["head_sha"].get<std::string>() + " " + c.body["status"].get<std::string>();
+  };
+  std::string s0(40, '0'), s1(40, '1'), s2(40, '2'), s3(40, '3');
+
+  // No label: L3 gets no check runs.
+  auto cp0 = dispatch_pr("d-s0", "acme/three", s0);
+  callback(action_body(cp0, "in_progress", "acme/three"), token("acme/three"));
+  callback(action_body(cp0, "completed", "acme/three"), token("acme/three"));
+  // Scenario 1: label before the callbacks.
+  auto cp1 = dispatch_pr("d-s1", "acme/three", s1);
+  ASSERT_EQ(reply(labeled(s1))["repos"], nlohmann::json::array({"acme/three"}));
+  callback(action_body(cp1, "in_progress", "acme/three"), token("acme/three"));
+  callback(action_body(cp1, "completed", "acme/three"), token("acme/three"));
+  ASSERT_TRUE(standin_->wait_for_calls("/repos/Codertocat/Hello-World/check-runs", 2, 10000));
+  // Scenario 2: label while running → an in_progress check run at once, completed later.
+  auto cp2 = dispatch_pr("d-s2", "acme/three", s2);
+  callback(action_body(cp2, "in_progress", "acme/three"), token("acme/three"));
+  EXPECT_EQ(reply(labeled(s2))["check_runs_backfilled"], 1);
+  ASSERT_TRUE(standin_->wait_for_calls("/repos/Codertocat/Hello-World/check-runs", 3, 10000));
+  callback(action_body(cp2, "completed", "acme/three"), token("acme/three"));
+  ASSERT_TRUE(standin_->wait_for_calls("/repos/Codertocat/Hello-World/check-runs", 4, 10000));
+  // Scenario 3: label after completion → a completed check run from the stored job.
+  auto cp3 = dispatch_pr("d-s3", "acme/three", s3);
+  callback(action_body(cp3, "in_progress", "acme/three"), token("acme/three"));
+  callback(action_body(cp3, "completed", "acme/three", 111, "test", "failure"),
+           token("acme/three"));
+  EXPECT_EQ(reply(labeled(s3))["check_runs_backfilled"], 1);
+  ASSERT_TRUE(standin_->wait_for_calls("/repos/Codertocat/Hello-World/check-runs", 5, 10000));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+
+  std::vector<std::string> got;
+  for (const auto& c : check_runs()) got.push_back(name_of(c));
+  std::vector<std::string> want = {s1 + " in_progress", s1 + " completed", s2 + " in_progress",
+                                   s2 + " completed", s3 + " completed"};
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(check_runs().back().body["conclusion"], "failure");
+  // The label on an already-labelled commit backfills nothing new.
+  EXPECT_EQ(reply(labeled(s3))["check_runs_backfilled"], 0);
+}
+
+TEST_P(CallbackIntegration, SweeperTimesOutZombiesAndReportsItsHeartbeat) {
+  start_relay("sweeper:\n  interval_s: 1\n  zombie_timeout_s: 2\n");
+  auto cp = dispatch_pr("d-zombie", "acme/four");
+  ASSERT_EQ(callback(action_body(cp, "in_progress", "acme/four"), token("acme/four")).status, 200);
+  auto store = open_store(store_uri_);
+  std::optional<JobRecord> job;
+  for (int i = 0; i < 100; ++i) {
+    job = store->get_job(key(cp, "acme/four"));
+    if (job && job->status == "completed") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(job);
+  EXPECT_EQ(job->status, "completed");
+  EXPECT_EQ(job->conclusion, "timed_out");
+  EXPECT_GE(job->execution_time_ms, 2000);
+  ASSERT_TRUE(standin_->wait_for_calls("/repos/Codertocat/Hello-World/check-runs", 2, 10000));
+  EXPECT_EQ(check_runs()[1].body["conclusion"], "timed_out");
+  auto health = reply(get("/healthz"));
+  EXPECT_EQ(health["sweeper_ok"], true);
+  EXPECT_LE(health["sweeper_last_run_age_s"].get<int>(), 3);
+  EXPECT_NE(get("/metrics").body.find("ootci_sweeper_last_run_timestamp_seconds 1"),
+            std::string::npos);
+  // The downstream's own completed callback arrives too late: the timed-out result stands.
+  EXPECT_EQ(callback(action_body(cp, "completed", "acme/four"), token("acme/four")).status, 409);
+}
+
+TEST_P(CallbackIntegration, HudForwardIsDurableAndCarriesTheTrustedEnvelope) {
+  standin_->queue_call_faults("/hud/crcr/results", {{503, -1, 0}, {502, -1, 0}});
+  start_relay(fmt::format("hud_forward:\n  url: {}/hud\n  key_env: HUD_KEY\n", standin_->url()),
+              {{"HUD_KEY", "bot-key"}});
+  auto cp = dispatch_pr("d-hud", "acme/two");
+  auto ip = action_body(cp, "in_progress", "acme/two");
+  ASSERT_EQ(callback(ip, token("acme/two")).status, 200);
+  ASSERT_EQ(callback(action_body(cp, "completed", "acme/two"), token("acme/two")).status, 200);
+  ASSERT_TRUE(standin_->wait_for_calls("/hud/crcr/results", 2, 15000)) << relay_->log();
+  auto calls = standin_->calls("/hud/crcr/results");
+  EXPECT_EQ(calls[0].auth, "bot-key");
+  EXPECT_EQ(calls[0].body["trusted"]["verified_repo"], "acme/two");
+  EXPECT_EQ(calls[0].body["trusted"]["downstream_repo_level"], "L2");
+  EXPECT_TRUE(calls[0].body["trusted"]["ci_metrics"]["queue_time"].is_number());
+  EXPECT_TRUE(calls[0].body["trusted"]["ci_metrics"]["execution_time"].is_null());
+  EXPECT_EQ(calls[0].body["untrusted"]["callback_payload"], ip);
+  EXPECT_TRUE(calls[1].body["trusted"]["ci_metrics"]["execution_time"].is_number());
+  EXPECT_EQ(calls[1].body["untrusted"]["callback_payload"]["workflow"]["status"], "completed");
+}
+
+TEST_P(CallbackIntegration, NightlySelfReportValidatesTheSha) {
+  std::string sha(40, 'a');
+  standin_->add_commit(kUpstream, sha);
+  start_relay();
+  nlohmann::json body = {
+      {"event_type", "nightly"},
+      {"delivery_id", sha},
+      {"payload", {{"repository", {{"full_name", kUpstream}}}, {"head_sha", sha}}},
+      {"workflow",
+       {{"status", "completed"},
+        {"conclusion", "success"},
+        {"name", "nightly"},
+        {"run_id", "77"},
+        {"job_name", "all"}}}};
+  HttpResult ok = callback(body, token("acme/two"));
+  EXPECT_EQ(ok.status, 200) << ok.body;
+  EXPECT_EQ(reply(callback(body, token("acme/two")))["duplicate"], true);
+  auto unknown = body;
+  unknown["delivery_id"] = std::string(40, 'b');
+  unknown["payload"]["head_sha"] = std::string(40, 'b');
+  HttpResult bad = callback(unknown, token("acme/two"));
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_EQ(reply(bad)["detail"], "unknown upstream SHA " + std::string(40, 'b'));
+  auto running = body;
+  running["workflow"]["status"] = "in_progress";
+  EXPECT_EQ(callback(running, token("acme/two")).status, 400);
+  auto job = open_store(store_uri_)->get_job(sha + ":acme/two:77:1:all");
+  ASSERT_TRUE(job);
+  EXPECT_EQ(job->event_type, "nightly");
+  EXPECT_EQ(job->head_sha, sha);
+  EXPECT_EQ(job->queue_time_ms, -1);
+}
+
+TEST_P(CallbackIntegration, FailedTestsAreCappedAndAnInvalidVerdictIsDroppedWhole) {
+  start_relay();
+  auto cp = dispatch_pr("d-caps", "acme/two");
+  ASSERT_EQ(callback(action_body(cp, "in_progress", "acme/two"), token("acme/two")).status, 200);
+  auto done = action_body(cp, "completed", "acme/two");
+  for (int i = 0; i < 1200; ++i) {
+    bool long_one = i < 3;  // the 2 MB body cap allows 1,200 entries only if most are short
+    done["failed_tests_detail"].push_back({{"name", fmt::format("test_{}", i)},
+                                           {"message", std::string(long_one ? 3000 : 20, 'm')},
+                                           {"stacktrace", std::string(long_one ? 9000 : 20, 's')}});
+  }
+  done["triage_verdict"] = {
+      {"schema_version", 1}, {"category", "blame-the-intern"}, {"confidence", "high"}};
+  HttpResult r = callback(done, token("acme/two"));
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(reply(r)["triage_verdict"],
+            "dropped: category must be upstream, backend, infra, flake or unknown");
+  EXPECT_EQ(reply(r)["warnings"].size(), 1u);
+  auto job = open_store(store_uri_)->get_job(key(cp, "acme/two"));
+  auto failed = nlohmann::json::parse(job->failed_tests_json);
+  EXPECT_EQ(failed.size(), 1000u);
+  EXPECT_EQ(failed[0]["message"].get<std::string>().size(), 1024u);
+  EXPECT_EQ(failed[2]["stacktrace"].get<std::string>().size(), 4096u);
+  EXPECT_EQ(failed[999]["name"], "test_999");
+  EXPECT_EQ(job->triage_json, "");
+
+  auto cp2 = dispatch_pr("d-verdict", "acme/two");
+  callback(action_body(cp2, "in_progress", "acme/two"), token("acme/two"));
+  auto good = action_body(cp2, "completed", "acme/two", 111, "test", "failure");
+  good["triage_verdict"] = {{"schema_version", 1},
+                            {"category", "upstream"},
+                            {"confidence", "high"},
+                            {"summary", "aten::add int64 broke"},
+                            {"suspected_upstream", {{"sha", "abc"}, {"pr", 123}}},
+                            {"evidence", {"old backend + new core: FAIL"}},
+                            {"analyzer", "ootci"}};
+  HttpResult r2 = callback(good, token("acme/two"));
+  EXPECT_FALSE(reply(r2).contains("triage_verdict"));
+  auto job2 = open_store(store_uri_)->get_job(key(cp2, "acme/two"));
+  EXPECT_EQ(nlohmann::json::parse(job2->triage_json)["category"], "upstream");
+}
+
+TEST_P(CallbackIntegration, BuildkiteTokensMapThroughCiProviders) {
+  OidcIssuerStandin buildkite;
+  buildkite.start();
+  write_file(
+      dir_ + "/ci_providers.yml",
+      "providers:\n  buildkite:\n    repo_map:\n      org-1/pipe-1:\n        repo: acme/two\n"
+      "        required_claims:\n          build_branch: [main]\n");
+  // Two trusted issuers: Buildkite (mapped through ci_providers) and the GitHub Actions one.
+  std::string cfg = config("ci_providers: ci_providers.yml\n");
+  cfg.replace(cfg.find("oidc:\n  issuers:\n"), 17,
+              fmt::format("oidc:\n  issuers:\n    - issuer: {}\n      jwks_url: {}\n"
+                          "      provider: buildkite\n",
+                          buildkite.issuer(), buildkite.jwks_url()));
+  relay_ = std::make_unique<RelayProcess>(
+      dir_, cfg, port_, std::map<std::string, std::string>{{"TEST_WEBHOOK_SECRET", kSecret}});
+  relay_->start();
+  auto cp = dispatch_pr("d-bk", "acme/two");
+  nlohmann::json claims = {{"iss", buildkite.issuer()},  {"aud", "pytorch-cross-repo-ci-relay"},
+                           {"organization_id", "org-1"}, {"pipeline_id", "pipe-1"},
+                           {"build_branch", "main"},     {"iat", now_s()},
+                           {"exp", now_s() + 300}};
+  EXPECT_EQ(callback(action_body(cp, "in_progress", "acme/two"), buildkite.mint(claims)).status,
+            200);
+  claims["build_branch"] = "fork-pr";
+  HttpResult fork = callback(action_body(cp, "completed", "acme/two"), buildkite.mint(claims));
+  EXPECT_EQ(fork.status, 403);
+  EXPECT_EQ(reply(fork)["detail"], "claim build_branch is not allowed for this pipeline");
+  claims["pipeline_id"] = "unknown";
+  EXPECT_EQ(callback(action_body(cp, "completed", "acme/two"), buildkite.mint(claims)).status, 403);
+  // GitHub Actions tokens still work next to it.
+  EXPECT_EQ(callback(action_body(cp, "completed", "acme/two"), token("acme/two")).status, 200);
+}
+
+INSTANTIATE_TEST_SUITE_P(Stores, CallbackIntegration, ::testing::ValuesIn(test_store_kinds()),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace
+}  // namespace ootci
