@@ -26,10 +26,15 @@ std::string to_hex(const unsigned char* p, size_t n) {
 
 }  // namespace
 
+const EVP_MD* sha256_md() {
+  static const EVP_MD* md = EVP_MD_fetch(nullptr, "SHA256", nullptr);
+  return md;
+}
+
 std::string hmac_sha256(std::string_view key, std::string_view data) {
   unsigned char out[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
-  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
+  HMAC(sha256_md(), key.data(), static_cast<int>(key.size()),
        reinterpret_cast<const unsigned char*>(data.data()), data.size(), out, &len);
   return std::string(reinterpret_cast<char*>(out), len);
 }
@@ -42,7 +47,7 @@ std::string hmac_sha256_hex(std::string_view key, std::string_view data) {
 std::string sha256_hex(std::string_view data) {
   unsigned char out[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
-  EVP_Digest(data.data(), data.size(), out, &len, EVP_sha256(), nullptr);
+  EVP_Digest(data.data(), data.size(), out, &len, sha256_md(), nullptr);
   return to_hex(out, len);
 }
 

@@ -3,7 +3,13 @@
 #include <string>
 #include <string_view>
 
+struct evp_md_st;
+
 namespace ootci {
+
+// SHA-256, fetched from the provider once. OpenSSL 3 otherwise looks it up on every call, behind
+// a global rwlock that dominated callback profiles.
+const evp_md_st* sha256_md();
 
 std::string hmac_sha256(std::string_view key, std::string_view data);
 std::string hmac_sha256_hex(std::string_view key, std::string_view data);

@@ -50,6 +50,7 @@ HttpResult http_send(const HttpRequest& req) {
     return out;
   }
   httplib::Client client(url->origin());
+  client.set_tcp_nodelay(true);
   client.set_connection_timeout(req.timeout_ms / 1000, (req.timeout_ms % 1000) * 1000);
   client.set_read_timeout(req.timeout_ms / 1000, (req.timeout_ms % 1000) * 1000);
   client.set_write_timeout(req.timeout_ms / 1000, (req.timeout_ms % 1000) * 1000);

@@ -41,7 +41,7 @@ std::string jwt_sign_rs256(const nlohmann::json& claims, const std::string& priv
   PKey key = read_private(private_key_pem);
   MdCtx ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
   size_t len = 0;
-  if (EVP_DigestSignInit(ctx.get(), nullptr, EVP_sha256(), nullptr, key.get()) != 1 ||
+  if (EVP_DigestSignInit(ctx.get(), nullptr, sha256_md(), nullptr, key.get()) != 1 ||
       EVP_DigestSign(ctx.get(), nullptr, &len, reinterpret_cast<const unsigned char*>(input.data()),
                      input.size()) != 1)
     throw Error("RS256 signing failed");
@@ -76,12 +76,26 @@ std::optional<JwtParts> jwt_decode(const std::string& token) {
   return parts;
 }
 
+struct PublicKey {
+  PKey key{nullptr, EVP_PKEY_free};
+};
+
+std::shared_ptr<const PublicKey> parse_public_key(const std::string& pem) {
+  auto k = std::make_shared<PublicKey>();
+  k->key = read_public(pem);
+  return k->key ? k : nullptr;
+}
+
 bool jwt_verify_rs256(const JwtParts& parts, const std::string& public_key_pem) {
+  auto key = parse_public_key(public_key_pem);
+  return key && jwt_verify_rs256(parts, *key);
+}
+
+bool jwt_verify_rs256(const JwtParts& parts, const PublicKey& key) {
   if (parts.header.value("alg", "") != "RS256") return false;
-  PKey key = read_public(public_key_pem);
-  if (!key) return false;
   MdCtx ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
-  if (EVP_DigestVerifyInit(ctx.get(), nullptr, EVP_sha256(), nullptr, key.get()) != 1) return false;
+  if (EVP_DigestVerifyInit(ctx.get(), nullptr, sha256_md(), nullptr, key.key.get()) != 1)
+    return false;
   return EVP_DigestVerify(ctx.get(), reinterpret_cast<const unsigned char*>(parts.signature.data()),
                           parts.signature.size(),
                           reinterpret_cast<const unsigned char*>(parts.signing_input.data()),

@@ -1,5 +1,6 @@
 #pragma once
 #include <nlohmann/json.hpp>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -21,6 +22,11 @@ struct JwtParts {
 std::optional<JwtParts> jwt_decode(const std::string& token);
 
 bool jwt_verify_rs256(const JwtParts& parts, const std::string& public_key_pem);
+
+// A parsed public key, for verifying many tokens without re-reading the PEM each time.
+struct PublicKey;
+std::shared_ptr<const PublicKey> parse_public_key(const std::string& pem);  // null if invalid
+bool jwt_verify_rs256(const JwtParts& parts, const PublicKey& key);
 // Returns the claims if the signature is a valid HS256 MAC under key.
 std::optional<nlohmann::json> jwt_verify_hs256(const std::string& token, const std::string& key);
 

@@ -83,17 +83,19 @@ nlohmann::json rsa_jwk_from_private(const std::string& private_pem, const std::s
 OidcVerifier::OidcVerifier(std::vector<OidcIssuer> issuers, int64_t leeway_s, int64_t jwks_ttl_s)
     : issuers_(std::move(issuers)), leeway_s_(leeway_s), jwks_ttl_s_(jwks_ttl_s) {}
 
-std::string OidcVerifier::key_for(const OidcIssuer& issuer, const std::string& kid, int64_t now_s) {
+std::shared_ptr<const PublicKey> OidcVerifier::key_for(const OidcIssuer& issuer,
+                                                       const std::string& kid, int64_t now_s) {
   std::lock_guard lock(mu_);
   Jwks& cached = jwks_[issuer.issuer];
-  auto lookup = [&]() -> std::string {
-    if (kid.empty()) return cached.pem_by_kid.size() == 1 ? cached.pem_by_kid.begin()->second : "";
-    auto it = cached.pem_by_kid.find(kid);
-    return it == cached.pem_by_kid.end() ? "" : it->second;
+  auto lookup = [&]() -> std::shared_ptr<const PublicKey> {
+    if (kid.empty())
+      return cached.key_by_kid.size() == 1 ? cached.key_by_kid.begin()->second : nullptr;
+    auto it = cached.key_by_kid.find(kid);
+    return it == cached.key_by_kid.end() ? nullptr : it->second;
   };
   bool expired = now_s - cached.fetched_s >= jwks_ttl_s_;
-  std::string pem = expired ? "" : lookup();
-  if (!pem.empty() || (!expired && now_s - cached.fetched_s < kMinRefetchIntervalS)) return pem;
+  auto key = expired ? nullptr : lookup();
+  if (key || (!expired && now_s - cached.fetched_s < kMinRefetchIntervalS)) return key;
   HttpRequest req;
   req.url = issuer.jwks_url;
   req.timeout_ms = 5000;
@@ -104,12 +106,12 @@ std::string OidcVerifier::key_for(const OidcIssuer& issuer, const std::string& k
                   res.status ? "HTTP " + std::to_string(res.status) : res.error);
     return lookup();  // keep serving the keys we had
   }
-  cached.pem_by_kid.clear();
+  cached.key_by_kid.clear();
   cached.fetched_s = now_s;
   for (const auto& k : doc["keys"]) {
     if (!k.is_object() || k.value("kty", "") != "RSA") continue;
-    std::string key_pem = rsa_pem_from_jwk(k.value("n", ""), k.value("e", ""));
-    if (!key_pem.empty()) cached.pem_by_kid[k.value("kid", "")] = key_pem;
+    auto parsed = parse_public_key(rsa_pem_from_jwk(k.value("n", ""), k.value("e", "")));
+    if (parsed) cached.key_by_kid[k.value("kid", "")] = parsed;
   }
   return lookup();
 }
@@ -125,9 +127,9 @@ std::variant<VerifiedToken, std::string> OidcVerifier::verify(const std::string&
     if (i.issuer == iss) issuer = &i;
   if (!issuer) return std::string("unsupported issuer");
   std::string kid = parts->header.value("kid", "");
-  std::string pem = key_for(*issuer, kid, now_s);
-  if (pem.empty()) return std::string("unknown signing key");
-  if (!jwt_verify_rs256(*parts, pem)) return std::string("bad signature");
+  auto key = key_for(*issuer, kid, now_s);
+  if (!key) return std::string("unknown signing key");
+  if (!jwt_verify_rs256(*parts, *key)) return std::string("bad signature");
   const auto& c = parts->claims;
   if (!c.contains("aud") || !audience_matches(c["aud"], issuer->audience))
     return std::string("wrong audience");

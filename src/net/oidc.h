@@ -3,6 +3,8 @@
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+
+#include "net/jwt.h"
 #include <string>
 #include <variant>
 #include <vector>
@@ -32,11 +34,12 @@ class OidcVerifier {
   std::variant<VerifiedToken, std::string> verify(const std::string& token, int64_t now_s);
 
  private:
-  // PEM of the key for `kid` (or the only key when kid is empty); "" if none.
-  std::string key_for(const OidcIssuer& issuer, const std::string& kid, int64_t now_s);
+  // The key for `kid` (or the only key when kid is empty); null if none.
+  std::shared_ptr<const PublicKey> key_for(const OidcIssuer& issuer, const std::string& kid,
+                                           int64_t now_s);
 
   struct Jwks {
-    std::map<std::string, std::string> pem_by_kid;
+    std::map<std::string, std::shared_ptr<const PublicKey>> key_by_kid;
     int64_t fetched_s = 0;
   };
   std::vector<OidcIssuer> issuers_;

@@ -71,6 +71,7 @@ std::string validate_triage_verdict(const nlohmann::json& v) {
 
 std::variant<CallbackBody, std::string> parse_callback_body(const std::string& text) {
   CallbackBody b;
+  b.raw = text;
   b.json = nlohmann::json::parse(text, nullptr, false);
   if (b.json.is_discarded() || !b.json.is_object()) return std::string("Invalid JSON");
   const auto& j = b.json;
@@ -166,7 +167,9 @@ std::variant<CallbackBody, std::string> parse_callback_body(const std::string& t
     else
       b.notes.push_back("triage_verdict dropped: " + why);
   }
-  b.canonical_hash = sha256_hex(b.json.dump());
+  // The bytes themselves: a retry re-sends the same body, and hashing them costs no
+  // re-serialization.
+  b.body_hash = sha256_hex(text);
   return b;
 }
 

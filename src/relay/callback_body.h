@@ -16,9 +16,10 @@ constexpr size_t kMaxTriageBytes = 16 * 1024;
 // A callback body (schema version "1"), as CRCR's callback action sends it, plus the additive
 // failed_tests_detail and triage_verdict.
 struct CallbackBody {
-  nlohmann::json json;         // the parsed body
-  std::string canonical_hash;  // sha256 of the canonical JSON: equal bodies, equal hashes
-  std::string event_type;      // pull_request (default), push, nightly, periodic
+  nlohmann::json json;     // the parsed body
+  std::string raw;         // the body as received
+  std::string body_hash;   // sha256 of the body bytes: an exact repeat has the same hash
+  std::string event_type;  // pull_request (default), push, nightly, periodic
   std::string delivery_id;
   std::string status;  // in_progress or completed
   std::string conclusion;

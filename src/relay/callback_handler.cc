@@ -90,6 +90,8 @@ Reply CallbackHandler::handle(const CallbackRequest& req) {
     count("forbidden");
     return detail_reply(403, "callback_token is required");
   }
+  if (d_.config.callback.dry_run)
+    return json_reply(200, {{"ok", true}, {"status", body.status}, {"dry_run", true}});
   return apply(repo, *entry, body);
 }
 
@@ -112,7 +114,7 @@ Reply CallbackHandler::apply(const std::string& repo, const AllowlistEntry& entr
   for (int round = 0; round < 3; ++round) {
     std::optional<JobRecord> current = d_.store.get_job(key);
     TransitionDecision dec =
-        decide_transition(current, body.status, body.canonical_hash, body.is_self_report());
+        decide_transition(current, body.status, body.body_hash, body.is_self_report());
     if (dec.transition == Transition::kDuplicate) {
       d_.metrics.inc("ootci_callbacks_total", "result=\"duplicate\"");
       return json_reply(200, {{"ok", true}, {"status", body.status}, {"duplicate", true}});
@@ -141,15 +143,15 @@ Reply CallbackHandler::apply(const std::string& repo, const AllowlistEntry& entr
     if (!body.check_run_id.empty()) j.check_run_id = body.check_run_id;
     if (!body.artifact_url.empty()) j.artifact_url = body.artifact_url;
     j.status = body.status;
-    j.last_body = body.json.dump();
+    j.last_body = body.raw;  // verbatim, and no second serialization
     if (body.status == "in_progress") {
       j.in_progress_ms = now;
-      j.in_progress_hash = body.canonical_hash;
+      j.in_progress_hash = body.body_hash;
       // A re-run's queue time would be measured from the original dispatch: null, as RFC-0054.
       j.queue_time_ms = j.run_attempt == 1 && dispatched_ms >= 0 ? now - dispatched_ms : -1;
     } else {
       j.completed_ms = now;
-      j.completed_hash = body.canonical_hash;
+      j.completed_hash = body.body_hash;
       j.conclusion = body.conclusion;
       j.execution_time_ms = j.in_progress_ms >= 0 ? now - j.in_progress_ms : -1;
       j.tests_passed = body.passed;

@@ -133,6 +133,7 @@ RelayConfig load_relay_config(const std::string& path) {
       c.callback.rate_limit_per_min = static_cast<int>(*v);
     if (auto v = m->boolean("require_callback_token")) c.callback.require_callback_token = *v;
     if (auto v = m->integer("max_body_bytes", 1024)) c.callback.max_body_bytes = *v;
+    if (auto v = m->boolean("dry_run")) c.callback.dry_run = *v;
     m->finish();
   }
   if (auto m = root.map("sweeper")) {

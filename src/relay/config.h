@@ -52,6 +52,9 @@ struct RelayConfig {
     int rate_limit_per_min = 100;
     bool require_callback_token = false;
     int64_t max_body_bytes = 2 * 1024 * 1024;
+    // Authenticate, gate and validate, but store nothing: for load-testing a deployment, and the
+    // baseline of bench/callback_throughput.
+    bool dry_run = false;
   } callback;
   struct {
     int64_t interval_s = 600;

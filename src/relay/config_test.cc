@@ -60,6 +60,35 @@ dispatch:
   EXPECT_EQ(c.dispatch.deadline_s, 60);
 }
 
+TEST(RelayConfig, CallbackKeys) {
+  RelayConfig c = load_relay_config(write_config(R"(allowlist: a
+oidc:
+  leeway_s: 30
+  issuers:
+    - issuer: https://agent.buildkite.com
+      provider: buildkite
+callback:
+  rate_limit_per_min: 60
+  require_callback_token: true
+  max_body_bytes: 4096
+sweeper: {interval_s: 5, zombie_timeout_s: 50}
+hud_forward: {url: "https://hud.example/api", key_env: HUD_KEY}
+nightly: {validate_sha: false}
+)"));
+  ASSERT_EQ(c.oidc_issuers.size(), 1u);
+  EXPECT_EQ(c.oidc_issuers[0].jwks_url, "https://agent.buildkite.com/.well-known/jwks");
+  EXPECT_EQ(c.oidc_issuers[0].audience, "pytorch-cross-repo-ci-relay");
+  EXPECT_EQ(c.oidc_issuers[0].provider, "buildkite");
+  EXPECT_EQ(c.oidc_leeway_s, 30);
+  EXPECT_EQ(c.callback.rate_limit_per_min, 60);
+  EXPECT_TRUE(c.callback.require_callback_token);
+  EXPECT_EQ(c.callback.max_body_bytes, 4096);
+  EXPECT_EQ(c.sweeper.interval_s, 5);
+  EXPECT_EQ(c.sweeper.zombie_timeout_s, 50);
+  EXPECT_EQ(c.hud_forward.key_env, "HUD_KEY");
+  EXPECT_FALSE(c.nightly.validate_sha);
+}
+
 TEST(RelayConfig, DefaultsMatchCrcr) {
   RelayConfig c = load_relay_config(write_config(
       "allowlist: https://github.com/pytorch/pytorch/blob/main/.github/allowlist.yml\n"));
@@ -67,6 +96,15 @@ TEST(RelayConfig, DefaultsMatchCrcr) {
   EXPECT_EQ(c.github.api_url, "https://api.github.com");
   EXPECT_EQ(c.store.substr(c.store.size() - 15), "/ootci-relay.db");
   EXPECT_EQ(c.allowlist, "https://github.com/pytorch/pytorch/blob/main/.github/allowlist.yml");
+  ASSERT_EQ(c.oidc_issuers.size(), 1u);
+  EXPECT_EQ(c.oidc_issuers[0].issuer, "https://token.actions.githubusercontent.com");
+  EXPECT_EQ(c.oidc_issuers[0].audience, "pytorch-cross-repo-ci-relay");
+  EXPECT_EQ(c.callback.rate_limit_per_min, 100);
+  EXPECT_EQ(c.callback.max_body_bytes, 2 * 1024 * 1024);
+  EXPECT_FALSE(c.callback.require_callback_token);
+  EXPECT_EQ(c.sweeper.interval_s, 600);
+  EXPECT_EQ(c.sweeper.zombie_timeout_s, 21600);
+  EXPECT_TRUE(c.nightly.validate_sha);
 }
 
 TEST(RelayConfig, BadConfigsNameFileLineAndKey) {
@@ -89,6 +127,17 @@ TEST(RelayConfig, BadConfigsNameFileLineAndKey) {
        "relay.yaml:4:5: downstreams.a/b.secret_env: required for the webhook transport"},
       {"listen: x:1\n", "relay.yaml:1:1: allowlist: required key is missing"},
       {"allowlist: a\ndispatch: 3\n", "relay.yaml:2:11: dispatch: expected a mapping"},
+      {"allowlist: a\noidc:\n  issuers:\n    - jwks_url: x\n",
+       "relay.yaml:4:7: oidc.issuers[0].issuer: required"},
+      {"allowlist: a\noidc:\n  issuers:\n    - issuer: x\n      provider: gitlab\n",
+       "relay.yaml:5:17: oidc.issuers[0].provider: expected github or buildkite"},
+      {"allowlist: a\ncallback:\n  rate_limit_per_min: 0\n",
+       "relay.yaml:3:23: callback.rate_limit_per_min: must be between 1 and 1000000"},
+      {"allowlist: a\ncallback:\n  require_callback_token: maybe\n",
+       "relay.yaml:3:27: callback.require_callback_token: expected true or false"},
+      {"allowlist: a\nhud_forward:\n  url: https://hud\n",
+       "relay.yaml:3:3: hud_forward.key_env: required when url is set"},
+      {"allowlist: a\nsweeper:\n  every: 5\n", "relay.yaml:3:3: sweeper.every: unknown key"},
   };
   for (const auto& c : cases) EXPECT_EQ(load_error(c.text), c.error) << c.text;
 }

@@ -116,6 +116,8 @@ void RelayServer::run() {
   int threads = s.config.http_threads;
   http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   http.set_payload_max_length(25 * 1024 * 1024);  // GitHub's webhook size cap
+  // Small JSON answers: without TCP_NODELAY, Nagle and delayed ACKs add ~40 ms per round trip.
+  http.set_tcp_nodelay(true);
   http.Post("/github/webhook", [&s](const httplib::Request& req, httplib::Response& res) {
     WebhookRequest w{req.get_header_value("X-GitHub-Event"),
                      req.get_header_value("X-GitHub-Delivery"),

@@ -95,6 +95,7 @@ void GitHubStandin::record(RecordedDispatch d) {
 
 void GitHubStandin::start(int port) {
   server_.new_task_queue = [] { return new httplib::ThreadPool(32); };
+  server_.set_tcp_nodelay(true);
   server_.Get(R"(/repos/([^/]+/[^/]+)/installation)", [this](const httplib::Request& req,
                                                              httplib::Response& res) {
     std::string why;
