@@ -2,15 +2,20 @@
 #include <signal.h>
 #include <spdlog/spdlog.h>
 
+#include <fstream>
 #include <iostream>
 #include <thread>
 
 #include "base/error.h"
+#include "base/time.h"
 #include "base/yaml_doc.h"
 #include "cli/commands.h"
+#include "hud/hud_routes.h"
+#include "hud/seed.h"
 #include "relay/allowlist.h"
 #include "relay/config.h"
 #include "relay/relay_server.h"
+#include "store/store.h"
 
 namespace ootci {
 namespace {
@@ -19,6 +24,7 @@ RelayServer* g_server = nullptr;
 
 void serve(const std::string& config_path) {
   RelayServer server(load_relay_config(config_path));
+  server.add_routes(register_hud_routes);
   g_server = &server;
   // SIGTERM/SIGINT stop the listener and let in-flight dispatch attempts finish; rows not yet
   // delivered stay in the outbox for the next start.
@@ -50,6 +56,22 @@ void allowlist_check(const std::string& path) {
   std::cout << fmt::format("{}: ok, {} repos\n", path, a.entries().size());
 }
 
+void seed(const std::string& store_uri, const SeedOptions& options,
+          const std::string& allowlist_out) {
+  auto store = open_store(store_uri);
+  SeedOptions o = options;
+  o.now_ms = now_ms();
+  SeedResult r = seed_store(*store, o);
+  if (!allowlist_out.empty()) {
+    std::ofstream out(allowlist_out);
+    out << "# Written by `ootci relay seed`: the seeded backends and their levels.\n"
+        << r.allowlist_yaml;
+    if (!out) throw Error(allowlist_out + ": cannot write");
+  }
+  std::cout << fmt::format("seeded {} jobs for {} backends over {} days (busiest PR #{})\n", r.jobs,
+                           o.backends, o.days, r.busiest_pr);
+}
+
 }  // namespace
 
 void add_relay_commands(CLI::App& app) {
@@ -68,6 +90,21 @@ void add_relay_commands(CLI::App& app) {
     pthread_sigmask(SIG_BLOCK, &set, nullptr);
     serve(config_path);
   });
+
+  auto* seed_cmd =
+      relay->add_subcommand("seed", "Fill a store with realistic CRCR history (for the HUD)");
+  static std::string seed_store_uri, seed_allowlist_out;
+  static SeedOptions seed_options;
+  seed_cmd->add_option("--store", seed_store_uri, "sqlite:PATH or postgresql:// URI")->required();
+  seed_cmd->add_option("--backends", seed_options.backends)->check(CLI::Range(1, 50));
+  seed_cmd->add_option("--deliveries", seed_options.deliveries)->check(CLI::Range(0, 10000000));
+  seed_cmd->add_option("--days", seed_options.days)->check(CLI::Range(1, 365));
+  seed_cmd->add_option("--seed", seed_options.seed, "random seed (the same seed, the same data)");
+  seed_cmd->add_flag("--xss-probe", seed_options.xss_probe,
+                     "add a job named <script>alert(1)</script>");
+  seed_cmd->add_option("--allowlist-out", seed_allowlist_out,
+                       "write the seeded backends' allowlist here");
+  seed_cmd->callback([] { seed(seed_store_uri, seed_options, seed_allowlist_out); });
 
   auto* allow = relay->add_subcommand("allowlist", "Allowlist tools");
   allow->require_subcommand(1);

@@ -52,6 +52,7 @@ GitHubApp::TokenResult GitHubApp::installation_token(const std::string& repo) {
   HttpRequest lookup;
   lookup.url = config_.api_url + "/repos/" + repo + "/installation";
   lookup.headers = api_headers(bearer);
+  lookup.timeout_ms = config_.timeout_ms;
   HttpResult inst = http_send(lookup);
   if (inst.status != 200) return {"", inst};
   auto inst_json = nlohmann::json::parse(inst.body, nullptr, false);
@@ -65,6 +66,7 @@ GitHubApp::TokenResult GitHubApp::installation_token(const std::string& repo) {
   mint.url = fmt::format("{}/app/installations/{}/access_tokens", config_.api_url,
                          inst_json["id"].get<int64_t>());
   mint.headers = api_headers(bearer);
+  mint.timeout_ms = config_.timeout_ms;
   HttpResult tok = http_send(mint);
   if (tok.status != 201 && tok.status != 200) return {"", tok};
   auto tok_json = nlohmann::json::parse(tok.body, nullptr, false);
@@ -92,6 +94,7 @@ HttpResult GitHubApp::call(const std::string& repo, const std::string& method,
   req.url = config_.api_url + path;
   req.headers = api_headers("token " + tok.token);
   req.body = body;
+  req.timeout_ms = config_.timeout_ms;
   HttpResult res = http_send(req);
   if (res.status == 401) forget_token(repo);  // revoked or expired early: mint anew next time
   return res;

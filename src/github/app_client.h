@@ -12,6 +12,7 @@ struct GitHubAppConfig {
   std::string api_url = "https://api.github.com";
   int64_t app_id = 0;
   std::string private_key_pem;
+  int timeout_ms = 20000;  // per request; the relay derives its leases from it
 };
 
 // A GitHub App acting on downstream repos: app JWT → installation → installation token → API call.

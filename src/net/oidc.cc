@@ -95,7 +95,10 @@ std::shared_ptr<const PublicKey> OidcVerifier::key_for(const OidcIssuer& issuer,
   };
   bool expired = now_s - cached.fetched_s >= jwks_ttl_s_;
   auto key = expired ? nullptr : lookup();
-  if (key || (!expired && now_s - cached.fetched_s < kMinRefetchIntervalS)) return key;
+  // Refetch when the keys expired or an unknown kid appears, but never more than once per 30 s,
+  // whether the last attempt worked or not: a failing or hammered JWKS cannot stall callbacks.
+  if (key || now_s - cached.attempted_s < kMinRefetchIntervalS) return key ? key : lookup();
+  cached.attempted_s = now_s;
   HttpRequest req;
   req.url = issuer.jwks_url;
   req.timeout_ms = 5000;
@@ -118,6 +121,15 @@ std::shared_ptr<const PublicKey> OidcVerifier::key_for(const OidcIssuer& issuer,
 
 std::variant<VerifiedToken, std::string> OidcVerifier::verify(const std::string& token,
                                                               int64_t now_s) {
+  try {
+    return verify_checked(token, now_s);
+  } catch (const nlohmann::json::exception&) {
+    return std::string("malformed token");  // a claim of the wrong JSON type
+  }
+}
+
+std::variant<VerifiedToken, std::string> OidcVerifier::verify_checked(const std::string& token,
+                                                                      int64_t now_s) {
   auto parts = jwt_decode(token);
   if (!parts) return std::string("malformed token");
   if (parts->header.value("alg", "") != "RS256") return std::string("unsupported algorithm");

@@ -3,11 +3,11 @@
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
-
-#include "net/jwt.h"
 #include <string>
 #include <variant>
 #include <vector>
+
+#include "net/jwt.h"
 
 namespace ootci {
 
@@ -34,6 +34,7 @@ class OidcVerifier {
   std::variant<VerifiedToken, std::string> verify(const std::string& token, int64_t now_s);
 
  private:
+  std::variant<VerifiedToken, std::string> verify_checked(const std::string& token, int64_t now_s);
   // The key for `kid` (or the only key when kid is empty); null if none.
   std::shared_ptr<const PublicKey> key_for(const OidcIssuer& issuer, const std::string& kid,
                                            int64_t now_s);
@@ -41,6 +42,7 @@ class OidcVerifier {
   struct Jwks {
     std::map<std::string, std::shared_ptr<const PublicKey>> key_by_kid;
     int64_t fetched_s = 0;
+    int64_t attempted_s = 0;
   };
   std::vector<OidcIssuer> issuers_;
   int64_t leeway_s_;

@@ -197,6 +197,13 @@ std::shared_ptr<const Allowlist> AllowlistSource::get() {
     loaded_at_s_ = now_s();
     mtime_ns_ = mtime;
     spdlog::info("allowlist loaded from {}: {} repos", location_, current_->entries().size());
+    if (on_load_) {
+      try {
+        on_load_(*current_);
+      } catch (const std::exception& e) {
+        spdlog::error("allowlist on-load hook: {}", e.what());
+      }
+    }
   } catch (const Error& e) {
     if (!current_) throw;
     spdlog::error("allowlist reload failed, keeping the previous one: {}", e.what());

@@ -1,4 +1,5 @@
 #pragma once
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -47,6 +48,8 @@ class AllowlistSource {
   // Throws if no allowlist has ever loaded.
   std::shared_ptr<const Allowlist> get();
   const std::string& location() const { return location_; }
+  // Called after every successful (re)load, under the source's lock.
+  void set_on_load(std::function<void(const Allowlist&)> f) { on_load_ = std::move(f); }
 
  private:
   std::shared_ptr<const Allowlist> load();
@@ -58,6 +61,7 @@ class AllowlistSource {
   int64_t loaded_at_s_ = 0;
   int64_t mtime_ns_ = -1;
   int64_t checked_at_ms_ = 0;
+  std::function<void(const Allowlist&)> on_load_;
 };
 
 }  // namespace ootci

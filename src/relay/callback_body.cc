@@ -11,11 +11,11 @@ namespace {
 bool read_int(const nlohmann::json& v, int64_t* out) {
   if (v.is_number_integer()) {
     *out = v.get<int64_t>();
-    return true;
+    return *out >= 0 && *out < 1000000000000;
   }
   if (!v.is_string()) return false;
   const std::string& s = v.get_ref<const std::string&>();
-  if (s.empty() || s.size() > 18) return false;
+  if (s.empty() || s.size() > 12) return false;  // small enough that sums cannot overflow
   int64_t n = 0;
   for (char c : s) {
     if (c < '0' || c > '9') return false;
@@ -107,7 +107,8 @@ std::variant<CallbackBody, std::string> parse_callback_body(const std::string& t
     const auto& p = j["payload"];
     if (p.contains("pull_request") && p["pull_request"].is_object()) {
       const auto& pr = p["pull_request"];
-      b.pr_number = pr.value("number", int64_t{0});
+      if (pr.contains("number") && pr["number"].is_number_integer())
+        b.pr_number = pr["number"].get<int64_t>();
       if (pr.contains("head") && pr["head"].is_object()) b.head_sha = str(pr["head"], "sha");
     }
     if (b.head_sha.empty()) b.head_sha = str(p, "after");

@@ -76,6 +76,7 @@ Reply CallbackHandler::handle(const CallbackRequest& req) {
   }
   CallbackBody& body = std::get<CallbackBody>(parsed);
   // Beyond CRCR: the dispatch's signed token proves this callback answers that dispatch.
+  std::optional<std::string> token_sha;
   if (!body.callback_token.empty()) {
     auto claims = d_.tokens.verify(body.callback_token, now_s());
     if (!claims) {
@@ -86,18 +87,24 @@ Reply CallbackHandler::handle(const CallbackRequest& req) {
       count("forbidden");
       return detail_reply(403, "callback_token was issued for another delivery or repository");
     }
+    token_sha = claims->head_sha;
   } else if (d_.config.callback.require_callback_token && !body.is_self_report()) {
     count("forbidden");
     return detail_reply(403, "callback_token is required");
   }
   if (d_.config.callback.dry_run)
     return json_reply(200, {{"ok", true}, {"status", body.status}, {"dry_run", true}});
-  return apply(repo, *entry, body);
+  if (!d_.config.hud_forward.url.empty() && (body.job_name.empty() || body.check_run_id.empty())) {
+    count("invalid");  // the HUD keys rows by them and would reject the forward
+    return detail_reply(400, "workflow.job_name and workflow.check_run_id are required");
+  }
+  return apply(repo, *entry, body, token_sha);
 }
 
 Reply CallbackHandler::apply(const std::string& repo, const AllowlistEntry& entry,
-                             CallbackBody& body) {
+                             CallbackBody& body, const std::optional<std::string>& token_sha) {
   int64_t dispatched_ms = -1;
+  std::optional<DeliveryRecord> delivery;
   if (body.is_self_report()) {
     if (body.status != "completed")
       return detail_reply(400, fmt::format("{} callbacks must be completed", body.event_type));
@@ -108,6 +115,14 @@ Reply CallbackHandler::apply(const std::string& repo, const AllowlistEntry& entr
     auto dispatch = d_.store.dispatch_record(body.delivery_id, repo);
     if (!dispatch) return detail_reply(400, "callback rejected: no matching dispatch record");
     dispatched_ms = dispatch->delivered_ms > 0 ? dispatch->delivered_ms : dispatch->created_ms;
+    // The commit, PR and labels are what upstream sent us, never what the callback echoes: a
+    // downstream must not be able to put check runs on another PR.
+    delivery = d_.store.get_delivery(body.delivery_id);
+    if (!delivery) return detail_reply(400, "callback rejected: no matching dispatch record");
+    if (token_sha && *token_sha != delivery->head_sha)
+      return detail_reply(403, "callback_token was issued for another commit");
+    body.head_sha = delivery->head_sha;
+    body.pr_number = delivery->pr_number;
   }
   std::string key = body.state_key(repo);
   // Compare-and-set on the job's status; a concurrent writer makes us decide again.
@@ -137,6 +152,7 @@ Reply CallbackHandler::apply(const std::string& repo, const AllowlistEntry& entr
       j.head_sha = body.head_sha;
       j.pr_number = body.pr_number;
       j.dispatched_ms = dispatched_ms;
+      j.created_ms = now;
     }
     j.level = to_string(entry.level);
     if (!body.workflow_url.empty()) j.workflow_url = body.workflow_url;
@@ -165,9 +181,12 @@ Reply CallbackHandler::apply(const std::string& repo, const AllowlistEntry& entr
     if (!body.is_self_report() && entry.level >= Level::kL3 && body.pr_number > 0 &&
         !j.head_sha.empty()) {
       bool wanted = j.check_run_created || d_.store.check_run_wanted(j.head_sha, repo);
-      const nlohmann::json& payload =
-          body.json.contains("payload") ? body.json["payload"] : nlohmann::json::object();
-      if (wants_check_run(entry, payload, wanted)) {
+      // Labels only matter for L3 without the flag; parse the stored webhook only then.
+      nlohmann::json payload = nlohmann::json::object();
+      if (!wanted && entry.level == Level::kL3 && delivery)
+        payload = nlohmann::json::parse(delivery->body, nullptr, false);
+      if (wants_check_run(entry, payload.is_object() ? payload : nlohmann::json::object(),
+                          wanted)) {
         j.check_run_created = true;
         tasks.push_back(check_run_task(j, d_.config.upstream_repo, now));
       }

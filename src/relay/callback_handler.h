@@ -1,4 +1,5 @@
 #pragma once
+#include <optional>
 #include <string>
 
 #include "net/oidc.h"
@@ -41,7 +42,8 @@ class CallbackHandler {
   Reply handle(const CallbackRequest& request);
 
  private:
-  Reply apply(const std::string& repo, const AllowlistEntry& entry, struct CallbackBody& body);
+  Reply apply(const std::string& repo, const AllowlistEntry& entry, struct CallbackBody& body,
+              const std::optional<std::string>& token_sha);
   CallbackDeps d_;
 };
 

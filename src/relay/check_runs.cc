@@ -23,9 +23,8 @@ std::string check_run_name(const JobRecord& job) {
 }
 
 TaskItem check_run_task(const JobRecord& job, const std::string& upstream_repo, int64_t now_ms) {
-  std::string url = !job.workflow_url.empty() ? job.workflow_url
-                                              : fmt::format("https://github.com/{}/actions/runs/{}",
-                                                            job.repo, job.run_id);
+  // Built from the verified repo and run id, as CRCR does; the callback's url is not trusted.
+  std::string url = fmt::format("https://github.com/{}/actions/runs/{}", job.repo, job.run_id);
   bool done = job.status == "completed";
   std::string conclusion = job.conclusion.empty() ? "neutral" : job.conclusion;
   std::string title = "In progress";

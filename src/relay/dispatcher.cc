@@ -90,9 +90,15 @@ SendResult Dispatcher::attempt(const OutboxItem& item, bool allow_retry) {
   if (!body) {
     r.error = "delivery record is missing";
   } else {
-    r = router_.for_repo(item.repo).send(
-        item.repo, item.event_type, item.delivery_id,
-        build_client_payload(item.event_type, item.delivery_id, *body, item.callback_token));
+    try {
+      r = router_.for_repo(item.repo).send(
+          item.repo, item.event_type, item.delivery_id,
+          build_client_payload(item.event_type, item.delivery_id, *body, item.callback_token));
+    } catch (const std::exception& e) {  // counted as a failed attempt, so the row still ends
+      r = SendResult{};
+      r.retryable = true;
+      r.error = e.what();
+    }
   }
   int64_t now = now_ms();
   if (r.delivered) {
@@ -102,7 +108,8 @@ SendResult Dispatcher::attempt(const OutboxItem& item, bool allow_retry) {
     return r;
   }
   int64_t next = now + backoff_ms(policy_, attempts, random_u64());
-  if (r.retry_after_s) next = std::max(next, now + *r.retry_after_s * 1000);
+  if (r.retry_after_s)
+    next = std::max(next, now + std::min<int64_t>(*r.retry_after_s, 86400) * 1000);
   bool give_up =
       !allow_retry || !r.retryable || attempts >= policy_.max_attempts || next > item.deadline_ms;
   if (give_up) {

@@ -7,8 +7,8 @@
 
 namespace ootci {
 
-// CRCR's per-repo sliding 60 s window: every request counts (rejected ones too, as in CRCR), and a
-// request over the limit learns when a slot frees up, for Retry-After. The window lives in this
+// CRCR's per-repo sliding 60 s window. Unlike CRCR, rejected requests do not count, so a client
+// that backs off by Retry-After gets in as soon as a slot frees up. The window lives in this
 // process: with several replicas each enforces the limit on the requests it receives.
 class RateLimiter {
  public:

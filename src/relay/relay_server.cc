@@ -85,6 +85,20 @@ struct RelayServer::Impl {
                   sha_validator, tasks, metrics}),
         sweeper(*store, config, tasks, metrics) {}
 
+  std::vector<RouteHook> hooks;
+
+  nlohmann::json health() {
+    OutboxCounts c = store->outbox_counts();
+    TaskCounts t = store->task_counts();
+    int64_t age = sweeper_age_s();
+    // A sweeper that missed three passes is stuck: say so, so an orchestrator can act.
+    bool sweeper_ok = age >= 0 && age <= 3 * config.sweeper.interval_s + 30;
+    return {{"ok", sweeper_ok},          {"outbox_pending", c.pending},
+            {"outbox_failed", c.failed}, {"tasks_pending", t.pending},
+            {"tasks_failed", t.failed},  {"sweeper_last_run_age_s", age},
+            {"sweeper_ok", sweeper_ok}};
+  }
+
   // Seconds since the sweeper last finished a pass (any replica), or -1 if it never has.
   int64_t sweeper_age_s() {
     auto v = store->get_meta(Sweeper::kHeartbeatKey);
@@ -105,8 +119,16 @@ void RelayServer::stop() {
   impl_->tasks.stop();
 }
 
+void RelayServer::add_routes(RouteHook hook) {
+  impl_->hooks.push_back(std::move(hook));
+}
+
 void RelayServer::run() {
   Impl& s = *impl_;
+  // Level tenure for the HUD's L3 readiness: recorded whenever the allowlist (re)loads.
+  s.allowlist.set_on_load([&s](const Allowlist& a) {
+    for (const auto& e : a.entries()) s.store->record_level(e.repo, to_string(e.level), now_ms());
+  });
   s.allowlist.get();  // fail fast on a broken allowlist
   // With SQLite this process is the only user of the file, so rows leased by a killed
   // predecessor can be retried at once instead of after their lease.
@@ -116,6 +138,8 @@ void RelayServer::run() {
   int threads = s.config.http_threads;
   http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   http.set_payload_max_length(25 * 1024 * 1024);  // GitHub's webhook size cap
+  // A callback over its cap is still read before the 413: answering early would reset the
+  // connection under a client that is still sending, and it would see no status at all.
   // Small JSON answers: without TCP_NODELAY, Nagle and delayed ACKs add ~40 ms per round trip.
   http.set_tcp_nodelay(true);
   http.Post("/github/webhook", [&s](const httplib::Request& req, httplib::Response& res) {
@@ -148,18 +172,8 @@ void RelayServer::run() {
   }
   http.Get("/healthz", [&s](const httplib::Request&, httplib::Response& res) {
     try {
-      OutboxCounts c = s.store->outbox_counts();
-      TaskCounts t = s.store->task_counts();
-      int64_t age = s.sweeper_age_s();
-      // A sweeper that missed three passes is stuck: say so, so an orchestrator can act.
-      bool sweeper_ok = age >= 0 && age <= 3 * s.config.sweeper.interval_s + 30;
-      send(res, json_reply(sweeper_ok ? 200 : 503, {{"ok", sweeper_ok},
-                                                    {"outbox_pending", c.pending},
-                                                    {"outbox_failed", c.failed},
-                                                    {"tasks_pending", t.pending},
-                                                    {"tasks_failed", t.failed},
-                                                    {"sweeper_last_run_age_s", age},
-                                                    {"sweeper_ok", sweeper_ok}}));
+      nlohmann::json h = s.health();
+      send(res, json_reply(h["ok"] == true ? 200 : 503, h));
     } catch (const std::exception& e) {
       send(res, json_reply(503, {{"ok", false}, {"detail", e.what()}}));
     }
@@ -182,6 +196,7 @@ void RelayServer::run() {
                                       {"ootci_sweeper_last_run_timestamp_seconds", heartbeat}}),
                     "text/plain; version=0.0.4");
   });
+  for (auto& hook : s.hooks) hook(http, *s.store, s.allowlist, [&s] { return s.health(); });
   http.set_error_handler([](const httplib::Request&, httplib::Response& res) {
     if (res.status == 404) send(res, detail_reply(404, "Not found"));
   });

@@ -19,6 +19,10 @@ ShaValidator::Result ShaValidator::check(const std::string& sha, int64_t now_s) 
   if (r.status == 200 || r.status == 404 || r.status == 422) {
     bool valid = r.status == 200;
     std::lock_guard lock(mu_);
+    if (cache_.size() >= 10000) {  // bounded: random SHAs cannot grow it forever
+      std::erase_if(cache_, [&](const auto& kv) { return kv.second.second <= now_s; });
+      if (cache_.size() >= 10000) cache_.clear();
+    }
     cache_[sha] = {valid, now_s + (valid ? 3600 : 300)};
     return valid ? Result::kValid : Result::kUnknown;
   }

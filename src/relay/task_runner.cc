@@ -102,7 +102,8 @@ bool TaskRunner::run_one() {
     } else if (r.retryable && attempts < config_.dispatch.max_attempts) {
       thread_local std::mt19937_64 rng(std::random_device{}());
       int64_t delay = Dispatcher::backoff_ms(config_.dispatch, attempts, rng());
-      if (r.retry_after_s) delay = std::max(delay, *r.retry_after_s * 1000);
+      if (r.retry_after_s)
+        delay = std::max(delay, std::min<int64_t>(*r.retry_after_s, 86400) * 1000);
       store_.retry_task(t.id, attempts, now_ms() + delay, r.error);
     } else {
       if (r.retryable) labels = fmt::format("kind=\"{}\",outcome=\"failed\"", t.kind);

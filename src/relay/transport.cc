@@ -68,7 +68,8 @@ std::shared_ptr<GitHubApp> make_github_app(const RelayConfig& config) {
   std::stringstream ss;
   ss << in.rdbuf();
   return std::make_shared<GitHubApp>(
-      GitHubAppConfig{config.github.api_url, config.github.app_id, ss.str()});
+      GitHubAppConfig{config.github.api_url, config.github.app_id, ss.str(),
+                      static_cast<int>(config.dispatch.request_timeout_ms)});
 }
 
 TransportRouter::TransportRouter(const RelayConfig& config, std::shared_ptr<GitHubApp> app) {

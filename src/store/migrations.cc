@@ -108,12 +108,30 @@ CREATE TABLE meta (
 )";
 }
 
+// HUD: the job time axis, the indexes its queries need, level tenure.
+std::string v3() {
+  return R"(
+ALTER TABLE jobs ADD COLUMN created_ms BIGINT NOT NULL DEFAULT 0;
+UPDATE jobs SET created_ms = CASE WHEN in_progress_ms >= 0 THEN in_progress_ms ELSE completed_ms END;
+CREATE INDEX jobs_created ON jobs (created_ms);
+CREATE INDEX jobs_repo_created ON jobs (repo, created_ms);
+CREATE INDEX jobs_pr ON jobs (pr_number);
+CREATE TABLE level_history (
+  repo TEXT NOT NULL,
+  level TEXT NOT NULL,
+  since_ms BIGINT NOT NULL,
+  PRIMARY KEY (repo, since_ms)
+);
+)";
+}
+
 }  // namespace
 
 const std::vector<std::string>& migrations(SqlDialect dialect) {
-  static const std::vector<std::string> sqlite = {v1(SqlDialect::kSqlite), v2(SqlDialect::kSqlite)};
+  static const std::vector<std::string> sqlite = {v1(SqlDialect::kSqlite), v2(SqlDialect::kSqlite),
+                                                  v3()};
   static const std::vector<std::string> postgres = {v1(SqlDialect::kPostgres),
-                                                    v2(SqlDialect::kPostgres)};
+                                                    v2(SqlDialect::kPostgres), v3()};
   return dialect == SqlDialect::kSqlite ? sqlite : postgres;
 }
 

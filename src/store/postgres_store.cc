@@ -1,10 +1,13 @@
 #include <fmt/format.h>
 
 #include <condition_variable>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <pqxx/pqxx>
 #include <regex>
+#include <string_view>
+#include <tuple>
 #include <type_traits>
 #include <vector>
 
@@ -60,8 +63,8 @@ constexpr const char* kJobColumns =
     "pr_number, level, status, conclusion, dispatched_ms, in_progress_ms, completed_ms, "
     "queue_time_ms, execution_time_ms, in_progress_hash, completed_hash, tests_passed, "
     "tests_failed, tests_skipped, tests_total, workflow_url, check_run_id, artifact_url, "
-    "check_run_created, last_body, failed_tests_json, triage_json";
-constexpr int kJobColumnCount = 31;
+    "check_run_created, last_body, failed_tests_json, triage_json, created_ms";
+constexpr int kJobColumnCount = 32;
 
 constexpr const char* kTaskColumns =
     "id, kind, ordering_key, payload, attempts, created_ms, next_attempt_ms, status, last_error";
@@ -77,19 +80,28 @@ std::string placeholders(int n, int first = 1) {
   return out;
 }
 
+// The job's columns in kJobColumns order, by reference; `check_run_created` stands in for the
+// bool, because the column is an INTEGER and a bool would be sent as "true".
+auto job_values(const JobRecord& j, const int& check_run_created) {
+  return std::forward_as_tuple(
+      j.key, j.delivery_id, j.repo, j.run_id, j.run_attempt, j.job_name, j.workflow_name,
+      j.event_type, j.head_sha, j.pr_number, j.level, j.status, j.conclusion, j.dispatched_ms,
+      j.in_progress_ms, j.completed_ms, j.queue_time_ms, j.execution_time_ms, j.in_progress_hash,
+      j.completed_hash, j.tests_passed, j.tests_failed, j.tests_skipped, j.tests_total,
+      j.workflow_url, j.check_run_id, j.artifact_url, check_run_created, j.last_body,
+      j.failed_tests_json, j.triage_json, j.created_ms);
+}
+static_assert(std::tuple_size_v<decltype(job_values(std::declval<JobRecord>(), 0))> ==
+              kJobColumnCount);
+
 // Runs an exec_params whose first kJobColumnCount parameters are the job's columns in
 // kJobColumns order, followed by `extra`.
 template <typename... Extra>
 pqxx::result exec_job(pqxx::work& w, const std::string& sql, const JobRecord& j,
                       const Extra&... extra) {
-  // check_run_created is an INTEGER column; a bool parameter would be sent as "true".
-  return w.exec_params(sql, j.key, j.delivery_id, j.repo, j.run_id, j.run_attempt, j.job_name,
-                       j.workflow_name, j.event_type, j.head_sha, j.pr_number, j.level, j.status,
-                       j.conclusion, j.dispatched_ms, j.in_progress_ms, j.completed_ms,
-                       j.queue_time_ms, j.execution_time_ms, j.in_progress_hash, j.completed_hash,
-                       j.tests_passed, j.tests_failed, j.tests_skipped, j.tests_total,
-                       j.workflow_url, j.check_run_id, j.artifact_url, j.check_run_created ? 1 : 0,
-                       j.last_body, j.failed_tests_json, j.triage_json, extra...);
+  int check_run_created = j.check_run_created ? 1 : 0;
+  return std::apply([&](const auto&... v) { return w.exec_params(sql, v..., extra...); },
+                    job_values(j, check_run_created));
 }
 
 JobRecord read_job(const pqxx::row& r) {
@@ -128,6 +140,7 @@ JobRecord read_job(const pqxx::row& r) {
   j.last_body = text();
   j.failed_tests_json = text();
   j.triage_json = text();
+  j.created_ms = i64();
   return j;
 }
 
@@ -156,6 +169,58 @@ std::vector<TaskItem> read_tasks(const pqxx::result& res) {
   for (const auto& r : res) out.push_back(read_task(r));
   return out;
 }
+
+// The event types a JobFilter selects, as an SQL list.
+const char* event_types(JobFilter f) {
+  return f == JobFilter::kNightly ? "('nightly','periodic')" : "('pull_request','push')";
+}
+
+// SQLite reads a negative LIMIT as "no limit" and a negative OFFSET as 0; PostgreSQL rejects
+// both, so translate.
+int64_t sql_limit(int limit) {
+  return limit < 0 ? std::numeric_limits<int64_t>::max() : limit;
+}
+int64_t sql_offset(int offset) {
+  return offset < 0 ? 0 : offset;
+}
+
+// An aggregate as int64; NULL (a SUM or MIN over no rows) reads as 0.
+int64_t i64_or_0(const pqxx::field& f) {
+  return f.is_null() ? 0 : f.as<int64_t>();
+}
+
+// The HUD aggregates, as in sqlite_store.cc. SUM over BIGINT is NUMERIC in PostgreSQL, hence the
+// casts. Text is compared and sorted with the C collation so MAX(level) and the ORDER BYs agree
+// with SQLite's byte order whatever the database's default collation is. {} is the event-type
+// list.
+constexpr const char* kRepoStatsSql =
+    "SELECT repo, MAX(level COLLATE \"C\"), COUNT(*), "
+    "SUM(CASE WHEN conclusion = 'success' THEN 1 ELSE 0 END)::BIGINT, "
+    "SUM(CASE WHEN conclusion = 'failure' THEN 1 ELSE 0 END)::BIGINT, "
+    "SUM(CASE WHEN conclusion = 'timed_out' THEN 1 ELSE 0 END)::BIGINT, "
+    "SUM(CASE WHEN conclusion = 'cancelled' THEN 1 ELSE 0 END)::BIGINT, "
+    "SUM(CASE WHEN status = 'in_progress' THEN 1 ELSE 0 END)::BIGINT, "
+    "COUNT(DISTINCT CASE WHEN pr_number > 0 THEN pr_number END), "
+    "SUM(CASE WHEN queue_time_ms >= 0 THEN queue_time_ms ELSE 0 END)::BIGINT, "
+    "SUM(CASE WHEN queue_time_ms >= 0 THEN 1 ELSE 0 END)::BIGINT, "
+    "SUM(CASE WHEN execution_time_ms >= 0 THEN execution_time_ms ELSE 0 END)::BIGINT, "
+    "SUM(CASE WHEN execution_time_ms >= 0 THEN 1 ELSE 0 END)::BIGINT, "
+    "SUM(CASE WHEN execution_time_ms > 10800000 THEN 1 ELSE 0 END)::BIGINT, "
+    "MIN(created_ms), MAX(created_ms) "
+    "FROM jobs WHERE created_ms >= $1 AND created_ms < $2 AND event_type IN {} "
+    "GROUP BY repo ORDER BY repo COLLATE \"C\"";
+
+// created_ms is BIGINT, so / is integer division, as in SQLite.
+constexpr const char* kDailyStatsSql =
+    "SELECT repo, created_ms / 86400000 AS day, COUNT(*), "
+    "SUM(CASE WHEN conclusion = 'success' THEN 1 ELSE 0 END)::BIGINT, "
+    "SUM(CASE WHEN conclusion = 'failure' THEN 1 ELSE 0 END)::BIGINT "
+    "FROM jobs WHERE created_ms >= $1 AND created_ms < $2 AND event_type IN {} "
+    "GROUP BY repo, created_ms / 86400000 ORDER BY repo COLLATE \"C\", day";
+
+// Serializes record_level's read-then-append per repo, across replicas. A two-key advisory lock
+// (class, hashtext(repo)): that key space is separate from the one-key locks above.
+constexpr int kLevelLockClass = 0x6f6f74;  // "oot"
 
 // The URI for error messages: the password, in the userinfo or as a parameter, never leaves.
 std::string redact(const std::string& uri) {
@@ -288,7 +353,8 @@ class PostgresStore : public Store {
   std::vector<OutboxItem> outbox_for(const std::string& delivery_id) override {
     return run("outbox_for", [&](pqxx::work& w) {
       return read_outbox(w.exec_params(
-          fmt::format("SELECT {} FROM outbox WHERE delivery_id = $1 ORDER BY repo", kOutboxColumns),
+          fmt::format("SELECT {} FROM outbox WHERE delivery_id = $1 ORDER BY repo COLLATE \"C\"",
+                      kOutboxColumns),
           delivery_id));
     });
   }
@@ -377,7 +443,8 @@ class PostgresStore : public Store {
   std::vector<JobRecord> jobs_for_sha(const std::string& head_sha) override {
     return run("jobs_for_sha", [&](pqxx::work& w) {
       return read_jobs(w.exec_params(
-          fmt::format("SELECT {} FROM jobs WHERE head_sha = $1 ORDER BY key", kJobColumns),
+          fmt::format("SELECT {} FROM jobs WHERE head_sha = $1 ORDER BY key COLLATE \"C\"",
+                      kJobColumns),
           head_sha));
     });
   }
@@ -484,6 +551,167 @@ class PostgresStore : public Store {
       auto r = w.exec_params("SELECT value FROM meta WHERE key = $1", key);
       if (r.empty()) return std::nullopt;
       return r[0][0].as<std::string>();
+    });
+  }
+
+  std::vector<RepoStats> repo_stats(int64_t from_ms, int64_t to_ms, JobFilter f) override {
+    return run("repo_stats", [&](pqxx::work& w) {
+      std::vector<RepoStats> out;
+      for (const auto& row :
+           w.exec_params(fmt::format(kRepoStatsSql, event_types(f)), from_ms, to_ms)) {
+        RepoStats r;
+        int i = 0;
+        r.repo = row[i++].as<std::string>();
+        r.level = row[i++].as<std::string>();
+        for (int64_t* v : {&r.jobs, &r.success, &r.failure, &r.timed_out, &r.cancelled,
+                           &r.in_progress, &r.prs, &r.queue_sum_ms, &r.queue_n, &r.exec_sum_ms,
+                           &r.exec_n, &r.overruns, &r.first_ms, &r.last_ms})
+          *v = i64_or_0(row[i++]);
+        out.push_back(r);
+      }
+      return out;
+    });
+  }
+
+  std::vector<DailyStats> daily_stats(int64_t from_ms, int64_t to_ms, JobFilter f) override {
+    return run("daily_stats", [&](pqxx::work& w) {
+      std::vector<DailyStats> out;
+      for (const auto& row :
+           w.exec_params(fmt::format(kDailyStatsSql, event_types(f)), from_ms, to_ms))
+        out.push_back({row[0].as<std::string>(), i64_or_0(row[1]), i64_or_0(row[2]),
+                       i64_or_0(row[3]), i64_or_0(row[4])});
+      return out;
+    });
+  }
+
+  std::vector<int64_t> repo_prs(const std::string& repo, int64_t from_ms, int64_t to_ms, int limit,
+                                int offset, int64_t* total) override {
+    return run("repo_prs", [&](pqxx::work& w) {
+      // One transaction, but READ COMMITTED: the count and the page are separate snapshots, as
+      // they are separate statements in SQLite.
+      auto c = w.exec_params(
+          "SELECT COUNT(DISTINCT pr_number) FROM jobs WHERE repo = $1 AND created_ms >= $2 "
+          "AND created_ms < $3 AND pr_number > 0",
+          repo, from_ms, to_ms);
+      if (total) *total = i64_or_0(c[0][0]);
+      std::vector<int64_t> out;
+      for (const auto& row : w.exec_params(
+               "SELECT pr_number FROM jobs WHERE repo = $1 AND created_ms >= $2 AND "
+               "created_ms < $3 AND pr_number > 0 GROUP BY pr_number ORDER BY MAX(created_ms) "
+               "DESC, pr_number DESC LIMIT $4 OFFSET $5",
+               repo, from_ms, to_ms, sql_limit(limit), sql_offset(offset)))
+        out.push_back(row[0].as<int64_t>());
+      return out;
+    });
+  }
+
+  std::vector<JobRecord> repo_jobs_for_prs(const std::string& repo,
+                                           const std::vector<int64_t>& prs) override {
+    if (prs.empty()) return {};
+    // The numbers travel as one array literal, "{1,2,3}", rather than a parameter apiece.
+    std::string array = "{";
+    for (size_t i = 0; i < prs.size(); ++i) array += fmt::format("{}{}", i ? "," : "", prs[i]);
+    array += "}";
+    return run("repo_jobs_for_prs", [&](pqxx::work& w) {
+      return read_jobs(w.exec_params(
+          fmt::format("SELECT {} FROM jobs WHERE repo = $1 AND pr_number = ANY($2::BIGINT[]) "
+                      "ORDER BY pr_number DESC, workflow_name COLLATE \"C\", "
+                      "job_name COLLATE \"C\", run_attempt",
+                      kJobColumns),
+          repo, array));
+    });
+  }
+
+  std::vector<JobRecord> recent_jobs(const std::string& repo, int64_t from_ms, int64_t to_ms,
+                                     JobFilter f, int limit, int offset, int64_t* total) override {
+    return run("recent_jobs", [&](pqxx::work& w) {
+      std::string where = fmt::format(
+          "WHERE repo = $1 AND created_ms >= $2 AND created_ms < $3 AND event_type IN {}",
+          event_types(f));
+      auto c = w.exec_params("SELECT COUNT(*) FROM jobs " + where, repo, from_ms, to_ms);
+      if (total) *total = i64_or_0(c[0][0]);
+      return read_jobs(w.exec_params(
+          fmt::format("SELECT {} FROM jobs {} ORDER BY created_ms DESC, key COLLATE \"C\" "
+                      "LIMIT $4 OFFSET $5",
+                      kJobColumns, where),
+          repo, from_ms, to_ms, sql_limit(limit), sql_offset(offset)));
+    });
+  }
+
+  std::vector<int64_t> e2e_ms(const std::string& repo, int64_t from_ms, int64_t to_ms) override {
+    return run("e2e_ms", [&](pqxx::work& w) {
+      std::vector<int64_t> out;
+      for (const auto& row :
+           w.exec_params("SELECT queue_time_ms + execution_time_ms FROM jobs WHERE repo = $1 AND "
+                         "created_ms >= $2 AND created_ms < $3 AND queue_time_ms >= 0 AND "
+                         "execution_time_ms >= 0",
+                         repo, from_ms, to_ms))
+        out.push_back(row[0].as<int64_t>());
+      return out;
+    });
+  }
+
+  std::vector<JobRecord> jobs_for_pr(int64_t pr_number) override {
+    return run("jobs_for_pr", [&](pqxx::work& w) {
+      return read_jobs(w.exec_params(
+          fmt::format("SELECT {} FROM jobs WHERE pr_number = $1 ORDER BY repo COLLATE \"C\", "
+                      "workflow_name COLLATE \"C\", job_name COLLATE \"C\", run_attempt",
+                      kJobColumns),
+          pr_number));
+    });
+  }
+
+  void insert_jobs_bulk(const std::vector<JobRecord>& jobs) override {
+    if (jobs.empty()) return;
+    // COPY into a temporary table, then one INSERT ... SELECT, since COPY cannot skip existing
+    // keys. Rows go in batch order (`ord`), so within the batch the first row of a key wins, as
+    // in SQLite's row-by-row inserts: DO NOTHING also skips a row that conflicts with one the
+    // same statement inserted.
+    run("insert_jobs_bulk", [&](pqxx::work& w) {
+      w.exec("CREATE TEMPORARY TABLE jobs_bulk (LIKE jobs, ord BIGSERIAL) ON COMMIT DROP");
+      std::vector<std::string> columns;
+      for (std::string_view rest = kJobColumns; !rest.empty();) {
+        size_t comma = rest.find(',');
+        columns.emplace_back(rest.substr(0, comma));
+        rest = comma == std::string_view::npos ? "" : rest.substr(comma + 2);
+      }
+      pqxx::stream_to copy(w, "pg_temp.jobs_bulk", columns);
+      for (const JobRecord& j : jobs) {
+        int check_run_created = j.check_run_created ? 1 : 0;
+        copy << job_values(j, check_run_created);
+      }
+      copy.complete();
+      w.exec(
+          fmt::format("INSERT INTO jobs ({0}) SELECT {0} FROM pg_temp.jobs_bulk ORDER BY ord "
+                      "ON CONFLICT DO NOTHING",
+                      kJobColumns));
+      w.commit();
+    });
+  }
+
+  void record_level(const std::string& repo, const std::string& level, int64_t now_ms) override {
+    run("record_level", [&](pqxx::work& w) {
+      // Another replica must not append between the read and the insert.
+      w.exec_params("SELECT pg_advisory_xact_lock($1, hashtext($2))", kLevelLockClass, repo);
+      auto last = w.exec_params(
+          "SELECT level FROM level_history WHERE repo = $1 ORDER BY since_ms DESC LIMIT 1", repo);
+      if (!last.empty() && last[0][0].as<std::string>() == level) return;
+      w.exec_params(
+          "INSERT INTO level_history (repo, level, since_ms) VALUES ($1,$2,$3) "
+          "ON CONFLICT DO NOTHING",
+          repo, level, now_ms);
+      w.commit();
+    });
+  }
+
+  std::optional<int64_t> level_since(const std::string& repo, const std::string& level) override {
+    return run("level_since", [&](pqxx::work& w) -> std::optional<int64_t> {
+      auto r = w.exec_params(
+          "SELECT level, since_ms FROM level_history WHERE repo = $1 ORDER BY since_ms DESC "
+          "LIMIT 1",
+          repo);
+      if (r.empty() || r[0][0].as<std::string>() != level) return std::nullopt;
+      return r[0][1].as<int64_t>();
     });
   }
 

@@ -83,8 +83,8 @@ constexpr const char* kJobColumns =
     "pr_number, level, status, conclusion, dispatched_ms, in_progress_ms, completed_ms, "
     "queue_time_ms, execution_time_ms, in_progress_hash, completed_hash, tests_passed, "
     "tests_failed, tests_skipped, tests_total, workflow_url, check_run_id, artifact_url, "
-    "check_run_created, last_body, failed_tests_json, triage_json";
-constexpr int kJobColumnCount = 31;
+    "check_run_created, last_body, failed_tests_json, triage_json, created_ms";
+constexpr int kJobColumnCount = 32;
 
 void bind_job(Stmt& s, const JobRecord& j) {
   int i = 0;
@@ -95,7 +95,7 @@ void bind_job(Stmt& s, const JobRecord& j) {
   b(j.queue_time_ms), b(j.execution_time_ms), b(j.in_progress_hash), b(j.completed_hash);
   b(j.tests_passed), b(j.tests_failed), b(j.tests_skipped), b(j.tests_total);
   b(j.workflow_url), b(j.check_run_id), b(j.artifact_url), b(int64_t{j.check_run_created});
-  b(j.last_body), b(j.failed_tests_json), b(j.triage_json);
+  b(j.last_body), b(j.failed_tests_json), b(j.triage_json), b(j.created_ms);
 }
 
 JobRecord read_job(Stmt& s) {
@@ -132,6 +132,7 @@ JobRecord read_job(Stmt& s) {
   j.last_body = s.text(i++);
   j.failed_tests_json = s.text(i++);
   j.triage_json = s.text(i++);
+  j.created_ms = s.i64(i++);
   return j;
 }
 
@@ -152,11 +153,40 @@ TaskItem read_task(Stmt& s) {
   return t;
 }
 
+const char* event_types(JobFilter f) {
+  return f == JobFilter::kNightly ? "('nightly','periodic')" : "('pull_request','push')";
+}
+
 std::string placeholders(int n) {
   std::string out;
   for (int i = 0; i < n; ++i) out += i ? ",?" : "?";
   return out;
 }
+
+// Shared with PostgreSQL in spirit: plain SQL both dialects accept. {} is the event-type list.
+constexpr const char* kRepoStatsSql =
+    "SELECT repo, MAX(level), COUNT(*), "
+    "SUM(CASE WHEN conclusion = 'success' THEN 1 ELSE 0 END), "
+    "SUM(CASE WHEN conclusion = 'failure' THEN 1 ELSE 0 END), "
+    "SUM(CASE WHEN conclusion = 'timed_out' THEN 1 ELSE 0 END), "
+    "SUM(CASE WHEN conclusion = 'cancelled' THEN 1 ELSE 0 END), "
+    "SUM(CASE WHEN status = 'in_progress' THEN 1 ELSE 0 END), "
+    "COUNT(DISTINCT CASE WHEN pr_number > 0 THEN pr_number END), "
+    "SUM(CASE WHEN queue_time_ms >= 0 THEN queue_time_ms ELSE 0 END), "
+    "SUM(CASE WHEN queue_time_ms >= 0 THEN 1 ELSE 0 END), "
+    "SUM(CASE WHEN execution_time_ms >= 0 THEN execution_time_ms ELSE 0 END), "
+    "SUM(CASE WHEN execution_time_ms >= 0 THEN 1 ELSE 0 END), "
+    "SUM(CASE WHEN execution_time_ms > 10800000 THEN 1 ELSE 0 END), "
+    "MIN(created_ms), MAX(created_ms) "
+    "FROM jobs WHERE created_ms >= ? AND created_ms < ? AND event_type IN {} "
+    "GROUP BY repo ORDER BY repo";
+
+constexpr const char* kDailyStatsSql =
+    "SELECT repo, created_ms / 86400000 AS day, COUNT(*), "
+    "SUM(CASE WHEN conclusion = 'success' THEN 1 ELSE 0 END), "
+    "SUM(CASE WHEN conclusion = 'failure' THEN 1 ELSE 0 END) "
+    "FROM jobs WHERE created_ms >= ? AND created_ms < ? AND event_type IN {} "
+    "GROUP BY repo, created_ms / 86400000 ORDER BY repo, day";
 
 class SqliteStore : public Store {
  public:
@@ -469,6 +499,147 @@ class SqliteStore : public Store {
     s.bind(1, key);
     if (!s.step()) return std::nullopt;
     return s.text(0);
+  }
+
+  std::vector<RepoStats> repo_stats(int64_t from_ms, int64_t to_ms, JobFilter f) override {
+    std::lock_guard lock(mu_);
+    Stmt s(db_, fmt::format(kRepoStatsSql, event_types(f)).c_str());
+    s.bind(1, from_ms).bind(2, to_ms);
+    std::vector<RepoStats> out;
+    while (s.step()) {
+      RepoStats r;
+      int i = 0;
+      r.repo = s.text(i++);
+      r.level = s.text(i++);
+      for (int64_t* v : {&r.jobs, &r.success, &r.failure, &r.timed_out, &r.cancelled,
+                         &r.in_progress, &r.prs, &r.queue_sum_ms, &r.queue_n, &r.exec_sum_ms,
+                         &r.exec_n, &r.overruns, &r.first_ms, &r.last_ms})
+        *v = s.i64(i++);
+      out.push_back(r);
+    }
+    return out;
+  }
+
+  std::vector<DailyStats> daily_stats(int64_t from_ms, int64_t to_ms, JobFilter f) override {
+    std::lock_guard lock(mu_);
+    Stmt s(db_, fmt::format(kDailyStatsSql, event_types(f)).c_str());
+    s.bind(1, from_ms).bind(2, to_ms);
+    std::vector<DailyStats> out;
+    while (s.step()) out.push_back({s.text(0), s.i64(1), s.i64(2), s.i64(3), s.i64(4)});
+    return out;
+  }
+
+  std::vector<int64_t> repo_prs(const std::string& repo, int64_t from_ms, int64_t to_ms, int limit,
+                                int offset, int64_t* total) override {
+    std::lock_guard lock(mu_);
+    Stmt c(db_,
+           "SELECT COUNT(DISTINCT pr_number) FROM jobs WHERE repo = ? AND created_ms >= ? "
+           "AND created_ms < ? AND pr_number > 0");
+    c.bind(1, repo).bind(2, from_ms).bind(3, to_ms);
+    c.step();
+    if (total) *total = c.i64(0);
+    Stmt s(db_,
+           "SELECT pr_number FROM jobs WHERE repo = ? AND created_ms >= ? AND created_ms < ? "
+           "AND pr_number > 0 GROUP BY pr_number ORDER BY MAX(created_ms) DESC, pr_number "
+           "DESC LIMIT ? OFFSET ?");
+    s.bind(1, repo).bind(2, from_ms).bind(3, to_ms).bind(4, limit).bind(5, offset);
+    std::vector<int64_t> out;
+    while (s.step()) out.push_back(s.i64(0));
+    return out;
+  }
+
+  std::vector<JobRecord> repo_jobs_for_prs(const std::string& repo,
+                                           const std::vector<int64_t>& prs) override {
+    if (prs.empty()) return {};
+    std::lock_guard lock(mu_);
+    Stmt s(db_, fmt::format("SELECT {} FROM jobs WHERE repo = ? AND pr_number IN ({}) ORDER BY "
+                            "pr_number DESC, workflow_name, job_name, run_attempt",
+                            kJobColumns, placeholders(static_cast<int>(prs.size())))
+                    .c_str());
+    s.bind(1, repo);
+    for (size_t i = 0; i < prs.size(); ++i) s.bind(static_cast<int>(i) + 2, prs[i]);
+    std::vector<JobRecord> out;
+    while (s.step()) out.push_back(read_job(s));
+    return out;
+  }
+
+  std::vector<JobRecord> recent_jobs(const std::string& repo, int64_t from_ms, int64_t to_ms,
+                                     JobFilter f, int limit, int offset, int64_t* total) override {
+    std::lock_guard lock(mu_);
+    std::string where =
+        fmt::format("WHERE repo = ? AND created_ms >= ? AND created_ms < ? AND event_type IN {}",
+                    event_types(f));
+    Stmt c(db_, ("SELECT COUNT(*) FROM jobs " + where).c_str());
+    c.bind(1, repo).bind(2, from_ms).bind(3, to_ms);
+    c.step();
+    if (total) *total = c.i64(0);
+    Stmt s(db_, fmt::format("SELECT {} FROM jobs {} ORDER BY created_ms DESC, key LIMIT ? OFFSET ?",
+                            kJobColumns, where)
+                    .c_str());
+    s.bind(1, repo).bind(2, from_ms).bind(3, to_ms).bind(4, limit).bind(5, offset);
+    std::vector<JobRecord> out;
+    while (s.step()) out.push_back(read_job(s));
+    return out;
+  }
+
+  std::vector<int64_t> e2e_ms(const std::string& repo, int64_t from_ms, int64_t to_ms) override {
+    std::lock_guard lock(mu_);
+    Stmt s(db_,
+           "SELECT queue_time_ms + execution_time_ms FROM jobs WHERE repo = ? AND "
+           "created_ms >= ? AND created_ms < ? AND queue_time_ms >= 0 AND "
+           "execution_time_ms >= 0");
+    s.bind(1, repo).bind(2, from_ms).bind(3, to_ms);
+    std::vector<int64_t> out;
+    while (s.step()) out.push_back(s.i64(0));
+    return out;
+  }
+
+  std::vector<JobRecord> jobs_for_pr(int64_t pr_number) override {
+    std::lock_guard lock(mu_);
+    Stmt s(db_, fmt::format("SELECT {} FROM jobs WHERE pr_number = ? ORDER BY repo, "
+                            "workflow_name, job_name, run_attempt",
+                            kJobColumns)
+                    .c_str());
+    s.bind(1, pr_number);
+    std::vector<JobRecord> out;
+    while (s.step()) out.push_back(read_job(s));
+    return out;
+  }
+
+  void insert_jobs_bulk(const std::vector<JobRecord>& jobs) override {
+    std::lock_guard lock(mu_);
+    in_transaction([&] {
+      Stmt s(db_, fmt::format("INSERT INTO jobs ({}) VALUES ({}) ON CONFLICT DO NOTHING",
+                              kJobColumns, placeholders(kJobColumnCount))
+                      .c_str());
+      for (const JobRecord& j : jobs) {
+        s.reset();
+        bind_job(s, j);
+        s.step();
+      }
+      return true;
+    });
+  }
+
+  void record_level(const std::string& repo, const std::string& level, int64_t now_ms) override {
+    std::lock_guard lock(mu_);
+    Stmt last(db_, "SELECT level FROM level_history WHERE repo = ? ORDER BY since_ms DESC LIMIT 1");
+    last.bind(1, repo);
+    if (last.step() && last.text(0) == level) return;
+    Stmt s(db_,
+           "INSERT INTO level_history (repo, level, since_ms) VALUES (?,?,?) "
+           "ON CONFLICT DO NOTHING");
+    s.bind(1, repo).bind(2, level).bind(3, now_ms).step();
+  }
+
+  std::optional<int64_t> level_since(const std::string& repo, const std::string& level) override {
+    std::lock_guard lock(mu_);
+    Stmt s(
+        db_,
+        "SELECT level, since_ms FROM level_history WHERE repo = ? ORDER BY since_ms DESC LIMIT 1");
+    s.bind(1, repo);
+    if (!s.step() || s.text(0) != level) return std::nullopt;
+    return s.i64(1);
   }
 
  private:

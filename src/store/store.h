@@ -79,6 +79,27 @@ struct JobRecord {
   std::string last_body;           // the last applied callback body, verbatim (untrusted)
   std::string failed_tests_json;   // capped failed_tests_detail, or ""
   std::string triage_json;         // validated triage_verdict, or ""
+  int64_t created_ms = 0;          // relay time of the job's first callback: the HUD's time axis
+};
+
+// HUD aggregates. `pr` jobs are pull_request and push; `nightly` jobs are nightly and periodic.
+enum class JobFilter { kPullRequest, kNightly };
+
+struct RepoStats {
+  std::string repo;
+  std::string level;  // the highest level seen in the window
+  int64_t jobs = 0, success = 0, failure = 0, timed_out = 0, cancelled = 0, in_progress = 0;
+  int64_t prs = 0;  // distinct PR numbers
+  int64_t queue_sum_ms = 0, queue_n = 0;
+  int64_t exec_sum_ms = 0, exec_n = 0;
+  int64_t overruns = 0;  // execution over 3 h
+  int64_t first_ms = 0, last_ms = 0;
+};
+
+struct DailyStats {
+  std::string repo;
+  int64_t day = 0;  // days since the epoch (UTC)
+  int64_t jobs = 0, success = 0, failure = 0;
 };
 
 // A durable side effect of a callback or webhook (check run, re-run, HUD forward), retried until
@@ -160,6 +181,28 @@ class Store {
   virtual void fail_task(int64_t id, int attempts, const std::string& error) = 0;
   virtual TaskCounts task_counts() = 0;
   virtual std::vector<TaskItem> tasks_of_kind(const std::string& kind) = 0;  // for tests and ops
+
+  // HUD reads. Windows are [from_ms, to_ms) on created_ms.
+  virtual std::vector<RepoStats> repo_stats(int64_t from_ms, int64_t to_ms, JobFilter filter) = 0;
+  virtual std::vector<DailyStats> daily_stats(int64_t from_ms, int64_t to_ms, JobFilter filter) = 0;
+  // PR numbers with jobs of `repo` in the window, newest first; *total gets the count.
+  virtual std::vector<int64_t> repo_prs(const std::string& repo, int64_t from_ms, int64_t to_ms,
+                                        int limit, int offset, int64_t* total) = 0;
+  virtual std::vector<JobRecord> repo_jobs_for_prs(const std::string& repo,
+                                                   const std::vector<int64_t>& prs) = 0;
+  // Newest first, for views without PRs (nightly).
+  virtual std::vector<JobRecord> recent_jobs(const std::string& repo, int64_t from_ms,
+                                             int64_t to_ms, JobFilter filter, int limit, int offset,
+                                             int64_t* total) = 0;
+  // queue + execution of every completed job with both measured, for percentiles.
+  virtual std::vector<int64_t> e2e_ms(const std::string& repo, int64_t from_ms, int64_t to_ms) = 0;
+  virtual std::vector<JobRecord> jobs_for_pr(int64_t pr_number) = 0;
+  // One transaction; for `ootci relay seed` and benchmarks.
+  virtual void insert_jobs_bulk(const std::vector<JobRecord>& jobs) = 0;
+  // Level tenure: record_level appends only when the level changed; level_since is when the
+  // current run at `level` began.
+  virtual void record_level(const std::string& repo, const std::string& level, int64_t now_ms) = 0;
+  virtual std::optional<int64_t> level_since(const std::string& repo, const std::string& level) = 0;
 
   // Small shared values, e.g. the sweeper's heartbeat, visible to every replica.
   virtual void set_meta(const std::string& key, const std::string& value) = 0;

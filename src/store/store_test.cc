@@ -2,13 +2,17 @@
 // scripts/test always sets it (it starts a throwaway server), and the suite fails without it there.
 #include "store/store.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
+#include <pqxx/pqxx>
 #include <set>
 #include <thread>
 #include <tuple>
@@ -22,9 +26,51 @@ namespace {
 
 class StoreTest : public ::testing::TestWithParam<std::string> {
  protected:
-  void SetUp() override { store_ = open_test_store(GetParam()); }
+  void SetUp() override {
+    uri_ = fresh_store_uri(GetParam());
+    store_ = open_store(uri_);
+  }
+  std::string uri_;
   std::unique_ptr<Store> store_;
 };
+
+using SqlRows = std::vector<std::vector<std::string>>;
+
+// Runs `sql` (one or more statements) straight on the database behind a store URI from
+// fresh_store_uri, for what the Store interface neither sets up nor shows. Returns the last
+// statement's rows as text; NULL reads as "".
+SqlRows raw_sql(const std::string& uri, const std::string& sql) {
+  SqlRows out;
+  if (uri.rfind("sqlite:", 0) == 0) {
+    sqlite3* db = nullptr;
+    if (sqlite3_open(uri.substr(7).c_str(), &db) != SQLITE_OK) {
+      sqlite3_close(db);
+      throw Error("cannot open " + uri);
+    }
+    char* err = nullptr;
+    int rc = sqlite3_exec(
+        db, sql.c_str(),
+        [](void* rows, int n, char** values, char**) {
+          auto& r = static_cast<SqlRows*>(rows)->emplace_back();
+          for (int i = 0; i < n; ++i) r.emplace_back(values[i] ? values[i] : "");
+          return 0;
+        },
+        &out, &err);
+    std::string msg = err ? err : "";
+    sqlite3_free(err);
+    sqlite3_close(db);
+    if (rc != SQLITE_OK) throw Error("sqlite: " + msg);
+    return out;
+  }
+  pqxx::connection c(uri);
+  pqxx::work w(c);
+  for (const auto& row : w.exec(sql)) {
+    auto& r = out.emplace_back();
+    for (const auto& f : row) r.emplace_back(f.is_null() ? "" : f.as<std::string>());
+  }
+  w.commit();
+  return out;
+}
 
 DeliveryRecord delivery(const std::string& id) {
   return DeliveryRecord{id, "pull_request", "opened", "abc", 2, 1000, R"({"a":1})"};
@@ -165,7 +211,7 @@ TEST_P(StoreTest, DispatchRecordFindsTheOutboxRowOfDeliveryAndRepo) {
   EXPECT_FALSE(store_->dispatch_record("d2", "a/x"));
 }
 
-// Every field, so a comparison catches a dropped or swapped column. 31 is JobRecord's field count.
+// Every field, so a comparison catches a dropped or swapped column. 32 is JobRecord's field count.
 auto job_fields(const JobRecord& j) {
   return std::tie(j.key, j.delivery_id, j.repo, j.run_id, j.run_attempt, j.job_name,
                   j.workflow_name, j.event_type, j.head_sha, j.pr_number, j.level, j.status,
@@ -173,9 +219,9 @@ auto job_fields(const JobRecord& j) {
                   j.execution_time_ms, j.in_progress_hash, j.completed_hash, j.tests_passed,
                   j.tests_failed, j.tests_skipped, j.tests_total, j.workflow_url, j.check_run_id,
                   j.artifact_url, j.check_run_created, j.last_body, j.failed_tests_json,
-                  j.triage_json);
+                  j.triage_json, j.created_ms);
 }
-static_assert(std::tuple_size_v<decltype(job_fields(std::declval<JobRecord>()))> == 31);
+static_assert(std::tuple_size_v<decltype(job_fields(std::declval<JobRecord>()))> == 32);
 
 void expect_same_job(const std::optional<JobRecord>& got, const JobRecord& want) {
   ASSERT_TRUE(got) << want.key;
@@ -188,6 +234,7 @@ void expect_same_job(const std::optional<JobRecord>& got, const JobRecord& want)
   EXPECT_EQ(got->completed_ms, want.completed_ms);
   EXPECT_EQ(got->check_run_created, want.check_run_created);
   EXPECT_EQ(got->last_body, want.last_body);
+  EXPECT_EQ(got->created_ms, want.created_ms);
 }
 
 // Distinct, non-default values in every field.
@@ -224,6 +271,7 @@ JobRecord full_job() {
   j.last_body = "{\"status\":\"in_progress\",\n \"note\":\"'quoted' \\\\ caf\xc3\xa9\"}";
   j.failed_tests_json = R"([{"name":"t1"}])";
   j.triage_json = R"({"verdict":"flaky"})";
+  j.created_ms = 1700000000123;
   return j;
 }
 
@@ -304,6 +352,7 @@ TEST_P(StoreTest, UpdateJobIsACompareAndSetOnStatus) {
   done.check_run_created = false;
   done.last_body = "{\"status\":\"completed\"}";
   done.triage_json = "";
+  done.created_ms = 1700000000999;  // update_job writes every column, created_ms too
   ASSERT_TRUE(store_->update_job(
       done, "in_progress", {task("check_run", j.key, "complete"), task("hud", j.key, "forward")}));
   expect_same_job(store_->get_job(j.key), done);
@@ -580,6 +629,457 @@ TEST_P(StoreTest, MetaUpserts) {
   EXPECT_EQ(store_->get_meta("other"), "");
   EXPECT_EQ(store_->get_meta("sweeper_heartbeat"), "2000");
   EXPECT_FALSE(store_->get_meta("missing"));
+}
+
+// ---- HUD reads ----
+
+constexpr int64_t kDay = 86400000;
+constexpr int64_t kThreeHours = 3 * 3600 * 1000;
+
+// A job for the HUD queries: completed with `conclusion`, or in_progress when it is "".
+JobRecord hud_job(const std::string& key, const std::string& repo, const std::string& event,
+                  int64_t pr, int64_t created_ms, const std::string& conclusion = "success",
+                  int64_t queue_ms = -1, int64_t exec_ms = -1, const std::string& level = "L1") {
+  JobRecord j;
+  j.key = key;
+  j.delivery_id = "d-" + key;
+  j.repo = repo;
+  j.job_name = key;
+  j.workflow_name = "CI";
+  j.event_type = event;
+  j.head_sha = "sha-" + key;
+  j.pr_number = pr;
+  j.level = level;
+  j.status = conclusion.empty() ? "in_progress" : "completed";
+  j.conclusion = conclusion;
+  j.queue_time_ms = queue_ms;
+  j.execution_time_ms = exec_ms;
+  j.created_ms = created_ms;
+  return j;
+}
+
+void insert_all(Store& store, const std::vector<JobRecord>& jobs) {
+  for (const auto& j : jobs) ASSERT_TRUE(store.insert_job(j, {})) << j.key;
+}
+
+auto stats_fields(const RepoStats& r) {
+  return std::tie(r.repo, r.level, r.jobs, r.success, r.failure, r.timed_out, r.cancelled,
+                  r.in_progress, r.prs, r.queue_sum_ms, r.queue_n, r.exec_sum_ms, r.exec_n,
+                  r.overruns, r.first_ms, r.last_ms);
+}
+
+RepoStats stats(const std::string& repo, const std::string& level) {
+  RepoStats r;
+  r.repo = repo;
+  r.level = level;
+  return r;
+}
+
+void expect_stats(const std::vector<RepoStats>& got, const std::vector<RepoStats>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    const RepoStats &g = got[i], &w = want[i];
+    EXPECT_EQ(g.repo, w.repo);
+    EXPECT_EQ(g.level, w.level) << w.repo;
+    EXPECT_EQ(g.jobs, w.jobs) << w.repo;
+    EXPECT_EQ(g.success, w.success) << w.repo;
+    EXPECT_EQ(g.failure, w.failure) << w.repo;
+    EXPECT_EQ(g.timed_out, w.timed_out) << w.repo;
+    EXPECT_EQ(g.cancelled, w.cancelled) << w.repo;
+    EXPECT_EQ(g.in_progress, w.in_progress) << w.repo;
+    EXPECT_EQ(g.prs, w.prs) << w.repo;
+    EXPECT_EQ(g.queue_sum_ms, w.queue_sum_ms) << w.repo;
+    EXPECT_EQ(g.queue_n, w.queue_n) << w.repo;
+    EXPECT_EQ(g.exec_sum_ms, w.exec_sum_ms) << w.repo;
+    EXPECT_EQ(g.exec_n, w.exec_n) << w.repo;
+    EXPECT_EQ(g.overruns, w.overruns) << w.repo;
+    EXPECT_EQ(g.first_ms, w.first_ms) << w.repo;
+    EXPECT_EQ(g.last_ms, w.last_ms) << w.repo;
+    EXPECT_TRUE(stats_fields(g) == stats_fields(w)) << w.repo;
+  }
+}
+
+TEST_P(StoreTest, RepoStatsAggregatesTheWindowPerRepoAndFilter) {
+  // Big enough that a 32-bit sum would overflow.
+  constexpr int64_t kLong = 5'000'000'000;
+  insert_all(*store_,
+             {
+                 // org/a, pull_request + push, all in [1000, 2000).
+                 hud_job("a1", "org/a", "pull_request", 1, 1000, "success", 10, 100, "L1"),
+                 hud_job("a2", "org/a", "push", 0, 1500, "failure", -1, kThreeHours + 1, "L2"),
+                 hud_job("a3", "org/a", "pull_request", 1, 1600, "timed_out", 20, -1, "L1"),
+                 hud_job("a4", "org/a", "pull_request", 2, 1999, "", 5, -1, "L3"),
+                 hud_job("a5", "org/a", "pull_request", 3, 2000, "success", 1, 1),  // to: out
+                 hud_job("a6", "org/a", "pull_request", 4, 999, "success", 1,
+                         1),  // before
+                              // org/a, nightly + periodic.
+                 hud_job("a7", "org/a", "nightly", 0, 1200, "cancelled", 7, -1, "L4"),
+                 hud_job("a8", "org/a", "periodic", 0, 1800, "success", 0, kThreeHours, "L0"),
+                 // Other event types count in neither view.
+                 hud_job("a9", "org/a", "workflow_dispatch", 5, 1300, "failure", 1, 1, "L9"),
+                 hud_job("b1", "org/b", "pull_request", 7, 1100, "cancelled", 1, 2, "L2"),
+                 hud_job("b2", "org/b", "pull_request", 7, 1101, "failure", kLong, kLong, "L2"),
+                 hud_job("c1", "org/c", "nightly", 0, 1400, "failure", -1, -1, "L1"),
+                 // Byte order, as in SQLite: upper case sorts before lower case.
+                 hud_job("z1", "Zed/upper", "push", 0, 1700, "neutral", -1, -1, "L1"),
+             });
+
+  RepoStats a = stats("org/a", "L3");
+  a.jobs = 4, a.success = 1, a.failure = 1, a.timed_out = 1, a.in_progress = 1;
+  a.prs = 2;  // PRs 1 and 2; the push's 0 is no PR
+  a.queue_sum_ms = 35, a.queue_n = 3;
+  a.exec_sum_ms = 100 + kThreeHours + 1, a.exec_n = 2, a.overruns = 1;
+  a.first_ms = 1000, a.last_ms = 1999;
+  RepoStats b = stats("org/b", "L2");
+  b.jobs = 2, b.failure = 1, b.cancelled = 1, b.prs = 1;
+  b.queue_sum_ms = 1 + kLong, b.queue_n = 2, b.exec_sum_ms = 2 + kLong, b.exec_n = 2;
+  b.overruns = 1;
+  b.first_ms = 1100, b.last_ms = 1101;
+  RepoStats z = stats("Zed/upper", "L1");
+  z.jobs = 1, z.first_ms = z.last_ms = 1700;
+  expect_stats(store_->repo_stats(1000, 2000, JobFilter::kPullRequest), {z, a, b});
+
+  RepoStats an = stats("org/a", "L4");
+  an.jobs = 2, an.success = 1, an.cancelled = 1;
+  an.queue_sum_ms = 7, an.queue_n = 2;          // a queue of 0 counts
+  an.exec_sum_ms = kThreeHours, an.exec_n = 1;  // exactly 3 h is no overrun
+  an.first_ms = 1200, an.last_ms = 1800;
+  RepoStats cn = stats("org/c", "L1");
+  cn.jobs = 1, cn.failure = 1, cn.first_ms = cn.last_ms = 1400;
+  expect_stats(store_->repo_stats(1000, 2000, JobFilter::kNightly), {an, cn});
+
+  // Narrower windows: `to` is exclusive, `from` inclusive.
+  auto narrow = store_->repo_stats(1001, 1999, JobFilter::kPullRequest);
+  ASSERT_EQ(narrow.size(), 3u);
+  EXPECT_EQ(narrow[1].repo, "org/a");
+  EXPECT_EQ(narrow[1].jobs, 2);  // a2, a3
+  EXPECT_EQ(narrow[1].level, "L2");
+  EXPECT_EQ(narrow[1].prs, 1);
+  EXPECT_EQ(narrow[1].in_progress, 0);
+  EXPECT_EQ(narrow[1].first_ms, 1500);
+  EXPECT_EQ(narrow[1].last_ms, 1600);
+  auto wide = store_->repo_stats(0, 1'000'000, JobFilter::kPullRequest);
+  ASSERT_EQ(wide.size(), 3u);
+  EXPECT_EQ(wide[1].jobs, 6);
+  EXPECT_EQ(wide[1].prs, 4);
+  EXPECT_EQ(wide[1].first_ms, 999);
+  EXPECT_EQ(wide[1].last_ms, 2000);
+  EXPECT_TRUE(store_->repo_stats(2001, 5000, JobFilter::kPullRequest).empty());
+  EXPECT_TRUE(store_->repo_stats(1500, 1500, JobFilter::kPullRequest).empty());
+}
+
+TEST_P(StoreTest, DailyStatsGroupsByUtcDay) {
+  insert_all(*store_,
+             {
+                 hud_job("x1", "org/x", "pull_request", 1, 10 * kDay, "success"),
+                 hud_job("x2", "org/x", "push", 0, 11 * kDay - 1, "failure"),  // still day 10
+                 hud_job("x3", "org/x", "pull_request", 2, 10 * kDay + 5, ""),
+                 hud_job("x4", "org/x", "pull_request", 2, 11 * kDay, "success"),
+                 hud_job("x5", "org/x", "pull_request", 2, 11 * kDay + 7, "success"),
+                 hud_job("x6", "org/x", "nightly", 0, 11 * kDay + 9, "failure"),
+                 hud_job("x7", "org/x", "periodic", 0, 13 * kDay, "timed_out"),
+                 hud_job("x8", "org/x", "pull_request", 3, 9 * kDay, "success"),  // before
+                 hud_job("y1", "org/y", "pull_request", 4, 10 * kDay + 1, "failure"),
+                 hud_job("A1", "Org/A", "push", 0, 12 * kDay, "cancelled"),
+             });
+  auto rows = [](const std::vector<DailyStats>& v) {
+    std::vector<std::tuple<std::string, int64_t, int64_t, int64_t, int64_t>> out;
+    for (const auto& d : v) out.emplace_back(d.repo, d.day, d.jobs, d.success, d.failure);
+    return out;
+  };
+  using Row = std::tuple<std::string, int64_t, int64_t, int64_t, int64_t>;
+  EXPECT_EQ(rows(store_->daily_stats(10 * kDay, 20 * kDay, JobFilter::kPullRequest)),
+            (std::vector<Row>{{"Org/A", 12, 1, 0, 0},
+                              {"org/x", 10, 3, 1, 1},
+                              {"org/x", 11, 2, 2, 0},
+                              {"org/y", 10, 1, 0, 1}}));
+  EXPECT_EQ(rows(store_->daily_stats(10 * kDay, 20 * kDay, JobFilter::kNightly)),
+            (std::vector<Row>{{"org/x", 11, 1, 0, 1}, {"org/x", 13, 1, 0, 0}}));
+  // The window cuts inside a day: only the part of the day in the window counts.
+  EXPECT_EQ(rows(store_->daily_stats(10 * kDay + 2, 11 * kDay + 1, JobFilter::kPullRequest)),
+            (std::vector<Row>{{"org/x", 10, 2, 0, 1}, {"org/x", 11, 1, 1, 0}}));
+  EXPECT_TRUE(store_->daily_stats(0, 9 * kDay, JobFilter::kPullRequest).empty());
+}
+
+TEST_P(StoreTest, RepoPrsNewestFirstWithPagingAndTotal) {
+  insert_all(*store_, {
+                          hud_job("p5a", "org/r", "pull_request", 5, 100),
+                          hud_job("p3", "org/r", "pull_request", 3, 300),
+                          hud_job("p5b", "org/r", "pull_request", 5, 200),
+                          hud_job("p9", "org/r", "pull_request", 9, 200),  // ties with 5: 9 first
+                          hud_job("p7", "org/r", "pull_request", 7, 50),
+                          hud_job("push", "org/r", "push", 0, 400),           // no PR
+                          hud_job("late", "org/r", "pull_request", 8, 1000),  // after the window
+                          hud_job("early", "org/r", "pull_request", 6, -1),   // before it
+                          hud_job("other", "org/s", "pull_request", 11, 500),
+                      });
+  int64_t total = -1;
+  EXPECT_EQ(store_->repo_prs("org/r", 0, 1000, 10, 0, &total), (std::vector<int64_t>{3, 9, 5, 7}));
+  EXPECT_EQ(total, 4);
+  total = -1;
+  EXPECT_EQ(store_->repo_prs("org/r", 0, 1000, 2, 1, &total), (std::vector<int64_t>{9, 5}));
+  EXPECT_EQ(total, 4);  // the total ignores the page
+  EXPECT_EQ(store_->repo_prs("org/r", 0, 1000, 2, 3, &total), (std::vector<int64_t>{7}));
+  total = -1;
+  EXPECT_TRUE(store_->repo_prs("org/r", 0, 1000, 10, 4, &total).empty());
+  EXPECT_EQ(total, 4);
+  EXPECT_EQ(store_->repo_prs("org/r", 0, 1000, -1, 0, nullptr), (std::vector<int64_t>{3, 9, 5, 7}));
+  // A PR's recency is its newest job in the window: without p5b's 200, 5 drops behind 7.
+  EXPECT_EQ(store_->repo_prs("org/r", 50, 150, 10, 0, &total), (std::vector<int64_t>{5, 7}));
+  EXPECT_EQ(total, 2);
+  EXPECT_EQ(store_->repo_prs("org/r", 50, 1001, 10, 0, &total),
+            (std::vector<int64_t>{8, 3, 9, 5, 7}));
+  EXPECT_EQ(total, 5);
+  EXPECT_TRUE(store_->repo_prs("org/none", 0, 1000, 10, 0, &total).empty());
+  EXPECT_EQ(total, 0);
+}
+
+TEST_P(StoreTest, RepoJobsForPrsOrdersByPrThenWorkflowJobAttempt) {
+  auto j = [](const std::string& key, const std::string& repo, int64_t pr, const std::string& wf,
+              const std::string& name, int64_t attempt) {
+    JobRecord r = hud_job(key, repo, "pull_request", pr, 100);
+    r.workflow_name = wf;
+    r.job_name = name;
+    r.run_attempt = attempt;
+    return r;
+  };
+  JobRecord full = full_job();
+  full.repo = "org/r";
+  full.pr_number = 3;
+  insert_all(*store_, {
+                          j("k1", "org/r", 5, "B", "x", 1),
+                          j("k2", "org/r", 5, "A", "y", 2),
+                          j("k3", "org/r", 5, "A", "y", 1),
+                          j("k4", "org/r", 5, "A", "Z", 1),  // byte order: Z before y
+                          full,
+                          j("k6", "org/r", 9, "A", "a", 1),
+                          j("k7", "org/s", 5, "A", "a", 1),
+                      });
+  auto got = store_->repo_jobs_for_prs("org/r", {3, 5});
+  EXPECT_EQ(keys(got), (Strings{"k4", "k3", "k2", "k1", full.key}));
+  ASSERT_EQ(got.size(), 5u);
+  expect_same_job(got[4], full);
+  EXPECT_EQ(keys(store_->repo_jobs_for_prs("org/r", {9})), Strings{"k6"});
+  EXPECT_EQ(keys(store_->repo_jobs_for_prs("org/s", {5, 9, 3})), Strings{"k7"});
+  EXPECT_TRUE(store_->repo_jobs_for_prs("org/r", {}).empty());
+  EXPECT_TRUE(store_->repo_jobs_for_prs("org/r", {4}).empty());
+}
+
+TEST_P(StoreTest, RecentJobsNewestFirstWithFilterPagingAndTotal) {
+  insert_all(*store_, {
+                          hud_job("n1", "org/r", "nightly", 0, 100),  // before the window
+                          hud_job("n-b", "org/r", "nightly", 0, 300),
+                          hud_job("n3", "org/r", "nightly", 0, 200),
+                          hud_job("n-a", "org/r", "nightly", 0, 300),  // ties: key order
+                          hud_job("p1", "org/r", "periodic", 0, 400),
+                          hud_job("n5", "org/r", "nightly", 0, 1000),  // after it
+                          hud_job("pr", "org/r", "pull_request", 1, 250),
+                          hud_job("other", "org/s", "nightly", 0, 250),
+                      });
+  int64_t total = -1;
+  EXPECT_EQ(keys(store_->recent_jobs("org/r", 150, 1000, JobFilter::kNightly, 10, 0, &total)),
+            (Strings{"p1", "n-a", "n-b", "n3"}));
+  EXPECT_EQ(total, 4);
+  total = -1;
+  EXPECT_EQ(keys(store_->recent_jobs("org/r", 150, 1000, JobFilter::kNightly, 2, 1, &total)),
+            (Strings{"n-a", "n-b"}));
+  EXPECT_EQ(total, 4);
+  EXPECT_EQ(keys(store_->recent_jobs("org/r", 150, 1000, JobFilter::kNightly, 2, 3, &total)),
+            Strings{"n3"});
+  EXPECT_TRUE(store_->recent_jobs("org/r", 150, 1000, JobFilter::kNightly, 2, 4, &total).empty());
+  EXPECT_EQ(total, 4);
+  EXPECT_EQ(keys(store_->recent_jobs("org/r", 0, 1001, JobFilter::kNightly, -1, 0, nullptr)),
+            (Strings{"n5", "p1", "n-a", "n-b", "n3", "n1"}));
+  EXPECT_EQ(keys(store_->recent_jobs("org/r", 150, 1000, JobFilter::kPullRequest, 10, 0, &total)),
+            Strings{"pr"});
+  EXPECT_EQ(total, 1);
+  auto one = store_->recent_jobs("org/s", 0, 1000, JobFilter::kNightly, 10, 0, &total);
+  ASSERT_EQ(one.size(), 1u);
+  expect_same_job(one[0], hud_job("other", "org/s", "nightly", 0, 250));
+  EXPECT_TRUE(store_->recent_jobs("org/t", 0, 1000, JobFilter::kNightly, 10, 0, &total).empty());
+  EXPECT_EQ(total, 0);
+}
+
+TEST_P(StoreTest, E2eMsOnlyForJobsWithBothTimes) {
+  insert_all(*store_, {
+                          hud_job("both", "org/r", "pull_request", 1, 100, "success", 10, 100),
+                          hud_job("noq", "org/r", "pull_request", 1, 100, "success", -1, 50),
+                          hud_job("noe", "org/r", "pull_request", 1, 100, "", 5, -1),
+                          hud_job("zero", "org/r", "push", 0, 100, "failure", 0, 0),
+                          hud_job("night", "org/r", "nightly", 0, 199, "success", 1, 2),
+                          hud_job("late", "org/r", "pull_request", 1, 200, "success", 1, 1),
+                          hud_job("early", "org/r", "pull_request", 1, 99, "success", 1, 1),
+                          hud_job("other", "org/s", "pull_request", 1, 100, "success", 1, 1),
+                      });
+  auto got = store_->e2e_ms("org/r", 100, 200);
+  std::sort(got.begin(), got.end());  // unordered, like SQLite's
+  EXPECT_EQ(got, (std::vector<int64_t>{0, 3, 110}));
+  EXPECT_TRUE(store_->e2e_ms("org/t", 0, 1000).empty());
+}
+
+TEST_P(StoreTest, JobsForPrAcrossReposInOrder) {
+  auto j = [](const std::string& key, const std::string& repo, int64_t pr, const std::string& wf,
+              const std::string& name, int64_t attempt) {
+    JobRecord r = hud_job(key, repo, "pull_request", pr, 100);
+    r.workflow_name = wf;
+    r.job_name = name;
+    r.run_attempt = attempt;
+    return r;
+  };
+  insert_all(*store_, {
+                          j("k1", "org/b", 42, "CI", "a", 1),
+                          j("k2", "org/a", 42, "CI", "b", 2),
+                          j("k3", "org/a", 42, "CI", "b", 1),
+                          j("k4", "org/a", 42, "Build", "z", 1),
+                          j("k5", "Org/z", 42, "CI", "a", 1),
+                          j("k6", "org/a", 43, "CI", "a", 1),
+                      });
+  EXPECT_EQ(keys(store_->jobs_for_pr(42)), (Strings{"k5", "k4", "k3", "k2", "k1"}));
+  EXPECT_EQ(keys(store_->jobs_for_pr(43)), Strings{"k6"});
+  EXPECT_TRUE(store_->jobs_for_pr(44).empty());
+}
+
+TEST_P(StoreTest, InsertJobsBulkIgnoresExistingKeysAndRoundTrips) {
+  JobRecord existing = hud_job("k0", "org/r", "pull_request", 1, 100, "");
+  ASSERT_TRUE(store_->insert_job(existing, {}));
+
+  // Text that a COPY or a multi-row INSERT must escape.
+  JobRecord tricky = full_job();
+  tricky.key = "k1";
+  tricky.repo = "org/r";
+  tricky.job_name = "tab\there, newline\nthere, backslash \\ and \\N, quote ' \" , caf\xc3\xa9";
+  tricky.last_body = "\\.\n\r\n\\\\N\t";
+  tricky.workflow_url = "";
+  tricky.check_run_created = false;
+  tricky.run_id = -7;
+  tricky.created_ms = 123;
+
+  JobRecord overwrite = existing;
+  overwrite.status = "completed";
+  overwrite.conclusion = "failure";
+  JobRecord dup = tricky;
+  dup.job_name = "second";
+  dup.created_ms = 456;
+
+  std::vector<JobRecord> bulk = {overwrite, tricky};
+  for (int i = 2; i < 2002; ++i) {
+    JobRecord j = hud_job("k" + std::to_string(i), "org/r", i % 2 ? "push" : "pull_request", i / 10,
+                          1000 + i, i % 3 ? "success" : "failure", i, 2 * i);
+    j.check_run_created = i % 5 == 0;
+    bulk.push_back(j);
+  }
+  bulk.push_back(dup);  // a repeated key in the batch: the first one wins
+  store_->insert_jobs_bulk(bulk);
+  store_->insert_jobs_bulk({});
+
+  expect_same_job(store_->get_job("k0"), existing);
+  expect_same_job(store_->get_job("k1"), tricky);
+  for (size_t i = 2; i < 2002; i += 333) expect_same_job(store_->get_job(bulk[i].key), bulk[i]);
+  int64_t total = 0;
+  store_->recent_jobs("org/r", 0, 1'000'000, JobFilter::kPullRequest, 1, 0, &total);
+  EXPECT_EQ(total, 2002);
+  auto s = store_->repo_stats(0, 1'000'000, JobFilter::kPullRequest);
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(s[0].jobs, 2002);
+  EXPECT_EQ(s[0].in_progress, 2);  // k0 and k1, neither overwritten
+  EXPECT_EQ(s[0].last_ms, 1000 + 2001);
+
+  // Bulk inserting again adds nothing and changes nothing.
+  bulk[5].conclusion = "cancelled";
+  store_->insert_jobs_bulk(bulk);
+  EXPECT_EQ(store_->repo_stats(0, 1'000'000, JobFilter::kPullRequest)[0].jobs, 2002);
+  EXPECT_EQ(store_->get_job(bulk[5].key)->conclusion, "success");
+}
+
+TEST_P(StoreTest, RecordLevelAppendsOnlyOnChange) {
+  EXPECT_FALSE(store_->level_since("org/r", "L1"));
+  store_->record_level("org/r", "L1", 100);
+  EXPECT_EQ(store_->level_since("org/r", "L1"), 100);
+  store_->record_level("org/r", "L1", 200);  // same level: the run still began at 100
+  EXPECT_EQ(store_->level_since("org/r", "L1"), 100);
+  EXPECT_FALSE(store_->level_since("org/r", "L2"));
+
+  store_->record_level("org/r", "L2", 300);
+  store_->record_level("org/r", "L2", 400);
+  EXPECT_EQ(store_->level_since("org/r", "L2"), 300);
+  EXPECT_FALSE(store_->level_since("org/r", "L1"));  // no longer the current level
+
+  // Back to L1: a new run, not the old one.
+  store_->record_level("org/r", "L1", 500);
+  EXPECT_EQ(store_->level_since("org/r", "L1"), 500);
+  EXPECT_FALSE(store_->level_since("org/r", "L2"));
+  store_->record_level("org/r", "L1", 600);
+  EXPECT_EQ(store_->level_since("org/r", "L1"), 500);
+
+  // Repos are independent.
+  EXPECT_FALSE(store_->level_since("org/s", "L1"));
+  store_->record_level("org/s", "L2", 700);
+  EXPECT_EQ(store_->level_since("org/s", "L2"), 700);
+  EXPECT_EQ(store_->level_since("org/r", "L1"), 500);
+
+  // The history holds the changes and nothing else.
+  EXPECT_EQ(raw_sql(uri_, "SELECT repo, level, since_ms FROM level_history ORDER BY since_ms"),
+            (SqlRows{{"org/r", "L1", "100"},
+                     {"org/r", "L2", "300"},
+                     {"org/r", "L1", "500"},
+                     {"org/s", "L2", "700"}}));
+}
+
+// Four writers recording the same change at once append it once: each must see the others'
+// append before deciding (PostgreSQL replicas share no mutex).
+TEST_P(StoreTest, ConcurrentRecordLevelAppendsAChangeOnce) {
+  for (int round = 0; round < 10; ++round) {
+    std::string level = round % 2 ? "L1" : "L2";
+    std::atomic<int64_t> now{1000 * (round + 1)};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t)
+      threads.emplace_back([&] {
+        for (int i = 0; i < 5; ++i) store_->record_level("org/r", level, now++);
+      });
+    for (auto& t : threads) t.join();
+    // Which writer got there first is up to the scheduler.
+    auto since = store_->level_since("org/r", level);
+    ASSERT_TRUE(since) << round;
+    EXPECT_GE(*since, 1000 * (round + 1)) << round;
+    EXPECT_LT(*since, now.load()) << round;
+  }
+  auto rows = raw_sql(uri_, "SELECT level FROM level_history WHERE repo = 'org/r'");
+  EXPECT_EQ(rows.size(), 10u);
+}
+
+TEST_P(StoreTest, MigrationV3BackfillsCreatedMs) {
+  // A version-2 database with two jobs, one never in progress.
+  std::string uri = fresh_store_uri(GetParam());
+  bool pg = GetParam() == "postgres";
+  const auto& steps = migrations(pg ? SqlDialect::kPostgres : SqlDialect::kSqlite);
+  ASSERT_GE(steps.size(), 3u);
+  std::string values =
+      "'{}','d','org/r',1,1,'j','wf','pull_request','sha',4,'L1','{}','',-1,{},{},"
+      "-1,-1,'','',0,0,0,0,'','','',0,'','',''";
+  raw_sql(uri, steps[0] + steps[1] +
+                   (pg ? "CREATE TABLE schema_version (version INT NOT NULL); "
+                         "INSERT INTO schema_version VALUES (2);"
+                       : "PRAGMA user_version = 2;") +
+                   "INSERT INTO jobs VALUES (" +
+                   fmt::format(fmt::runtime(values), "started", "in_progress", 500, -1) +
+                   "); INSERT INTO jobs VALUES (" +
+                   fmt::format(fmt::runtime(values), "cancelled", "completed", -1, 700) + ");");
+
+  auto store = open_store(uri);
+  EXPECT_EQ(store->schema_version(), static_cast<int>(steps.size()));
+  auto started = store->get_job("started");
+  ASSERT_TRUE(started);
+  EXPECT_EQ(started->created_ms, 500);
+  EXPECT_EQ(started->in_progress_ms, 500);
+  EXPECT_EQ(started->triage_json, "");
+  auto cancelled = store->get_job("cancelled");
+  ASSERT_TRUE(cancelled);
+  EXPECT_EQ(cancelled->created_ms, 700);
+  EXPECT_EQ(cancelled->status, "completed");
+  EXPECT_EQ(store->jobs_for_pr(4).size(), 2u);
+  // The new table works on the upgraded schema too.
+  store->record_level("org/r", "L1", 5);
+  EXPECT_EQ(store->level_since("org/r", "L1"), 5);
 }
 
 TEST(StoreOpen, RejectsUnknownUri) {

@@ -1,0 +1,331 @@
+#include "hud/hud_api.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+namespace ootci {
+namespace {
+
+constexpr int64_t kDayMs = 86400000;
+constexpr int64_t kHourMs = 3600000;
+
+nlohmann::json round1(double v) {
+  return std::round(v * 10) / 10;
+}
+nlohmann::json minutes(int64_t sum_ms, int64_t n) {
+  return n > 0 ? round1(double(sum_ms) / n / 60000.0) : nlohmann::json(nullptr);
+}
+nlohmann::json percent(int64_t part, int64_t whole) {
+  return whole > 0 ? round1(100.0 * part / whole) : nlohmann::json(nullptr);
+}
+nlohmann::json ms_to_min(int64_t ms) {
+  return ms >= 0 ? round1(ms / 60000.0) : nlohmann::json(nullptr);
+}
+
+int64_t range_ms(const std::string& r) {
+  return r == "24h" ? kDayMs : r == "30d" ? 30 * kDayMs : 7 * kDayMs;
+}
+
+JobFilter filter_of(const std::string& tab) {
+  return tab == "nightly" ? JobFilter::kNightly : JobFilter::kPullRequest;
+}
+
+int64_t percentile(std::vector<int64_t> v, double p) {
+  if (v.empty()) return -1;
+  std::sort(v.begin(), v.end());
+  size_t idx = static_cast<size_t>(std::ceil(p * v.size())) - 1;
+  return v[std::min(idx, v.size() - 1)];
+}
+
+nlohmann::json backend_row(const RepoStats& s, const std::string& level,
+                           const std::vector<std::string>& oncalls) {
+  int64_t completed = s.jobs - s.in_progress;
+  nlohmann::json pass = percent(s.success, completed);
+  return {{"repo", s.repo},
+          {"level", level},
+          {"oncalls", oncalls},
+          {"jobs", s.jobs},
+          {"success", s.success},
+          {"failures", s.failure},
+          {"timed_out", s.timed_out},
+          {"in_progress", s.in_progress},
+          {"prs", s.prs},
+          {"pass_rate", pass},
+          {"chip", pass_rate_chip(pass)},
+          {"avg_queue_min", minutes(s.queue_sum_ms, s.queue_n)},
+          {"avg_exec_min", minutes(s.exec_sum_ms, s.exec_n)}};
+}
+
+nlohmann::json job_summary(const JobRecord& j) {
+  return {{"key", j.key},
+          {"repo", j.repo},
+          {"pr", j.pr_number},
+          {"event_type", j.event_type},
+          {"workflow", j.workflow_name},
+          {"job", j.job_name},
+          {"column", j.workflow_name + "/" + j.job_name},
+          {"run_id", j.run_id},
+          {"run_attempt", j.run_attempt},
+          {"status", j.status},
+          {"conclusion", j.conclusion},
+          {"url", j.workflow_url},
+          {"head_sha", j.head_sha},
+          {"queue_min", ms_to_min(j.queue_time_ms)},
+          {"exec_min", ms_to_min(j.execution_time_ms)},
+          {"created_ms", j.created_ms},
+          {"has_failed_tests", !j.failed_tests_json.empty()},
+          {"has_verdict", !j.triage_json.empty()}};
+}
+
+}  // namespace
+
+std::string pass_rate_chip(const nlohmann::json& pass_rate) {
+  if (!pass_rate.is_number()) return "grey";
+  double p = pass_rate.get<double>();
+  return p >= 95 ? "green" : p >= 80 ? "yellow" : "red";
+}
+
+std::string parse_hud_query(const std::function<std::string(const std::string&)>& param,
+                            HudQuery* q) {
+  if (auto r = param("range"); !r.empty()) {
+    if (r != "24h" && r != "7d" && r != "30d") return "range must be 24h, 7d or 30d";
+    q->range = r;
+  }
+  if (auto t = param("tab"); !t.empty()) {
+    if (t != "pr" && t != "nightly") return "tab must be pr or nightly";
+    q->tab = t;
+  }
+  auto integer = [&](const char* name, int lo, int hi, int* out) -> std::string {
+    std::string v = param(name);
+    if (v.empty()) return "";
+    try {
+      size_t used = 0;
+      int n = std::stoi(v, &used);
+      if (used != v.size() || n < lo || n > hi) throw std::out_of_range(name);
+      *out = n;
+      return "";
+    } catch (const std::exception&) {
+      return fmt::format("{} must be an integer from {} to {}", name, lo, hi);
+    }
+  };
+  for (auto [name, lo, hi, out] : {std::tuple{"days", 1, 365, &q->days},
+                                   {"page", 1, 1000000, &q->page},
+                                   {"per_page", 1, 100, &q->per_page}})
+    if (auto e = integer(name, lo, hi, out); !e.empty()) return e;
+  if (q->days != 7 && q->days != 14 && q->days != 30 && q->days != 90)
+    return "days must be 7, 14, 30 or 90";
+  return "";
+}
+
+nlohmann::json allowlist_json(const Allowlist& allow) {
+  nlohmann::json out = {{"L1", nlohmann::json::array()},
+                        {"L2", nlohmann::json::array()},
+                        {"L3", nlohmann::json::array()},
+                        {"L4", nlohmann::json::array()}};
+  for (const auto& e : allow.entries()) {
+    nlohmann::json item = {{"repo", e.repo}, {"oncalls", e.oncalls}};
+    if (!e.device.empty()) item["device"] = e.device;
+    out[to_string(e.level)].push_back(item);
+  }
+  return out;
+}
+
+nlohmann::json summary_json(Store& store, const Allowlist& allow, const HudQuery& q,
+                            const nlohmann::json& relay_health) {
+  int64_t from = q.now_ms - range_ms(q.range);
+  auto stats = store.repo_stats(from, q.now_ms + 1, filter_of(q.tab));
+  std::map<std::string, RepoStats> by_repo;
+  for (const auto& s : stats) by_repo[s.repo] = s;
+  static const std::vector<std::pair<std::string, std::string>> levels = {
+      {"L4", "merge-gating"},
+      {"L3", "check runs on PR"},
+      {"L2", "callback-only"},
+      {"L1", "webhook-only"}};
+  nlohmann::json sections = nlohmann::json::array();
+  std::set<std::string> listed;
+  for (const auto& [level, title] : levels) {
+    nlohmann::json backends = nlohmann::json::array();
+    for (const auto& e : allow.entries()) {
+      if (to_string(e.level) != level) continue;
+      listed.insert(e.repo);
+      RepoStats s = by_repo.count(e.repo) ? by_repo[e.repo] : RepoStats{e.repo, ""};
+      backends.push_back(backend_row(s, level, e.oncalls));
+    }
+    // Repos that report but are not on the allowlist appear under the level they reported.
+    for (const auto& s : stats)
+      if (!listed.count(s.repo) && s.level == level) backends.push_back(backend_row(s, level, {}));
+    std::sort(backends.begin(), backends.end(),
+              [](const auto& a, const auto& b) { return a["repo"] < b["repo"]; });
+    sections.push_back({{"level", level}, {"title", title}, {"backends", backends}});
+  }
+  return {{"range", q.range},  {"tab", q.tab},           {"from_ms", from},
+          {"to_ms", q.now_ms}, {"health", relay_health}, {"sections", sections}};
+}
+
+nlohmann::json repo_json(Store& store, const Allowlist& allow, const std::string& repo,
+                         const HudQuery& q) {
+  int64_t now = q.now_ms;
+  int64_t from = now - range_ms(q.range);
+  JobFilter filter = filter_of(q.tab);
+  auto find = [&](int64_t f, int64_t t, JobFilter jf) {
+    for (const auto& s : store.repo_stats(f, t, jf))
+      if (s.repo == repo) return s;
+    return RepoStats{repo, ""};
+  };
+  RepoStats s = find(from, now + 1, filter);
+  const AllowlistEntry* entry = allow.find(repo);
+  std::string level = entry ? to_string(entry->level) : (s.level.empty() ? "none" : s.level);
+  int64_t completed = s.jobs - s.in_progress;
+  auto e2e = store.e2e_ms(repo, from, now + 1);
+  nlohmann::json stats = {{"pass_rate", percent(s.success, completed)},
+                          {"prs", s.prs},
+                          {"jobs", s.jobs},
+                          {"failures", s.failure},
+                          {"timed_out", s.timed_out},
+                          {"avg_queue_min", minutes(s.queue_sum_ms, s.queue_n)},
+                          {"avg_exec_min", minutes(s.exec_sum_ms, s.exec_n)},
+                          {"timeout_rate", percent(s.timed_out, completed)},
+                          {"e2e_p50_min", ms_to_min(percentile(e2e, 0.50))},
+                          {"e2e_p95_min", ms_to_min(percentile(e2e, 0.95))},
+                          {"overrun_rate", percent(s.overruns, s.exec_n)}};
+  stats["chip"] = pass_rate_chip(stats["pass_rate"]);
+
+  // L3 readiness (reference §4.3), on fixed evaluation windows rather than the page's range.
+  RepoStats all = find(0, now + 1, JobFilter::kPullRequest);
+  RepoStats w14 = find(now - 14 * kDayMs, now + 1, JobFilter::kPullRequest);
+  RepoStats w7 = find(now - 7 * kDayMs, now + 1, JobFilter::kPullRequest);
+  auto e2e14 = store.e2e_ms(repo, now - 14 * kDayMs, now + 1);
+  auto since = store.level_since(repo, "L2");
+  double l2_days = since ? double(now - *since) / kDayMs : 0;
+  double data_days = all.jobs ? double(now - all.first_ms) / kDayMs : 0;
+  double avg_queue = w14.queue_n ? double(w14.queue_sum_ms) / w14.queue_n / 60000.0 : -1;
+  double p50_h = e2e14.empty() ? -1 : percentile(e2e14, 0.5) / double(kHourMs);
+  double overrun = w14.exec_n ? 100.0 * w14.overruns / w14.exec_n : -1;
+  int64_t done7 = w7.jobs - w7.in_progress;
+  double timeout = done7 ? 100.0 * w7.timed_out / done7 : -1;
+  auto criterion = [](const char* name, double value, bool pass, const std::string& display,
+                      const char* target) {
+    return nlohmann::json{{"name", name},
+                          {"value", value < 0 ? nlohmann::json(nullptr) : round1(value)},
+                          {"pass", pass},
+                          {"display", display},
+                          {"target", target}};
+  };
+  nlohmann::json criteria = nlohmann::json::array({
+      criterion("At L2 for at least 1 month", l2_days, since && l2_days >= 30,
+                since ? fmt::format("{:.1f} days", l2_days) : "not at L2", ">= 30 days"),
+      criterion("At least 2 weeks of data", data_days, data_days >= 14,
+                fmt::format("{:.1f} days", data_days), ">= 14 days"),
+      criterion("Average queue time", avg_queue, avg_queue >= 0 && avg_queue < 30,
+                avg_queue < 0 ? "no data" : fmt::format("{:.1f} min", avg_queue), "< 30 min"),
+      criterion("End-to-end P50", p50_h, p50_h >= 0 && p50_h < 3,
+                p50_h < 0 ? "no data" : fmt::format("{:.2f} h", p50_h), "< 3 h"),
+      criterion("Jobs over 3 h", overrun, overrun >= 0 && overrun < 1,
+                overrun < 0 ? "no data" : fmt::format("{:.1f}%", overrun), "< 1%"),
+      criterion("Timeout rate (7 days)", timeout, timeout >= 0 && timeout < 1,
+                timeout < 0 ? "no data" : fmt::format("{:.1f}%", timeout), "< 1%"),
+  });
+  bool ready = std::all_of(criteria.begin(), criteria.end(),
+                           [](const auto& c) { return c["pass"] == true; });
+
+  nlohmann::json out = {
+      {"repo", repo}, {"level", level}, {"range", q.range},
+      {"tab", q.tab}, {"stats", stats}, {"readiness", {{"criteria", criteria}, {"ready", ready}}}};
+  int offset = (q.page - 1) * q.per_page;
+  if (q.tab == "pr") {
+    int64_t total = 0;
+    auto prs = store.repo_prs(repo, from, now + 1, q.per_page, offset, &total);
+    std::vector<std::string> columns;
+    std::map<int64_t, nlohmann::json> cells;
+    for (const JobRecord& j : store.repo_jobs_for_prs(repo, prs)) {
+      std::string col = j.workflow_name + "/" + j.job_name;
+      if (std::find(columns.begin(), columns.end(), col) == columns.end()) columns.push_back(col);
+      auto& cell = cells[j.pr_number][col];
+      // The latest attempt wins, as HUD keeps the highest run_attempt.
+      if (cell.is_null() || cell["run_attempt"].get<int64_t>() <= j.run_attempt)
+        cell = job_summary(j);
+    }
+    std::sort(columns.begin(), columns.end());
+    nlohmann::json rows = nlohmann::json::array();
+    for (int64_t pr : prs) rows.push_back({{"pr", pr}, {"cells", cells[pr]}});
+    out["matrix"] = {{"page", q.page},     {"per_page", q.per_page},
+                     {"total_prs", total}, {"pages", (total + q.per_page - 1) / q.per_page},
+                     {"columns", columns}, {"rows", rows}};
+  } else {
+    int64_t total = 0;
+    nlohmann::json rows = nlohmann::json::array();
+    for (const auto& j : store.recent_jobs(repo, from, now + 1, filter, q.per_page, offset, &total))
+      rows.push_back(job_summary(j));
+    out["runs"] = {{"page", q.page},
+                   {"per_page", q.per_page},
+                   {"total", total},
+                   {"pages", (total + q.per_page - 1) / q.per_page},
+                   {"rows", rows}};
+  }
+  return out;
+}
+
+nlohmann::json job_json(Store& store, const std::string& key) {
+  auto j = store.get_job(key);
+  if (!j) return nullptr;
+  nlohmann::json out = job_summary(*j);
+  out["level"] = j->level;
+  out["check_run_id"] = j->check_run_id;
+  out["artifact_url"] = j->artifact_url;
+  out["tests"] = {{"passed", j->tests_passed},
+                  {"failed", j->tests_failed},
+                  {"skipped", j->tests_skipped},
+                  {"total", j->tests_total}};
+  out["failed_tests"] = j->failed_tests_json.empty()
+                            ? nlohmann::json::array()
+                            : nlohmann::json::parse(j->failed_tests_json, nullptr, false);
+  out["triage_verdict"] = j->triage_json.empty()
+                              ? nlohmann::json(nullptr)
+                              : nlohmann::json::parse(j->triage_json, nullptr, false);
+  return out;
+}
+
+nlohmann::json metrics_json(Store& store, const HudQuery& q) {
+  int64_t last_day = q.now_ms / kDayMs;
+  int64_t first_day = last_day - q.days + 1;
+  std::map<std::string, nlohmann::json> by_repo;
+  for (const auto& d : store.daily_stats(first_day * kDayMs, q.now_ms + 1, filter_of(q.tab))) {
+    auto& points = by_repo[d.repo];
+    if (points.is_null()) points = nlohmann::json::array();
+    points.push_back({{"day", d.day},
+                      {"date", fmt::format("{}", d.day)},
+                      {"runs", d.jobs},
+                      {"failures", d.failure},
+                      {"pass_rate", percent(d.success, d.jobs)}});
+  }
+  nlohmann::json backends = nlohmann::json::array();
+  for (auto& [repo, points] : by_repo) backends.push_back({{"repo", repo}, {"points", points}});
+  return {{"days", q.days},
+          {"tab", q.tab},
+          {"first_day", first_day},
+          {"last_day", last_day},
+          {"backends", backends}};
+}
+
+nlohmann::json pr_json(Store& store, const Allowlist& allow, int64_t pr_number) {
+  std::map<std::string, nlohmann::json> by_repo;
+  for (const JobRecord& j : store.jobs_for_pr(pr_number)) {
+    auto& b = by_repo[j.repo];
+    if (b.is_null()) {
+      const AllowlistEntry* e = allow.find(j.repo);
+      b = {{"repo", j.repo},
+           {"level", e ? to_string(e->level) : j.level},
+           {"jobs", nlohmann::json::array()}};
+    }
+    b["jobs"].push_back(job_summary(j));
+  }
+  nlohmann::json backends = nlohmann::json::array();
+  for (auto& [repo, b] : by_repo) backends.push_back(b);
+  return {{"pr", pr_number}, {"backends", backends}};
+}
+
+}  // namespace ootci

@@ -1,0 +1,38 @@
+#pragma once
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "relay/allowlist.h"
+#include "store/store.h"
+
+namespace ootci {
+
+// The HUD's JSON API. Every page renders from exactly these documents, so a page's numbers are
+// the API's numbers. All functions are read-only over the store.
+struct HudQuery {
+  std::string range = "7d";  // 24h, 7d, 30d
+  std::string tab = "pr";    // pr or nightly
+  int days = 7;              // metrics: 7, 14, 30, 90
+  int page = 1;
+  int per_page = 20;
+  int64_t now_ms = 0;
+};
+
+// Validates and fills a query from request parameters; returns an error message or "".
+std::string parse_hud_query(const std::function<std::string(const std::string&)>& param,
+                            HudQuery* q);
+
+nlohmann::json allowlist_json(const Allowlist& allow);
+nlohmann::json summary_json(Store& store, const Allowlist& allow, const HudQuery& q,
+                            const nlohmann::json& relay_health);
+nlohmann::json repo_json(Store& store, const Allowlist& allow, const std::string& repo,
+                         const HudQuery& q);
+nlohmann::json job_json(Store& store, const std::string& key);  // null if unknown
+nlohmann::json metrics_json(Store& store, const HudQuery& q);
+nlohmann::json pr_json(Store& store, const Allowlist& allow, int64_t pr_number);
+
+// Pass-rate chip colour: green ≥ 95 %, yellow ≥ 80 %, red otherwise, grey with no data.
+std::string pass_rate_chip(const nlohmann::json& pass_rate);
+
+}  // namespace ootci

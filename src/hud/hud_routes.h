@@ -1,0 +1,19 @@
+#pragma once
+#include <functional>
+#include <nlohmann/json.hpp>
+
+namespace httplib {
+class Server;
+}
+
+namespace ootci {
+
+class Store;
+class AllowlistSource;
+
+// Mounts the HUD pages (/crcr, /crcr/{org}/{repo}, /crcr/job, /crcr/metrics, /pr/{n}) and their
+// JSON API (/api/crcr/...) on the relay's HTTP server. `relay_health` feeds the health card.
+void register_hud_routes(httplib::Server& http, Store& store, AllowlistSource& allowlist,
+                         std::function<nlohmann::json()> relay_health);
+
+}  // namespace ootci

@@ -1,0 +1,30 @@
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "store/store.h"
+
+namespace ootci {
+
+struct SeedOptions {
+  int backends = 5;
+  int deliveries = 2000;
+  int days = 30;
+  uint64_t seed = 1;
+  bool xss_probe = false;  // adds a job and a failure message made of HTML, for escaping tests
+  int64_t now_ms = 0;
+};
+
+struct SeedResult {
+  int64_t jobs = 0;
+  std::string allowlist_yaml;  // the levels the seeded backends have
+  std::string first_backend;
+  int64_t busiest_pr = 0;
+};
+
+// Fills a store with realistic CRCR history: backends at L1–L4 with different reliability, PR and
+// push deliveries over `days`, matrix jobs, queue and execution times with a long tail, failures,
+// timeouts, re-run attempts, nightly runs, failed-test details and triage verdicts.
+SeedResult seed_store(Store& store, const SeedOptions& options);
+
+}  // namespace ootci
