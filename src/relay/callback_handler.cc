@@ -192,8 +192,8 @@ Reply CallbackHandler::apply(const std::string& repo, const AllowlistEntry& entr
       }
     }
     if (!d_.config.hud_forward.url.empty()) tasks.push_back(hud_forward_task(j, body.json, now));
-    bool ok =
-        current ? d_.store.update_job(j, current->status, tasks) : d_.store.insert_job(j, tasks);
+    bool ok = current ? d_.store.update_job(j, current->status, tasks, current->check_run_created)
+                      : d_.store.insert_job(j, tasks);
     if (!ok) continue;
     if (!tasks.empty()) d_.tasks.wake();
     d_.metrics.inc("ootci_callbacks_total", fmt::format("result=\"{}\"", body.status));

@@ -55,7 +55,9 @@ int Sweeper::sweep_once(int64_t now) {
     std::vector<TaskItem> tasks;
     if (j.check_run_created) tasks.push_back(check_run_task(j, config_.upstream_repo, now));
     if (!config_.hud_forward.url.empty()) tasks.push_back(hud_forward_task(j, body, now));
-    if (store_.update_job(j, "in_progress", tasks)) cleaned++;  // else: it completed meanwhile
+    // The flag must not have changed since we read it: a label backfill racing the sweep would
+    // otherwise lose its completed check run.
+    if (store_.update_job(j, "in_progress", tasks, j.check_run_created)) cleaned++;
   }
   store_.set_meta(kHeartbeatKey, std::to_string(now));
   metrics_.inc("ootci_sweeper_timed_out_total", "", cleaned);

@@ -171,16 +171,26 @@ Reply WebhookHandler::record_label(const nlohmann::json& payload) {
   int backfilled = 0;
   if (!sha.empty()) {
     int64_t now = now_ms();
+    // Scenario 1 (label before the callbacks): the flag makes later callbacks create them. Set
+    // before reading the jobs, so a job either sees the flag or is seen by the backfill.
+    for (const auto& repo : repos) store_.set_check_run_wanted(sha, repo, now);
     std::vector<JobRecord> jobs = store_.jobs_for_sha(sha);
     for (const auto& repo : repos) {
-      // Scenario 1 (label before the callbacks): the flag makes later callbacks create them.
-      store_.set_check_run_wanted(sha, repo, now);
       // Scenarios 2 and 3 (label while running, or after completion): backfill from the jobs.
-      for (JobRecord j : jobs) {
-        if (j.repo != repo || j.check_run_created || j.event_type != "pull_request") continue;
-        j.check_run_created = true;
-        if (store_.update_job(j, j.status, {check_run_task(j, config_.upstream_repo, now)}))
-          backfilled++;
+      for (const JobRecord& listed : jobs) {
+        if (listed.repo != repo || listed.event_type != "pull_request") continue;
+        // A callback may move the job meanwhile: re-read and retry, so no backfill is lost.
+        for (int round = 0; round < 3; ++round) {
+          auto j = round == 0 ? std::optional<JobRecord>(listed) : store_.get_job(listed.key);
+          if (!j || j->check_run_created) break;
+          JobRecord next = *j;
+          next.check_run_created = true;
+          if (store_.update_job(next, j->status, {check_run_task(next, config_.upstream_repo, now)},
+                                false)) {
+            backfilled++;
+            break;
+          }
+        }
       }
     }
   }

@@ -424,15 +424,19 @@ class PostgresStore : public Store {
   }
 
   bool update_job(const JobRecord& job, const std::string& expected_status,
-                  const std::vector<TaskItem>& tasks) override {
+                  const std::vector<TaskItem>& tasks,
+                  std::optional<bool> expected_check_run_created) override {
     return run("update_job", [&](pqxx::work& w) {
       // Replace the whole row, but only if nobody moved it since it was read. The row lock the
       // UPDATE takes makes a concurrent update with the same expectation wait, then match 0 rows.
-      auto r = exec_job(
-          w,
-          fmt::format("UPDATE jobs SET ({}) = ({}) WHERE key = ${} AND status = ${}", kJobColumns,
-                      placeholders(kJobColumnCount), kJobColumnCount + 1, kJobColumnCount + 2),
-          job, job.key, expected_status);
+      auto r =
+          exec_job(w,
+                   fmt::format("UPDATE jobs SET ({}) = ({}) WHERE key = ${} AND status = ${} AND "
+                               "(${} < 0 OR check_run_created = ${})",
+                               kJobColumns, placeholders(kJobColumnCount), kJobColumnCount + 1,
+                               kJobColumnCount + 2, kJobColumnCount + 3, kJobColumnCount + 3),
+                   job, job.key, expected_status,
+                   expected_check_run_created ? int64_t{*expected_check_run_created} : int64_t{-1});
       if (r.affected_rows() == 0) return false;  // not committed: the transaction rolls back
       insert_tasks(w, tasks);
       w.commit();

@@ -377,15 +377,19 @@ class SqliteStore : public Store {
   }
 
   bool update_job(const JobRecord& job, const std::string& expected_status,
-                  const std::vector<TaskItem>& tasks) override {
+                  const std::vector<TaskItem>& tasks,
+                  std::optional<bool> expected_check_run_created) override {
     std::lock_guard lock(mu_);
     return in_transaction([&] {
       // Replace the whole row, but only if nobody moved it since it was read.
-      Stmt s(db_, fmt::format("UPDATE jobs SET ({}) = ({}) WHERE key = ? AND status = ?",
+      Stmt s(db_, fmt::format("UPDATE jobs SET ({}) = ({}) WHERE key = ? AND status = ? AND "
+                              "(? < 0 OR check_run_created = ?)",
                               kJobColumns, placeholders(kJobColumnCount))
                       .c_str());
       bind_job(s, job);
+      int64_t flag = expected_check_run_created ? int64_t{*expected_check_run_created} : -1;
       s.bind(kJobColumnCount + 1, job.key).bind(kJobColumnCount + 2, expected_status);
+      s.bind(kJobColumnCount + 3, flag).bind(kJobColumnCount + 4, flag);
       s.step();
       if (sqlite3_changes(db_) == 0) return false;
       insert_tasks(tasks);

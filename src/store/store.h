@@ -166,8 +166,11 @@ class Store {
   // (writing nothing) unless the stored status equals expected_status.
   virtual std::optional<JobRecord> get_job(const std::string& key) = 0;
   virtual bool insert_job(const JobRecord& job, const std::vector<TaskItem>& tasks) = 0;
+  // With expected_check_run_created, the flag must match too: a label backfill and a callback
+  // that both read the job then cannot overwrite each other's check-run decision.
   virtual bool update_job(const JobRecord& job, const std::string& expected_status,
-                          const std::vector<TaskItem>& tasks) = 0;
+                          const std::vector<TaskItem>& tasks,
+                          std::optional<bool> expected_check_run_created = std::nullopt) = 0;
   virtual std::vector<JobRecord> jobs_for_sha(const std::string& head_sha) = 0;
   // in_progress jobs whose in_progress_ms is before the cutoff, oldest first.
   virtual std::vector<JobRecord> overdue_jobs(int64_t in_progress_before_ms, int limit) = 0;
