@@ -24,6 +24,13 @@ std::string svg_line_chart(const std::string& title, const std::vector<ChartSeri
   for (const auto& s : series)
     for (const auto& [d, v] : s.points) y_max = std::max(y_max, v);
   if (y_max <= 0) y_max = 1;
+  // Round the axis up to 1, 2, 2.5 or 5 times a power of ten, so gridlines read at a glance.
+  double magnitude = std::pow(10, std::floor(std::log10(y_max)));
+  for (double step : {1.0, 2.0, 2.5, 5.0, 10.0})
+    if (step * magnitude >= y_max) {
+      y_max = step * magnitude;
+      break;
+    }
   int64_t span = std::max<int64_t>(1, last_day - first_day);
   auto x = [&](int64_t day) { return left + (w - left - right) * double(day - first_day) / span; };
   auto y = [&](double v) { return top + (h - top - bottom) * (1 - v / y_max); };

@@ -1,0 +1,128 @@
+#include "hud/hud_api.h"
+
+#include <gtest/gtest.h>
+
+#include "hud/html.h"
+#include "hud/seed.h"
+#include "hud/svg_chart.h"
+#include "testing/test_env.h"
+
+namespace ootci {
+namespace {
+
+TEST(Html, EscapesEverythingADownstreamCouldSend) {
+  EXPECT_EQ(esc("<script>alert('x')</script> & \"q\""),
+            "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &quot;q&quot;");
+  EXPECT_EQ(safe_href("javascript:alert(1)"), "#");
+  EXPECT_EQ(safe_href("https://github.com/a/b?x=\"1\""), "https://github.com/a/b?x=&quot;1&quot;");
+  EXPECT_EQ(url_encode("d:a/b:1:1:<j>"), "d%3Aa%2Fb%3A1%3A1%3A%3Cj%3E");
+}
+
+TEST(HudApi, PassRateChipThresholds) {
+  EXPECT_EQ(pass_rate_chip(95.0), "green");
+  EXPECT_EQ(pass_rate_chip(94.9), "yellow");
+  EXPECT_EQ(pass_rate_chip(80.0), "yellow");
+  EXPECT_EQ(pass_rate_chip(79.9), "red");
+  EXPECT_EQ(pass_rate_chip(nullptr), "grey");
+}
+
+TEST(HudApi, QueryValidation) {
+  auto parse = [](std::map<std::string, std::string> params) {
+    HudQuery q;
+    return parse_hud_query([&](const std::string& k) { return params.count(k) ? params[k] : ""; },
+                           &q);
+  };
+  EXPECT_EQ(parse({{"range", "30d"}, {"tab", "nightly"}, {"page", "3"}}), "");
+  EXPECT_EQ(parse({{"range", "1y"}}), "range must be 24h, 7d or 30d");
+  EXPECT_EQ(parse({{"tab", "x"}}), "tab must be pr or nightly");
+  EXPECT_EQ(parse({{"page", "0"}}), "page must be an integer from 1 to 1000000");
+  EXPECT_EQ(parse({{"per_page", "5x"}}), "per_page must be an integer from 1 to 100");
+  EXPECT_EQ(parse({{"days", "3"}}), "days must be 7, 14, 30 or 90");
+}
+
+class HudOnSeededStore : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    store_ = open_test_store("sqlite");
+    SeedOptions o;
+    o.deliveries = 300;
+    o.now_ms = now_;
+    seeded_ = seed_store(*store_, o);
+    allow_ = Allowlist::parse(load_yaml_text("allow.yml", seeded_.allowlist_yaml));
+  }
+  int64_t now_ = 1800000000000;
+  std::unique_ptr<Store> store_;
+  SeedResult seeded_;
+  Allowlist allow_;
+};
+
+TEST_F(HudOnSeededStore, SummaryPutsBackendsUnderTheirLevelsWithConsistentNumbers) {
+  HudQuery q;
+  q.range = "30d";
+  q.now_ms = now_;
+  auto s = summary_json(*store_, allow_, q, {{"outbox_pending", 0}});
+  ASSERT_EQ(s["sections"].size(), 4u);
+  EXPECT_EQ(s["sections"][0]["level"], "L4");
+  EXPECT_EQ(s["sections"][0]["backends"][0]["repo"], "seed-org/backend-1");
+  int64_t jobs = 0;
+  for (const auto& sec : s["sections"])
+    for (const auto& b : sec["backends"]) {
+      jobs += b["jobs"].get<int64_t>();
+      if (b["pass_rate"].is_number()) {
+        double expect = 100.0 * b["success"].get<int64_t>() /
+                        (b["jobs"].get<int64_t>() - b["in_progress"].get<int64_t>());
+        EXPECT_NEAR(b["pass_rate"].get<double>(), expect, 0.05);
+        EXPECT_EQ(b["chip"], pass_rate_chip(b["pass_rate"]));
+      }
+    }
+  HudQuery nightly = q;
+  nightly.tab = "nightly";
+  int64_t nightly_jobs = 0;
+  auto nightly_doc = summary_json(*store_, allow_, nightly, {});
+  for (const auto& sec : nightly_doc["sections"])
+    for (const auto& b : sec["backends"]) nightly_jobs += b["jobs"].get<int64_t>();
+  EXPECT_EQ(jobs + nightly_jobs, seeded_.jobs);
+  EXPECT_EQ(nightly_jobs, 30 * 4);  // one nightly per day per reporting backend
+}
+
+TEST_F(HudOnSeededStore, RepoPagesPartitionThePrsAndReadinessIsComputed) {
+  HudQuery q;
+  q.range = "30d";
+  q.now_ms = now_;
+  q.per_page = 7;
+  auto first = repo_json(*store_, allow_, "seed-org/backend-3", q);
+  int64_t total = first["matrix"]["total_prs"];
+  EXPECT_EQ(first["matrix"]["pages"], (total + 6) / 7);
+  std::set<int64_t> seen;
+  for (int page = 1; page <= first["matrix"]["pages"].get<int>(); ++page) {
+    q.page = page;
+    auto doc = repo_json(*store_, allow_, "seed-org/backend-3", q);  // keep it alive for the loop
+    for (const auto& row : doc["matrix"]["rows"])
+      EXPECT_TRUE(seen.insert(row["pr"].get<int64_t>()).second);
+  }
+  EXPECT_EQ(static_cast<int64_t>(seen.size()), total);
+  EXPECT_EQ(first["stats"]["prs"], total);
+  const auto& criteria = first["readiness"]["criteria"];
+  ASSERT_EQ(criteria.size(), 6u);
+  EXPECT_EQ(criteria[0]["pass"], true);   // seeded at L2 for 90 days
+  EXPECT_EQ(criteria[1]["pass"], true);   // 30 days of data
+  EXPECT_EQ(criteria[5]["pass"], false);  // the seeded L2 backends time out too often
+  EXPECT_EQ(first["readiness"]["ready"], false);
+  EXPECT_TRUE(job_json(*store_, "no-such-key").is_null());
+}
+
+TEST(SvgChart, DrawsOneLinePerSeriesAndEscapesNames) {
+  std::string svg =
+      svg_line_chart("Runs", {{"a/<b>", {{1, 3}, {2, 5}}}, {"c/d", {{1, 1}}}}, 1, 2, "");
+  EXPECT_EQ(std::count(svg.begin(), svg.end(), 'p') > 0, true);
+  size_t lines = 0;
+  for (size_t at = svg.find("<polyline"); at != std::string::npos;
+       at = svg.find("<polyline", at + 1))
+    lines++;
+  EXPECT_EQ(lines, 2u);
+  EXPECT_NE(svg.find("a/&lt;b&gt;"), std::string::npos);
+  EXPECT_EQ(svg.find("a/<b>"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ootci

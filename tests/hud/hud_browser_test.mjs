@@ -1,0 +1,197 @@
+// Browser tests of the relay HUD: a real relay on a seeded store, driven by Playwright
+// (playwright-core) in Debian's chromium. Run by scripts/test; needs build/ootci.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, execFileSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync, mkdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import net from 'node:net';
+import { chromium } from 'playwright-core';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+const build = process.env.OOTCI_BUILD_DIR || join(root, 'build');
+const ootci = join(build, 'ootci');
+const shots = join(build, 'hud-screenshots');
+let relay, browser, base, dir, seeded;
+
+const freePort = () => new Promise((ok) => {
+  const s = net.createServer().listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => ok(p)); });
+});
+
+async function api(path) {
+  const res = await fetch(base + path);
+  assert.equal(res.status, 200, `${path} answered ${res.status}`);
+  return res.json();
+}
+
+// Opens a page and fails on any console error, uncaught exception or dialog (an XSS would open one).
+async function open(path, name) {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  const problems = [];
+  page.on('console', (m) => { if (m.type() === 'error') problems.push(`console: ${m.text()}`); });
+  page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
+  page.on('dialog', async (d) => { problems.push(`dialog: ${d.message()}`); await d.dismiss(); });
+  const res = await page.goto(base + path);
+  assert.equal(res.status(), 200, `${path} answered ${res.status()}`);
+  await page.screenshot({ path: join(shots, `${name}.png`), fullPage: true });
+  page.problems = problems;
+  return page;
+}
+
+// Numbers print as the API holds them: "98.9%", "5.9 min", "1203"; "–" is null.
+const shown = (text) => (text.trim() === '–' ? null : parseFloat(text));
+async function numberAt(page, selector) {
+  return shown(await page.locator(selector).first().innerText());
+}
+
+before(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'ootci-hud-'));
+  mkdirSync(shots, { recursive: true });
+  const out = execFileSync(ootci, ['relay', 'seed', '--store', `sqlite:${dir}/hud.db`, '--backends', '5',
+    '--deliveries', '2000', '--xss-probe', '--allowlist-out', `${dir}/allowlist.yml`], { encoding: 'utf8' });
+  seeded = { busiestPr: Number(/busiest PR #(\d+)/.exec(out)[1]) };
+  const port = await freePort();
+  writeFileSync(`${dir}/relay.yaml`, `listen: 127.0.0.1:${port}\nstore: sqlite:hud.db\nallowlist: allowlist.yml\n` +
+    `webhook_secret_env: HUD_TEST_SECRET\n`);
+  relay = spawn(ootci, ['relay', 'serve', '--config', `${dir}/relay.yaml`], {
+    env: { ...process.env, HUD_TEST_SECRET: 'x' }, stdio: 'ignore' });
+  base = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 100; i++) {
+    try { if ((await fetch(base + '/healthz')).ok) break; } catch {}
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'],
+  });
+});
+
+after(async () => {
+  await browser?.close();
+  relay?.kill('SIGKILL');
+  rmSync(dir, { recursive: true, force: true });
+});
+
+test('summary page: numbers equal the API, chips follow the thresholds', async () => {
+  const summary = await api('/api/crcr/summary?range=30d');
+  const page = await open('/crcr?range=30d', 'summary');
+  let rows = 0;
+  for (const section of summary.sections) {
+    for (const b of section.backends) {
+      if (section.level === 'L1') {
+        assert.equal(await page.locator(`li[data-repo="${b.repo}"]`).count(), 1);
+        continue;
+      }
+      const row = `tr[data-repo="${b.repo}"]`;
+      for (const key of ['pass_rate', 'jobs', 'failures', 'timed_out', 'avg_queue_min', 'avg_exec_min'])
+        assert.equal(await numberAt(page, `${row} [data-key="${key}"]`), b[key], `${b.repo} ${key}`);
+      const chip = await page.locator(`${row} .chip`).getAttribute('class');
+      assert.ok(chip.includes(b.chip), `${b.repo}: chip ${chip} vs ${b.chip}`);
+      const expected = b.pass_rate === null ? 'grey' : b.pass_rate >= 95 ? 'green' : b.pass_rate >= 80 ? 'yellow' : 'red';
+      assert.equal(b.chip, expected);
+      rows++;
+    }
+  }
+  assert.ok(rows >= 4, 'seeded L2–L4 backends are shown');
+  assert.equal(await numberAt(page, '#health [data-key="outbox_pending"]'), summary.health.outbox_pending);
+  const nightly = await open('/crcr?tab=nightly&range=7d', 'summary-nightly');
+  assert.deepEqual(page.problems, []);
+  assert.deepEqual(nightly.problems, []);
+});
+
+test('backend page: stat cards, readiness and the PR x job matrix with pagination', async () => {
+  const repo = 'seed-org/backend-1';
+  const data = await api(`/api/crcr/repo/${repo}?range=30d`);
+  const page = await open(`/crcr/${repo}?range=30d`, 'backend');
+  for (const key of ['pass_rate', 'prs', 'failures', 'timed_out', 'avg_queue_min', 'avg_exec_min',
+    'timeout_rate', 'e2e_p50_min', 'e2e_p95_min', 'overrun_rate'])
+    assert.equal(await numberAt(page, `#stats [data-key="${key}"]`), data.stats[key], key);
+  const flags = await page.locator('#readiness td[data-pass]').evaluateAll((tds) => tds.map((t) => t.dataset.pass === 'true'));
+  assert.deepEqual(flags, data.readiness.criteria.map((c) => c.pass));
+  const prs = () => page.locator('#matrix tr[data-pr]').evaluateAll((trs) => trs.map((t) => Number(t.dataset.pr)));
+  assert.deepEqual(await prs(), data.matrix.rows.map((r) => r.pr));
+  assert.ok(data.matrix.pages > 1, 'enough PRs to paginate');
+  await page.click('#next');
+  await page.waitForURL(/page=2/);
+  const page2 = await api(`/api/crcr/repo/${repo}?range=30d&page=2`);
+  assert.deepEqual(await prs(), page2.matrix.rows.map((r) => r.pr));
+  assert.equal(await numberAt(page, '[data-key="page"]'), 2);
+  assert.notDeepEqual(page2.matrix.rows.map((r) => r.pr), data.matrix.rows.map((r) => r.pr));
+  await page.screenshot({ path: join(shots, 'backend-page2.png'), fullPage: true });
+  const nightly = await open(`/crcr/${repo}?tab=nightly&range=30d`, 'backend-nightly');
+  const runs = await api(`/api/crcr/repo/${repo}?tab=nightly&range=30d`);
+  assert.equal(await numberAt(nightly, '[data-key="total_runs"]'), runs.runs.total);
+  assert.deepEqual(page.problems, []);
+  assert.deepEqual(nightly.problems, []);
+});
+
+test('downstream values are escaped: a job named <script> shows as text', async () => {
+  const repo = 'seed-org/backend-1';
+  const page = await open(`/crcr/${repo}?range=24h`, 'xss-matrix');
+  const headers = await page.locator('#matrix th').allInnerTexts();
+  assert.ok(headers.includes('CI/<script>alert(1)</script>'), headers.join(' | '));
+  assert.equal(await page.locator('a[href^="javascript:"]').count(), 0);
+  const key = (await api(`/api/crcr/repo/${repo}?range=24h`)).matrix.rows
+    .flatMap((r) => Object.values(r.cells)).find((c) => c.job.startsWith('<script>')).key;
+  const job = await open(`/crcr/job?key=${encodeURIComponent(key)}`, 'xss-job');
+  assert.equal(await job.locator('.failed-test b').first().innerText(), '<img src=x onerror=alert(2)>');
+  assert.ok((await job.locator('.failed-test pre').allInnerTexts()).includes('</pre><script>alert(3)</script>'));
+  assert.equal(await job.locator('img').count(), 0);
+  assert.deepEqual(page.problems, []);
+  assert.deepEqual(job.problems, []);
+});
+
+test('job drill-down shows failed tests and the triage verdict', async () => {
+  const data = await api('/api/crcr/repo/seed-org/backend-4?range=30d');
+  const failed = data.matrix.rows.flatMap((r) => Object.values(r.cells)).find((c) => c.has_verdict);
+  assert.ok(failed, 'a failed job with a verdict on page 1');
+  const job = await api(`/api/crcr/job?key=${encodeURIComponent(failed.key)}`);
+  const page = await open(`/crcr/job?key=${encodeURIComponent(failed.key)}`, 'job');
+  assert.equal(await numberAt(page, '[data-key="failed_tests"]'), job.failed_tests.length);
+  assert.equal(await page.locator('.failed-test').count(), job.failed_tests.length);
+  assert.ok((await page.locator('#verdict').innerText()).includes(job.triage_verdict.category));
+  assert.equal(await numberAt(page, '[data-key="passed"]'), job.tests.passed);
+  assert.deepEqual(page.problems, []);
+});
+
+test('metrics page: charts render and totals equal the API series', async () => {
+  const data = await api('/api/crcr/metrics?days=30');
+  const page = await open('/crcr/metrics?days=30', 'metrics');
+  assert.equal(await page.locator('svg polyline').count(), 3 * data.backends.length);
+  for (const b of data.backends) {
+    const runs = b.points.reduce((s, p) => s + p.runs, 0);
+    const failures = b.points.reduce((s, p) => s + p.failures, 0);
+    assert.equal(await numberAt(page, `tr[data-repo="${b.repo}"] [data-key="runs"]`), runs);
+    assert.equal(await numberAt(page, `tr[data-repo="${b.repo}"] [data-key="failures"]`), failures);
+  }
+  for (const days of [7, 14, 90]) {
+    const p = await open(`/crcr/metrics?days=${days}`, `metrics-${days}`);
+    assert.deepEqual(p.problems, []);
+  }
+  assert.deepEqual(page.problems, []);
+});
+
+test('PR page: one box per backend with its jobs', async () => {
+  const data = await api(`/api/crcr/pr/${seeded.busiestPr}`);
+  const page = await open(`/pr/${seeded.busiestPr}`, 'pr');
+  assert.ok(data.backends.length >= 3);
+  assert.equal(await page.locator('.box[data-repo]').count(), data.backends.length);
+  for (const b of data.backends) {
+    const box = page.locator(`.box[data-repo="${b.repo}"]`);
+    assert.equal(await box.locator('tr').count(), b.jobs.length + 1);
+    assert.equal(await box.locator('.badge').innerText(), b.level);
+  }
+  assert.deepEqual(page.problems, []);
+});
+
+test('the API validates its parameters and serves the allowlist as CRCR does', async () => {
+  assert.equal((await fetch(base + '/api/crcr/summary?range=1y')).status, 400);
+  assert.equal((await fetch(base + '/api/crcr/metrics?days=3')).status, 400);
+  assert.equal((await fetch(base + '/api/crcr/job?key=nope')).status, 404);
+  const allow = await api('/api/crcr/allowlist');
+  assert.deepEqual(Object.keys(allow).sort(), ['L1', 'L2', 'L3', 'L4']);
+  assert.equal(allow.L4[0].repo, 'seed-org/backend-1');
+});
