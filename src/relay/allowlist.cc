@@ -173,44 +173,64 @@ std::shared_ptr<const Allowlist> AllowlistSource::load() {
 }
 
 std::shared_ptr<const Allowlist> AllowlistSource::get() {
-  std::lock_guard lock(mu_);
   bool remote = location_.rfind("http://", 0) == 0 || location_.rfind("https://", 0) == 0;
-  bool stale = !current_;
-  if (!stale && remote) stale = now_s() - loaded_at_s_ >= ttl_s_;
-  int64_t mtime = -1;
-  // A stat per webhook is cheap, but at thousands per second once every 200 ms is plenty.
-  if (!stale && !remote && now_ms() - checked_at_ms_ >= 200) {
-    checked_at_ms_ = now_ms();
-    struct stat st;
-    if (stat(location_.c_str(), &st) == 0)
-      mtime = int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-    stale = mtime != mtime_ns_;
+  std::unique_lock lock(mu_);
+  if (remote) {
+    if (current_ && now_s() - loaded_at_s_ < ttl_s_) return current_;
+    // One thread refreshes, outside the lock; the others keep serving the last allowlist, so a
+    // slow contents API never stalls webhook or callback intake.
+    if (current_ && fetching_) return current_;
+    fetching_ = true;
+    lock.unlock();
+    std::shared_ptr<const Allowlist> fresh;
+    std::string error;
+    try {
+      fresh = load();
+    } catch (const Error& e) {
+      error = e.what();
+    }
+    lock.lock();
+    fetching_ = false;
+    loaded_at_s_ = now_s();  // a failing source is retried after the TTL, not hammered
+    if (fresh) {
+      install(fresh);
+    } else if (!current_) {
+      throw Error(error);
+    } else {
+      spdlog::error("allowlist reload failed, keeping the previous one: {}", error);
+    }
+    return current_;
   }
-  if (!stale) return current_;
+  // A local file: a stat per call is cheap, but at thousands of calls per second once every
+  // 200 ms is plenty.
+  if (current_ && now_ms() - checked_at_ms_ < 200) return current_;
+  checked_at_ms_ = now_ms();
+  int64_t mtime = -1;
+  struct stat st;
+  if (stat(location_.c_str(), &st) == 0)
+    mtime = int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  if (current_ && mtime == mtime_ns_) return current_;
   try {
-    if (!remote && mtime < 0) {
-      struct stat st;
-      if (stat(location_.c_str(), &st) == 0)
-        mtime = int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-    }
-    current_ = load();
-    loaded_at_s_ = now_s();
+    install(load());
     mtime_ns_ = mtime;
-    spdlog::info("allowlist loaded from {}: {} repos", location_, current_->entries().size());
-    if (on_load_) {
-      try {
-        on_load_(*current_);
-      } catch (const std::exception& e) {
-        spdlog::error("allowlist on-load hook: {}", e.what());
-      }
-    }
   } catch (const Error& e) {
     if (!current_) throw;
     spdlog::error("allowlist reload failed, keeping the previous one: {}", e.what());
-    loaded_at_s_ = now_s();  // do not hammer a failing source
-    mtime_ns_ = mtime;
+    mtime_ns_ = mtime;  // retried when the file changes again
   }
   return current_;
+}
+
+void AllowlistSource::install(std::shared_ptr<const Allowlist> fresh) {
+  current_ = std::move(fresh);
+  spdlog::info("allowlist loaded from {}: {} repos", location_, current_->entries().size());
+  if (on_load_) {
+    try {
+      on_load_(*current_);
+    } catch (const std::exception& e) {
+      spdlog::error("allowlist on-load hook: {}", e.what());
+    }
+  }
 }
 
 }  // namespace ootci

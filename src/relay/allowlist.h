@@ -53,6 +53,7 @@ class AllowlistSource {
 
  private:
   std::shared_ptr<const Allowlist> load();
+  void install(std::shared_ptr<const Allowlist> fresh);  // under mu_
   std::string location_;
   int64_t ttl_s_;
   std::string github_api_url_;
@@ -62,6 +63,7 @@ class AllowlistSource {
   int64_t mtime_ns_ = -1;
   int64_t checked_at_ms_ = 0;
   std::function<void(const Allowlist&)> on_load_;
+  bool fetching_ = false;
 };
 
 }  // namespace ootci
