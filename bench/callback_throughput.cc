@@ -16,6 +16,7 @@
 #include "testing/github_standin.h"
 #include "testing/oidc_issuer.h"
 #include "testing/relay_process.h"
+#include "testing/percentile.h"
 #include "testing/test_env.h"
 
 namespace ootci {
@@ -28,12 +29,6 @@ struct Result {
   double seconds = 0;
   std::vector<double> ms;
 };
-
-double pct(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<size_t>(p * v.size()))];
-}
 
 Result run(const std::string& name, const std::string& store_kind, bool dry_run, int deliveries,
            int jobs, int senders) {
@@ -144,7 +139,7 @@ int main(int argc, char** argv) {
   for (const auto& r : results) {
     double rate = r.ok / r.seconds;
     std::cout << fmt::format("{:<24} {:>8} {:>7} {:>12.0f} {:>9.2f} {:>9.2f} {:>9.2f}x\n", r.name,
-                             r.ok, r.errors, rate, ootci::pct(r.ms, 0.5), ootci::pct(r.ms, 0.99),
+                             r.ok, r.errors, rate, ootci::percentile(r.ms, 0.5), ootci::percentile(r.ms, 0.99),
                              rate / base);
     all_ok = all_ok && r.errors == 0;
   }

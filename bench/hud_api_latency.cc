@@ -12,15 +12,11 @@
 #include "base/time.h"
 #include "hud/seed.h"
 #include "testing/relay_process.h"
+#include "testing/percentile.h"
 #include "testing/test_env.h"
 
 namespace ootci {
 namespace {
-
-double pct(std::vector<double> v, double p) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[std::min(v.size() - 1, static_cast<size_t>(p * v.size()))];
-}
 
 struct Row {
   std::string api;
@@ -73,7 +69,7 @@ std::vector<Row> measure(int64_t target_rows, int requests, const std::string& s
       if (!res || res->status != 200)
         std::cerr << name << ": HTTP " << (res ? res->status : 0) << "\n";
     }
-    out.push_back({name, pct(ms, 0.5), pct(ms, 0.95)});
+    out.push_back({name, percentile(ms, 0.5), percentile(ms, 0.95)});
   }
   relay.stop();
   return out;

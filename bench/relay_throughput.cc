@@ -13,6 +13,7 @@
 #include "net/crypto.h"
 #include "testing/github_standin.h"
 #include "testing/relay_process.h"
+#include "testing/percentile.h"
 #include "testing/test_env.h"
 
 namespace ootci {
@@ -24,12 +25,6 @@ struct Result {
   std::vector<double> request_ms;   // webhook request round trip, as the sender saw it
   std::vector<double> dispatch_ms;  // webhook sent → dispatch recorded at the target
 };
-
-double pct(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<size_t>(p * v.size()))];
-}
 
 Result run(bool synchronous, int webhooks, int targets, int senders,
            const std::string& store_kind) {
@@ -112,8 +107,8 @@ int main(int argc, char** argv) {
   auto line = [](const char* name, const ootci::Result& r) {
     std::cout << fmt::format("{:<22} {:>8} {:>12.0f} {:>10.1f} {:>10.1f} {:>12.0f} {:>10.0f}\n",
                              name, r.dispatches, r.dispatches / r.seconds,
-                             ootci::pct(r.request_ms, 0.5), ootci::pct(r.request_ms, 0.99),
-                             ootci::pct(r.dispatch_ms, 0.5), ootci::pct(r.dispatch_ms, 0.99));
+                             ootci::percentile(r.request_ms, 0.5), ootci::percentile(r.request_ms, 0.99),
+                             ootci::percentile(r.dispatch_ms, 0.5), ootci::percentile(r.dispatch_ms, 0.99));
   };
   std::cout << fmt::format("{:<22} {:>8} {:>12} {:>10} {:>10} {:>12} {:>10}\n", "mode", "dispatch",
                            "dispatch/s", "req p50ms", "req p99ms", "e2e p50 ms", "e2e p99ms");
@@ -122,8 +117,8 @@ int main(int argc, char** argv) {
   std::cout << fmt::format(
       "ratio outbox/synchronous: throughput {:.2f}x, webhook p50 latency {:.3f}x, p99 {:.3f}x\n",
       (outbox.dispatches / outbox.seconds) / (sync.dispatches / sync.seconds),
-      ootci::pct(outbox.request_ms, 0.5) / ootci::pct(sync.request_ms, 0.5),
-      ootci::pct(outbox.request_ms, 0.99) / ootci::pct(sync.request_ms, 0.99));
+      ootci::percentile(outbox.request_ms, 0.5) / ootci::percentile(sync.request_ms, 0.5),
+      ootci::percentile(outbox.request_ms, 0.99) / ootci::percentile(sync.request_ms, 0.99));
   return outbox.dispatches == static_cast<size_t>(webhooks) * targets &&
                  sync.dispatches == static_cast<size_t>(webhooks) * targets
              ? 0

@@ -172,7 +172,7 @@ nlohmann::json repo_json(Store& store, const Allowlist& allow, const std::string
   int64_t from = now - range_ms(q.range);
   JobFilter filter = filter_of(q.tab);
   auto find = [&](int64_t f, int64_t t, JobFilter jf) {
-    for (const auto& s : store.repo_stats(f, t, jf))
+    for (const auto& s : store.repo_stats(f, t, jf, repo))
       if (s.repo == repo) return s;
     return RepoStats{repo, ""};
   };

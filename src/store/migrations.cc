@@ -125,13 +125,26 @@ CREATE TABLE level_history (
 )";
 }
 
+// HUD at scale: covering indexes, so the aggregates read index entries instead of wide job rows
+// (a job row carries its last callback body, tens of KB).
+std::string v4() {
+  return R"(
+CREATE INDEX jobs_hud_window ON jobs (created_ms, repo, event_type, status, conclusion, pr_number,
+  queue_time_ms, execution_time_ms, level);
+CREATE INDEX jobs_hud_repo ON jobs (repo, created_ms, event_type, status, conclusion, pr_number,
+  queue_time_ms, execution_time_ms, level);
+DROP INDEX jobs_created;
+DROP INDEX jobs_repo_created;
+)";
+}
+
 }  // namespace
 
 const std::vector<std::string>& migrations(SqlDialect dialect) {
   static const std::vector<std::string> sqlite = {v1(SqlDialect::kSqlite), v2(SqlDialect::kSqlite),
-                                                  v3()};
+                                                  v3(), v4()};
   static const std::vector<std::string> postgres = {v1(SqlDialect::kPostgres),
-                                                    v2(SqlDialect::kPostgres), v3()};
+                                                    v2(SqlDialect::kPostgres), v3(), v4()};
   return dialect == SqlDialect::kSqlite ? sqlite : postgres;
 }
 

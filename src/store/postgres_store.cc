@@ -207,7 +207,7 @@ constexpr const char* kRepoStatsSql =
     "SUM(CASE WHEN execution_time_ms >= 0 THEN 1 ELSE 0 END)::BIGINT, "
     "SUM(CASE WHEN execution_time_ms > 10800000 THEN 1 ELSE 0 END)::BIGINT, "
     "MIN(created_ms), MAX(created_ms) "
-    "FROM jobs WHERE created_ms >= $1 AND created_ms < $2 AND event_type IN {} "
+    "FROM jobs WHERE created_ms >= $1 AND created_ms < $2 AND event_type IN {} {} "
     "GROUP BY repo ORDER BY repo COLLATE \"C\"";
 
 // created_ms is BIGINT, so / is integer division, as in SQLite.
@@ -558,11 +558,15 @@ class PostgresStore : public Store {
     });
   }
 
-  std::vector<RepoStats> repo_stats(int64_t from_ms, int64_t to_ms, JobFilter f) override {
+  std::vector<RepoStats> repo_stats(int64_t from_ms, int64_t to_ms, JobFilter f,
+                                    const std::string& repo) override {
     return run("repo_stats", [&](pqxx::work& w) {
       std::vector<RepoStats> out;
-      for (const auto& row :
-           w.exec_params(fmt::format(kRepoStatsSql, event_types(f)), from_ms, to_ms)) {
+      std::string sql =
+          fmt::format(kRepoStatsSql, event_types(f), repo.empty() ? "" : "AND repo = $3");
+      pqxx::result rows = repo.empty() ? w.exec_params(sql, from_ms, to_ms)
+                                       : w.exec_params(sql, from_ms, to_ms, repo);
+      for (const auto& row : rows) {
         RepoStats r;
         int i = 0;
         r.repo = row[i++].as<std::string>();

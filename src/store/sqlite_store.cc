@@ -178,7 +178,7 @@ constexpr const char* kRepoStatsSql =
     "SUM(CASE WHEN execution_time_ms >= 0 THEN 1 ELSE 0 END), "
     "SUM(CASE WHEN execution_time_ms > 10800000 THEN 1 ELSE 0 END), "
     "MIN(created_ms), MAX(created_ms) "
-    "FROM jobs WHERE created_ms >= ? AND created_ms < ? AND event_type IN {} "
+    "FROM jobs WHERE created_ms >= ? AND created_ms < ? AND event_type IN {} {} "
     "GROUP BY repo ORDER BY repo";
 
 constexpr const char* kDailyStatsSql =
@@ -505,10 +505,13 @@ class SqliteStore : public Store {
     return s.text(0);
   }
 
-  std::vector<RepoStats> repo_stats(int64_t from_ms, int64_t to_ms, JobFilter f) override {
+  std::vector<RepoStats> repo_stats(int64_t from_ms, int64_t to_ms, JobFilter f,
+                                    const std::string& repo) override {
     std::lock_guard lock(mu_);
-    Stmt s(db_, fmt::format(kRepoStatsSql, event_types(f)).c_str());
+    Stmt s(db_,
+           fmt::format(kRepoStatsSql, event_types(f), repo.empty() ? "" : "AND repo = ?").c_str());
     s.bind(1, from_ms).bind(2, to_ms);
+    if (!repo.empty()) s.bind(3, repo);
     std::vector<RepoStats> out;
     while (s.step()) {
       RepoStats r;
@@ -687,9 +690,12 @@ class SqliteStore : public Store {
     const auto& steps = migrations(SqlDialect::kSqlite);
     exec("BEGIN IMMEDIATE");
     try {
-      Stmt v(db_, "PRAGMA user_version");
-      v.step();
-      int current = static_cast<int>(v.i64(0));
+      int current = 0;
+      {  // finalized before the steps run: DROP INDEX fails while a statement is open
+        Stmt v(db_, "PRAGMA user_version");
+        v.step();
+        current = static_cast<int>(v.i64(0));
+      }
       if (current > static_cast<int>(steps.size()))
         throw Error(fmt::format("sqlite: database schema version {} is newer than this ootci ({})",
                                 current, steps.size()));

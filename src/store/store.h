@@ -186,7 +186,10 @@ class Store {
   virtual std::vector<TaskItem> tasks_of_kind(const std::string& kind) = 0;  // for tests and ops
 
   // HUD reads. Windows are [from_ms, to_ms) on created_ms.
-  virtual std::vector<RepoStats> repo_stats(int64_t from_ms, int64_t to_ms, JobFilter filter) = 0;
+  // One row per repo; only `repo`'s row when it is given (then its index range is all that is
+  // read).
+  virtual std::vector<RepoStats> repo_stats(int64_t from_ms, int64_t to_ms, JobFilter filter,
+                                            const std::string& repo = "") = 0;
   virtual std::vector<DailyStats> daily_stats(int64_t from_ms, int64_t to_ms, JobFilter filter) = 0;
   // PR numbers with jobs of `repo` in the window, newest first; *total gets the count.
   virtual std::vector<int64_t> repo_prs(const std::string& repo, int64_t from_ms, int64_t to_ms,
