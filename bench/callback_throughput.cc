@@ -15,8 +15,8 @@
 #include "net/crypto.h"
 #include "testing/github_standin.h"
 #include "testing/oidc_issuer.h"
-#include "testing/relay_process.h"
 #include "testing/percentile.h"
+#include "testing/relay_process.h"
 #include "testing/test_env.h"
 
 namespace ootci {
@@ -139,8 +139,8 @@ int main(int argc, char** argv) {
   for (const auto& r : results) {
     double rate = r.ok / r.seconds;
     std::cout << fmt::format("{:<24} {:>8} {:>7} {:>12.0f} {:>9.2f} {:>9.2f} {:>9.2f}x\n", r.name,
-                             r.ok, r.errors, rate, ootci::percentile(r.ms, 0.5), ootci::percentile(r.ms, 0.99),
-                             rate / base);
+                             r.ok, r.errors, rate, ootci::percentile(r.ms, 0.5),
+                             ootci::percentile(r.ms, 0.99), rate / base);
     all_ok = all_ok && r.errors == 0;
   }
   return all_ok ? 0 : 1;

@@ -11,8 +11,8 @@
 
 #include "base/time.h"
 #include "hud/seed.h"
-#include "testing/relay_process.h"
 #include "testing/percentile.h"
+#include "testing/relay_process.h"
 #include "testing/test_env.h"
 
 namespace ootci {

@@ -12,8 +12,8 @@
 #include "base/time.h"
 #include "net/crypto.h"
 #include "testing/github_standin.h"
-#include "testing/relay_process.h"
 #include "testing/percentile.h"
+#include "testing/relay_process.h"
 #include "testing/test_env.h"
 
 namespace ootci {
@@ -105,10 +105,11 @@ int main(int argc, char** argv) {
   auto outbox = ootci::run(false, webhooks, targets, senders, store);
   auto sync = ootci::run(true, webhooks, targets, senders, store);
   auto line = [](const char* name, const ootci::Result& r) {
-    std::cout << fmt::format("{:<22} {:>8} {:>12.0f} {:>10.1f} {:>10.1f} {:>12.0f} {:>10.0f}\n",
-                             name, r.dispatches, r.dispatches / r.seconds,
-                             ootci::percentile(r.request_ms, 0.5), ootci::percentile(r.request_ms, 0.99),
-                             ootci::percentile(r.dispatch_ms, 0.5), ootci::percentile(r.dispatch_ms, 0.99));
+    std::cout << fmt::format(
+        "{:<22} {:>8} {:>12.0f} {:>10.1f} {:>10.1f} {:>12.0f} {:>10.0f}\n", name, r.dispatches,
+        r.dispatches / r.seconds, ootci::percentile(r.request_ms, 0.5),
+        ootci::percentile(r.request_ms, 0.99), ootci::percentile(r.dispatch_ms, 0.5),
+        ootci::percentile(r.dispatch_ms, 0.99));
   };
   std::cout << fmt::format("{:<22} {:>8} {:>12} {:>10} {:>10} {:>12} {:>10}\n", "mode", "dispatch",
                            "dispatch/s", "req p50ms", "req p99ms", "e2e p50 ms", "e2e p99ms");
