@@ -85,7 +85,7 @@ OidcVerifier::OidcVerifier(std::vector<OidcIssuer> issuers, int64_t leeway_s, in
 
 std::shared_ptr<const PublicKey> OidcVerifier::key_for(const OidcIssuer& issuer,
                                                        const std::string& kid, int64_t now_s) {
-  std::lock_guard lock(mu_);
+  std::unique_lock lock(mu_);
   Jwks& cached = jwks_[issuer.issuer];
   auto lookup = [&]() -> std::shared_ptr<const PublicKey> {
     if (kid.empty())
@@ -95,27 +95,44 @@ std::shared_ptr<const PublicKey> OidcVerifier::key_for(const OidcIssuer& issuer,
   };
   bool expired = now_s - cached.fetched_s >= jwks_ttl_s_;
   auto key = expired ? nullptr : lookup();
+  if (key) return key;
+  // Before the first keys arrive there is nothing to serve: wait for a fetch in flight.
+  fetched_cv_.wait(lock, [&] { return !cached.fetching || !cached.key_by_kid.empty(); });
   // Refetch when the keys expired or an unknown kid appears, but never more than once per 30 s,
-  // whether the last attempt worked or not: a failing or hammered JWKS cannot stall callbacks.
-  if (key || now_s - cached.attempted_s < kMinRefetchIntervalS) return key ? key : lookup();
+  // whether the last attempt worked or not, and by one thread, outside the lock: a failing or
+  // hammered JWKS cannot stall callbacks.
+  if (cached.fetching || now_s - cached.attempted_s < kMinRefetchIntervalS) return lookup();
   cached.attempted_s = now_s;
+  cached.fetching = true;
+  lock.unlock();
   HttpRequest req;
   req.url = issuer.jwks_url;
   req.timeout_ms = 5000;
   HttpResult res = http_send(req);
   auto doc = nlohmann::json::parse(res.body, nullptr, false);
-  if (res.status != 200 || !doc.is_object() || !doc["keys"].is_array()) {
+  std::map<std::string, std::shared_ptr<const PublicKey>> keys;
+  bool ok = res.status == 200 && doc.is_object() && doc["keys"].is_array();
+  if (ok) {
+    auto text = [](const nlohmann::json& k, const char* name) {
+      auto it = k.find(name);
+      return it != k.end() && it->is_string() ? it->get<std::string>() : std::string();
+    };
+    for (const auto& k : doc["keys"]) {
+      if (!k.is_object() || text(k, "kty") != "RSA") continue;
+      auto parsed = parse_public_key(rsa_pem_from_jwk(text(k, "n"), text(k, "e")));
+      if (parsed) keys[text(k, "kid")] = parsed;
+    }
+  } else {
     spdlog::error("JWKS fetch from {} failed: {}", issuer.jwks_url,
                   res.status ? "HTTP " + std::to_string(res.status) : res.error);
-    return lookup();  // keep serving the keys we had
   }
-  cached.key_by_kid.clear();
-  cached.fetched_s = now_s;
-  for (const auto& k : doc["keys"]) {
-    if (!k.is_object() || k.value("kty", "") != "RSA") continue;
-    auto parsed = parse_public_key(rsa_pem_from_jwk(k.value("n", ""), k.value("e", "")));
-    if (parsed) cached.key_by_kid[k.value("kid", "")] = parsed;
+  lock.lock();
+  cached.fetching = false;
+  if (ok) {  // otherwise keep serving the keys we had
+    cached.key_by_kid = std::move(keys);
+    cached.fetched_s = now_s;
   }
+  fetched_cv_.notify_all();
   return lookup();
 }
 

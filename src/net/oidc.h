@@ -1,4 +1,5 @@
 #pragma once
+#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -43,11 +44,13 @@ class OidcVerifier {
     std::map<std::string, std::shared_ptr<const PublicKey>> key_by_kid;
     int64_t fetched_s = 0;
     int64_t attempted_s = 0;
+    bool fetching = false;
   };
   std::vector<OidcIssuer> issuers_;
   int64_t leeway_s_;
   int64_t jwks_ttl_s_;
   std::mutex mu_;
+  std::condition_variable fetched_cv_;
   std::map<std::string, Jwks> jwks_;  // by issuer
 };
 

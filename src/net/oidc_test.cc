@@ -75,3 +75,26 @@ TEST(Oidc, RejectsWhatAnAttackerWouldTry) {
 
 }  // namespace
 }  // namespace ootci
+
+#include <thread>
+
+namespace ootci {
+namespace {
+
+TEST(Oidc, ConcurrentFirstVerificationsShareOneJwksFetch) {
+  OidcIssuerStandin issuer;
+  issuer.start();
+  OidcVerifier v({{issuer.issuer(), issuer.jwks_url(), "aud-1", "github"}}, 60);
+  std::string token = issuer.mint(issuer.claims_for("acme/x", "aud-1"));
+  std::atomic<int> ok{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 8; ++i)
+    threads.emplace_back(
+        [&] { ok += std::holds_alternative<VerifiedToken>(v.verify(token, now_s())); });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(ok, 8);  // nobody was turned away while the first fetch was in flight
+  EXPECT_EQ(issuer.jwks_requests(), 1);
+}
+
+}  // namespace
+}  // namespace ootci
