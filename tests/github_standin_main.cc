@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "testing/github_standin.h"
+#include "testing/oidc_issuer.h"
 #include "testing/test_env.h"
 
 int main(int argc, char** argv) {
@@ -18,6 +19,8 @@ int main(int argc, char** argv) {
   app.add_option("--app-id", app_id);
   app.add_option("--public-key", public_key_file)->required();
   app.add_option("--hook", hooks, "NAME=SECRET for a generic-webhook receiver at /hooks/NAME");
+  bool oidc = false;
+  app.add_flag("--oidc", oidc, "also run a local OIDC issuer (JWKS + GET /token?repository=)");
   CLI11_PARSE(app, argc, argv);
   ootci::GitHubStandin standin(app_id, ootci::read_file(public_key_file));
   for (const auto& h : hooks) {
@@ -26,6 +29,11 @@ int main(int argc, char** argv) {
   }
   standin.start(port);
   std::cout << standin.url() << std::endl;
+  ootci::OidcIssuerStandin issuer;
+  if (oidc) {
+    issuer.start();
+    std::cout << issuer.issuer() << std::endl;
+  }
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGTERM);

@@ -76,6 +76,10 @@ nlohmann::json job_summary(const JobRecord& j) {
           {"head_sha", j.head_sha},
           {"queue_min", ms_to_min(j.queue_time_ms)},
           {"exec_min", ms_to_min(j.execution_time_ms)},
+          {"queue_s",
+           j.queue_time_ms >= 0 ? nlohmann::json(j.queue_time_ms / 1000.0) : nlohmann::json()},
+          {"exec_s", j.execution_time_ms >= 0 ? nlohmann::json(j.execution_time_ms / 1000.0)
+                                              : nlohmann::json()},
           {"created_ms", j.created_ms},
           {"has_failed_tests", !j.failed_tests_json.empty()},
           {"has_verdict", !j.triage_json.empty()}};

@@ -218,10 +218,18 @@ void GitHubStandin::start(int port) {
                 res.set_content(nlohmann::json{{"sha", std::string(req.matches[2])}}.dump(),
                                 "application/json");
               });
-  server_.Get("/_standin/dispatches", [this](const httplib::Request&, httplib::Response& res) {
+  server_.Get("/_standin/calls", [this](const httplib::Request&, httplib::Response& res) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& c : calls(""))
+      out.push_back({{"path", c.path}, {"body", c.body}, {"received_ms", c.received_ms}});
+    res.set_content(out.dump(), "application/json");
+  });
+  server_.Get("/_standin/dispatches", [this](const httplib::Request& req, httplib::Response& res) {
+    bool full = req.has_param("full");
     nlohmann::json out = nlohmann::json::array();
     for (const auto& d : dispatches())
       out.push_back({{"repo", d.repo},
+                     {"client_payload", full ? d.client_payload : nlohmann::json(nullptr)},
                      {"event_type", d.event_type},
                      {"delivery_id", d.client_payload.value("delivery_id", "")},
                      {"client_payload_keys",

@@ -29,6 +29,10 @@ void OidcIssuerStandin::start() {
     nlohmann::json jwks = {{"keys", {rsa_jwk_from_private(key_, "test-key-1")}}};
     res.set_content(jwks.dump(), "application/json");
   });
+  // For scripts/demo: GET /token?repository=owner/repo mints what GitHub Actions would.
+  server_.Get("/token", [this](const httplib::Request& req, httplib::Response& res) {
+    res.set_content(mint(claims_for(req.get_param_value("repository"))), "text/plain");
+  });
   port_ = server_.bind_to_any_port("127.0.0.1");
   raise_listen_backlog(port_);
   thread_ = std::thread([this] { server_.listen_after_bind(); });
