@@ -117,7 +117,7 @@ Reply CallbackHandler::apply(const std::string& repo, const AllowlistEntry& entr
     dispatched_ms = dispatch->delivered_ms > 0 ? dispatch->delivered_ms : dispatch->created_ms;
     // The commit, PR and labels are what upstream sent us, never what the callback echoes: a
     // downstream must not be able to put check runs on another PR.
-    delivery = d_.store.get_delivery(body.delivery_id);
+    delivery = d_.store.get_delivery(body.delivery_id, false);
     if (!delivery) return detail_reply(400, "callback rejected: no matching dispatch record");
     if (token_sha && *token_sha != delivery->head_sha)
       return detail_reply(403, "callback_token was issued for another commit");
@@ -183,8 +183,10 @@ Reply CallbackHandler::apply(const std::string& repo, const AllowlistEntry& entr
       bool wanted = j.check_run_created || d_.store.check_run_wanted(j.head_sha, repo);
       // Labels only matter for L3 without the flag; parse the stored webhook only then.
       nlohmann::json payload = nlohmann::json::object();
-      if (!wanted && entry.level == Level::kL3 && delivery)
-        payload = nlohmann::json::parse(delivery->body, nullptr, false);
+      if (!wanted && entry.level == Level::kL3) {
+        auto full = d_.store.get_delivery(body.delivery_id);
+        if (full) payload = nlohmann::json::parse(full->body, nullptr, false);
+      }
       if (wants_check_run(entry, payload.is_object() ? payload : nlohmann::json::object(),
                           wanted)) {
         j.check_run_created = true;

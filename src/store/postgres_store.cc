@@ -273,11 +273,12 @@ class PostgresStore : public Store {
     });
   }
 
-  std::optional<DeliveryRecord> get_delivery(const std::string& id) override {
+  std::optional<DeliveryRecord> get_delivery(const std::string& id, bool with_body) override {
     return run("get_delivery", [&](pqxx::work& w) -> std::optional<DeliveryRecord> {
       auto r = w.exec_params(
-          "SELECT delivery_id, event, action, head_sha, pr_number, received_ms, body FROM "
-          "deliveries WHERE delivery_id = $1",
+          fmt::format("SELECT delivery_id, event, action, head_sha, pr_number, received_ms, {} "
+                      "FROM deliveries WHERE delivery_id = $1",
+                      with_body ? "body" : "''"),
           id);
       if (r.empty()) return std::nullopt;
       const auto& row = r[0];

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <mutex>
+#include <unordered_map>
 
 #include "base/error.h"
 #include "store/migrations.h"
@@ -17,13 +18,49 @@ OutboxStatus parse_status(const std::string& s) {
   return OutboxStatus::kPending;
 }
 
+// Prepared statements by SQL text, kept for the life of the connection: preparing the wide job
+// statements on every callback cost more than running them. Used only under the store's mutex.
+class StmtCache {
+ public:
+  explicit StmtCache(sqlite3** db) : db_(db) {}
+  ~StmtCache() { clear(); }
+  void clear() {
+    for (auto& [sql, stmt] : map_) sqlite3_finalize(stmt);
+    map_.clear();
+  }
+  sqlite3* db() const { return *db_; }
+  sqlite3_stmt* get(const char* sql) {
+    auto it = map_.find(sql);
+    if (it != map_.end()) return it->second;
+    sqlite3_stmt* stmt = nullptr;
+    if (sqlite3_prepare_v3(*db_, sql, -1, SQLITE_PREPARE_PERSISTENT, &stmt, nullptr) != SQLITE_OK)
+      throw Error(fmt::format("sqlite: prepare failed: {}: {}", sqlite3_errmsg(*db_), sql));
+    map_.emplace(sql, stmt);
+    return stmt;
+  }
+
+ private:
+  sqlite3** db_;
+  std::unordered_map<std::string, sqlite3_stmt*> map_;
+};
+
 class Stmt {
  public:
   Stmt(sqlite3* db, const char* sql) : db_(db) {
     if (sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) != SQLITE_OK)
       throw Error(fmt::format("sqlite: prepare failed: {}: {}", sqlite3_errmsg(db), sql));
   }
-  ~Stmt() { sqlite3_finalize(stmt_); }
+  // Borrows a cached statement; it is reset, not finalized, when this goes away.
+  Stmt(StmtCache& cache, const char* sql) : db_(cache.db()), stmt_(cache.get(sql)), owned_(false) {}
+  Stmt(StmtCache& cache, const std::string& sql) : Stmt(cache, sql.c_str()) {}
+  ~Stmt() {
+    if (owned_) {
+      sqlite3_finalize(stmt_);
+    } else {
+      sqlite3_reset(stmt_);
+      sqlite3_clear_bindings(stmt_);
+    }
+  }
   Stmt(const Stmt&) = delete;
   Stmt& operator=(const Stmt&) = delete;
 
@@ -55,6 +92,7 @@ class Stmt {
  private:
   sqlite3* db_;
   sqlite3_stmt* stmt_ = nullptr;
+  bool owned_ = true;
 };
 
 constexpr const char* kOutboxColumns =
@@ -200,11 +238,14 @@ class SqliteStore : public Store {
     exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;");
     migrate();
   }
-  ~SqliteStore() override { sqlite3_close(db_); }
+  ~SqliteStore() override {
+    cache_.clear();  // statements must be finalized before the connection closes
+    sqlite3_close(db_);
+  }
 
   int schema_version() override {
     std::lock_guard lock(mu_);
-    Stmt s(db_, "PRAGMA user_version");
+    Stmt s(cache_, "PRAGMA user_version");
     s.step();
     return static_cast<int>(s.i64(0));
   }
@@ -213,7 +254,7 @@ class SqliteStore : public Store {
     std::lock_guard lock(mu_);
     exec("BEGIN IMMEDIATE");
     try {
-      Stmt ins(db_,
+      Stmt ins(cache_,
                "INSERT INTO deliveries (delivery_id, event, action, head_sha, pr_number, "
                "received_ms, body) VALUES (?,?,?,?,?,?,?) ON CONFLICT DO NOTHING");
       ins.bind(1, d.delivery_id).bind(2, d.event).bind(3, d.action).bind(4, d.head_sha);
@@ -223,7 +264,7 @@ class SqliteStore : public Store {
         exec("ROLLBACK");
         return false;
       }
-      Stmt row(db_,
+      Stmt row(cache_,
                "INSERT INTO outbox (delivery_id, repo, event_type, callback_token, status, "
                "created_ms, next_attempt_ms, deadline_ms) VALUES (?,?,?,?,'pending',?,?,?)");
       for (const OutboxItem& o : outbox) {
@@ -240,11 +281,13 @@ class SqliteStore : public Store {
     }
   }
 
-  std::optional<DeliveryRecord> get_delivery(const std::string& id) override {
+  std::optional<DeliveryRecord> get_delivery(const std::string& id, bool with_body) override {
     std::lock_guard lock(mu_);
-    Stmt s(db_,
-           "SELECT delivery_id, event, action, head_sha, pr_number, received_ms, body FROM "
-           "deliveries WHERE delivery_id = ?");
+    Stmt s(cache_,
+           fmt::format("SELECT delivery_id, event, action, head_sha, pr_number, received_ms, "
+                       "{} FROM deliveries WHERE delivery_id = ?",
+                       with_body ? "body" : "''")
+               .c_str());
     s.bind(1, id);
     if (!s.step()) return std::nullopt;
     return DeliveryRecord{s.text(0), s.text(1), s.text(2), s.text(3),
@@ -253,12 +296,12 @@ class SqliteStore : public Store {
 
   std::vector<OutboxItem> claim_due(int64_t now_ms, int limit, int64_t lease_ms) override {
     std::lock_guard lock(mu_);
-    Stmt s(db_, fmt::format("UPDATE outbox SET leased = 1, next_attempt_ms = ? WHERE id IN "
-                            "(SELECT id FROM outbox WHERE status = 'pending' AND "
-                            "next_attempt_ms <= ? ORDER BY next_attempt_ms, id LIMIT ?) "
-                            "RETURNING {}",
-                            kOutboxColumns)
-                    .c_str());
+    Stmt s(cache_, fmt::format("UPDATE outbox SET leased = 1, next_attempt_ms = ? WHERE id IN "
+                               "(SELECT id FROM outbox WHERE status = 'pending' AND "
+                               "next_attempt_ms <= ? ORDER BY next_attempt_ms, id LIMIT ?) "
+                               "RETURNING {}",
+                               kOutboxColumns)
+                       .c_str());
     s.bind(1, now_ms + lease_ms).bind(2, now_ms).bind(3, limit);
     std::vector<OutboxItem> out;
     while (s.step()) out.push_back(read_outbox(s));
@@ -267,7 +310,7 @@ class SqliteStore : public Store {
 
   void mark_delivered(int64_t id, int attempts, int64_t now_ms) override {
     std::lock_guard lock(mu_);
-    Stmt s(db_,
+    Stmt s(cache_,
            "UPDATE outbox SET status = 'delivered', leased = 0, attempts = ?, delivered_ms = ?, "
            "last_error = '' WHERE id = ?");
     s.bind(1, attempts).bind(2, now_ms).bind(3, id).step();
@@ -275,7 +318,7 @@ class SqliteStore : public Store {
 
   void mark_retry(int64_t id, int attempts, int64_t next_ms, const std::string& error) override {
     std::lock_guard lock(mu_);
-    Stmt s(db_,
+    Stmt s(cache_,
            "UPDATE outbox SET leased = 0, attempts = ?, next_attempt_ms = ?, last_error = ? "
            "WHERE id = ?");
     s.bind(1, attempts).bind(2, next_ms).bind(3, error).bind(4, id).step();
@@ -283,7 +326,7 @@ class SqliteStore : public Store {
 
   void mark_failed(int64_t id, int attempts, const std::string& error) override {
     std::lock_guard lock(mu_);
-    Stmt s(db_,
+    Stmt s(cache_,
            "UPDATE outbox SET status = 'failed', leased = 0, attempts = ?, last_error = ? "
            "WHERE id = ?");
     s.bind(1, attempts).bind(2, error).bind(3, id).step();
@@ -291,13 +334,13 @@ class SqliteStore : public Store {
 
   void release_leases(int64_t now_ms) override {
     std::lock_guard lock(mu_);
-    Stmt s(db_, "UPDATE outbox SET leased = 0, next_attempt_ms = ? WHERE leased = 1");
+    Stmt s(cache_, "UPDATE outbox SET leased = 0, next_attempt_ms = ? WHERE leased = 1");
     s.bind(1, now_ms).step();
   }
 
   std::optional<int64_t> next_due_ms() override {
     std::lock_guard lock(mu_);
-    Stmt s(db_, "SELECT MIN(next_attempt_ms), COUNT(*) FROM outbox WHERE status = 'pending'");
+    Stmt s(cache_, "SELECT MIN(next_attempt_ms), COUNT(*) FROM outbox WHERE status = 'pending'");
     s.step();
     if (s.i64(1) == 0) return std::nullopt;
     return s.i64(0);
@@ -305,7 +348,7 @@ class SqliteStore : public Store {
 
   std::vector<OutboxItem> outbox_for(const std::string& delivery_id) override {
     std::lock_guard lock(mu_);
-    Stmt s(db_,
+    Stmt s(cache_,
            fmt::format("SELECT {} FROM outbox WHERE delivery_id = ? ORDER BY repo", kOutboxColumns)
                .c_str());
     s.bind(1, delivery_id);
@@ -316,7 +359,7 @@ class SqliteStore : public Store {
 
   OutboxCounts outbox_counts() override {
     std::lock_guard lock(mu_);
-    Stmt s(db_, "SELECT status, COUNT(*) FROM outbox GROUP BY status");
+    Stmt s(cache_, "SELECT status, COUNT(*) FROM outbox GROUP BY status");
     OutboxCounts c;
     while (s.step()) {
       OutboxStatus st = parse_status(s.text(0));
@@ -330,7 +373,7 @@ class SqliteStore : public Store {
   void set_check_run_wanted(const std::string& sha, const std::string& repo,
                             int64_t now_ms) override {
     std::lock_guard lock(mu_);
-    Stmt s(db_,
+    Stmt s(cache_,
            "INSERT INTO check_run_wanted (head_sha, repo, created_ms) VALUES (?,?,?) "
            "ON CONFLICT DO NOTHING");
     s.bind(1, sha).bind(2, repo).bind(3, now_ms).step();
@@ -338,7 +381,7 @@ class SqliteStore : public Store {
 
   bool check_run_wanted(const std::string& sha, const std::string& repo) override {
     std::lock_guard lock(mu_);
-    Stmt s(db_, "SELECT 1 FROM check_run_wanted WHERE head_sha = ? AND repo = ?");
+    Stmt s(cache_, "SELECT 1 FROM check_run_wanted WHERE head_sha = ? AND repo = ?");
     s.bind(1, sha).bind(2, repo);
     return s.step();
   }
@@ -346,7 +389,7 @@ class SqliteStore : public Store {
   std::optional<OutboxItem> dispatch_record(const std::string& delivery_id,
                                             const std::string& repo) override {
     std::lock_guard lock(mu_);
-    Stmt s(db_,
+    Stmt s(cache_,
            fmt::format("SELECT {} FROM outbox WHERE delivery_id = ? AND repo = ?", kOutboxColumns)
                .c_str());
     s.bind(1, delivery_id).bind(2, repo);
@@ -356,7 +399,7 @@ class SqliteStore : public Store {
 
   std::optional<JobRecord> get_job(const std::string& key) override {
     std::lock_guard lock(mu_);
-    Stmt s(db_, fmt::format("SELECT {} FROM jobs WHERE key = ?", kJobColumns).c_str());
+    Stmt s(cache_, fmt::format("SELECT {} FROM jobs WHERE key = ?", kJobColumns).c_str());
     s.bind(1, key);
     if (!s.step()) return std::nullopt;
     return read_job(s);
@@ -365,9 +408,9 @@ class SqliteStore : public Store {
   bool insert_job(const JobRecord& job, const std::vector<TaskItem>& tasks) override {
     std::lock_guard lock(mu_);
     return in_transaction([&] {
-      Stmt s(db_, fmt::format("INSERT INTO jobs ({}) VALUES ({}) ON CONFLICT DO NOTHING",
-                              kJobColumns, placeholders(kJobColumnCount))
-                      .c_str());
+      Stmt s(cache_, fmt::format("INSERT INTO jobs ({}) VALUES ({}) ON CONFLICT DO NOTHING",
+                                 kJobColumns, placeholders(kJobColumnCount))
+                         .c_str());
       bind_job(s, job);
       s.step();
       if (sqlite3_changes(db_) == 0) return false;
@@ -382,10 +425,10 @@ class SqliteStore : public Store {
     std::lock_guard lock(mu_);
     return in_transaction([&] {
       // Replace the whole row, but only if nobody moved it since it was read.
-      Stmt s(db_, fmt::format("UPDATE jobs SET ({}) = ({}) WHERE key = ? AND status = ? AND "
-                              "(? < 0 OR check_run_created = ?)",
-                              kJobColumns, placeholders(kJobColumnCount))
-                      .c_str());
+      Stmt s(cache_, fmt::format("UPDATE jobs SET ({}) = ({}) WHERE key = ? AND status = ? AND "
+                                 "(? < 0 OR check_run_created = ?)",
+                                 kJobColumns, placeholders(kJobColumnCount))
+                         .c_str());
       bind_job(s, job);
       int64_t flag = expected_check_run_created ? int64_t{*expected_check_run_created} : -1;
       s.bind(kJobColumnCount + 1, job.key).bind(kJobColumnCount + 2, expected_status);
@@ -399,7 +442,7 @@ class SqliteStore : public Store {
 
   std::vector<JobRecord> jobs_for_sha(const std::string& head_sha) override {
     std::lock_guard lock(mu_);
-    Stmt s(db_,
+    Stmt s(cache_,
            fmt::format("SELECT {} FROM jobs WHERE head_sha = ? ORDER BY key", kJobColumns).c_str());
     s.bind(1, head_sha);
     std::vector<JobRecord> out;
@@ -409,10 +452,10 @@ class SqliteStore : public Store {
 
   std::vector<JobRecord> overdue_jobs(int64_t before_ms, int limit) override {
     std::lock_guard lock(mu_);
-    Stmt s(db_, fmt::format("SELECT {} FROM jobs WHERE status = 'in_progress' AND "
-                            "in_progress_ms < ? ORDER BY in_progress_ms LIMIT ?",
-                            kJobColumns)
-                    .c_str());
+    Stmt s(cache_, fmt::format("SELECT {} FROM jobs WHERE status = 'in_progress' AND "
+                               "in_progress_ms < ? ORDER BY in_progress_ms LIMIT ?",
+                               kJobColumns)
+                       .c_str());
     s.bind(1, before_ms).bind(2, limit);
     std::vector<JobRecord> out;
     while (s.step()) out.push_back(read_job(s));
@@ -430,13 +473,13 @@ class SqliteStore : public Store {
   std::vector<TaskItem> claim_tasks(int64_t now_ms, int limit, int64_t lease_ms) override {
     std::lock_guard lock(mu_);
     // Only the oldest pending task of each ordering key is eligible; a leased one blocks its key.
-    Stmt s(db_, fmt::format("UPDATE tasks SET leased = 1, next_attempt_ms = ? WHERE id IN "
-                            "(SELECT t.id FROM tasks t WHERE t.status = 'pending' AND "
-                            "t.next_attempt_ms <= ? AND NOT EXISTS (SELECT 1 FROM tasks e WHERE "
-                            "e.ordering_key = t.ordering_key AND e.status = 'pending' AND "
-                            "e.id < t.id) ORDER BY t.id LIMIT ?) RETURNING {}",
-                            kTaskColumns)
-                    .c_str());
+    Stmt s(cache_, fmt::format("UPDATE tasks SET leased = 1, next_attempt_ms = ? WHERE id IN "
+                               "(SELECT t.id FROM tasks t WHERE t.status = 'pending' AND "
+                               "t.next_attempt_ms <= ? AND NOT EXISTS (SELECT 1 FROM tasks e WHERE "
+                               "e.ordering_key = t.ordering_key AND e.status = 'pending' AND "
+                               "e.id < t.id) ORDER BY t.id LIMIT ?) RETURNING {}",
+                               kTaskColumns)
+                       .c_str());
     s.bind(1, now_ms + lease_ms).bind(2, now_ms).bind(3, limit);
     std::vector<TaskItem> out;
     while (s.step()) out.push_back(read_task(s));
@@ -446,7 +489,7 @@ class SqliteStore : public Store {
 
   void complete_task(int64_t id, int attempts) override {
     std::lock_guard lock(mu_);
-    Stmt s(db_,
+    Stmt s(cache_,
            "UPDATE tasks SET status = 'done', leased = 0, attempts = ?, last_error = '' "
            "WHERE id = ?");
     s.bind(1, attempts).bind(2, id).step();
@@ -454,7 +497,7 @@ class SqliteStore : public Store {
 
   void retry_task(int64_t id, int attempts, int64_t next_ms, const std::string& error) override {
     std::lock_guard lock(mu_);
-    Stmt s(db_,
+    Stmt s(cache_,
            "UPDATE tasks SET leased = 0, attempts = ?, next_attempt_ms = ?, last_error = ? "
            "WHERE id = ?");
     s.bind(1, attempts).bind(2, next_ms).bind(3, error).bind(4, id).step();
@@ -462,7 +505,7 @@ class SqliteStore : public Store {
 
   void fail_task(int64_t id, int attempts, const std::string& error) override {
     std::lock_guard lock(mu_);
-    Stmt s(db_,
+    Stmt s(cache_,
            "UPDATE tasks SET status = 'failed', leased = 0, attempts = ?, last_error = ? "
            "WHERE id = ?");
     s.bind(1, attempts).bind(2, error).bind(3, id).step();
@@ -470,7 +513,7 @@ class SqliteStore : public Store {
 
   TaskCounts task_counts() override {
     std::lock_guard lock(mu_);
-    Stmt s(db_, "SELECT status, COUNT(*) FROM tasks GROUP BY status");
+    Stmt s(cache_, "SELECT status, COUNT(*) FROM tasks GROUP BY status");
     TaskCounts c;
     while (s.step()) {
       std::string st = s.text(0);
@@ -481,7 +524,7 @@ class SqliteStore : public Store {
 
   std::vector<TaskItem> tasks_of_kind(const std::string& kind) override {
     std::lock_guard lock(mu_);
-    Stmt s(db_,
+    Stmt s(cache_,
            fmt::format("SELECT {} FROM tasks WHERE kind = ? ORDER BY id", kTaskColumns).c_str());
     s.bind(1, kind);
     std::vector<TaskItem> out;
@@ -491,7 +534,7 @@ class SqliteStore : public Store {
 
   void set_meta(const std::string& key, const std::string& value) override {
     std::lock_guard lock(mu_);
-    Stmt s(db_,
+    Stmt s(cache_,
            "INSERT INTO meta (key, value) VALUES (?, ?) "
            "ON CONFLICT (key) DO UPDATE SET value = excluded.value");
     s.bind(1, key).bind(2, value).step();
@@ -499,7 +542,7 @@ class SqliteStore : public Store {
 
   std::optional<std::string> get_meta(const std::string& key) override {
     std::lock_guard lock(mu_);
-    Stmt s(db_, "SELECT value FROM meta WHERE key = ?");
+    Stmt s(cache_, "SELECT value FROM meta WHERE key = ?");
     s.bind(1, key);
     if (!s.step()) return std::nullopt;
     return s.text(0);
@@ -508,7 +551,7 @@ class SqliteStore : public Store {
   std::vector<RepoStats> repo_stats(int64_t from_ms, int64_t to_ms, JobFilter f,
                                     const std::string& repo) override {
     std::lock_guard lock(mu_);
-    Stmt s(db_,
+    Stmt s(cache_,
            fmt::format(kRepoStatsSql, event_types(f), repo.empty() ? "" : "AND repo = ?").c_str());
     s.bind(1, from_ms).bind(2, to_ms);
     if (!repo.empty()) s.bind(3, repo);
@@ -529,7 +572,7 @@ class SqliteStore : public Store {
 
   std::vector<DailyStats> daily_stats(int64_t from_ms, int64_t to_ms, JobFilter f) override {
     std::lock_guard lock(mu_);
-    Stmt s(db_, fmt::format(kDailyStatsSql, event_types(f)).c_str());
+    Stmt s(cache_, fmt::format(kDailyStatsSql, event_types(f)).c_str());
     s.bind(1, from_ms).bind(2, to_ms);
     std::vector<DailyStats> out;
     while (s.step()) out.push_back({s.text(0), s.i64(1), s.i64(2), s.i64(3), s.i64(4)});
@@ -539,13 +582,13 @@ class SqliteStore : public Store {
   std::vector<int64_t> repo_prs(const std::string& repo, int64_t from_ms, int64_t to_ms, int limit,
                                 int offset, int64_t* total) override {
     std::lock_guard lock(mu_);
-    Stmt c(db_,
+    Stmt c(cache_,
            "SELECT COUNT(DISTINCT pr_number) FROM jobs WHERE repo = ? AND created_ms >= ? "
            "AND created_ms < ? AND pr_number > 0");
     c.bind(1, repo).bind(2, from_ms).bind(3, to_ms);
     c.step();
     if (total) *total = c.i64(0);
-    Stmt s(db_,
+    Stmt s(cache_,
            "SELECT pr_number FROM jobs WHERE repo = ? AND created_ms >= ? AND created_ms < ? "
            "AND pr_number > 0 GROUP BY pr_number ORDER BY MAX(created_ms) DESC, pr_number "
            "DESC LIMIT ? OFFSET ?");
@@ -559,10 +602,10 @@ class SqliteStore : public Store {
                                            const std::vector<int64_t>& prs) override {
     if (prs.empty()) return {};
     std::lock_guard lock(mu_);
-    Stmt s(db_, fmt::format("SELECT {} FROM jobs WHERE repo = ? AND pr_number IN ({}) ORDER BY "
-                            "pr_number DESC, workflow_name, job_name, run_attempt",
-                            kJobColumns, placeholders(static_cast<int>(prs.size())))
-                    .c_str());
+    Stmt s(cache_, fmt::format("SELECT {} FROM jobs WHERE repo = ? AND pr_number IN ({}) ORDER BY "
+                               "pr_number DESC, workflow_name, job_name, run_attempt",
+                               kJobColumns, placeholders(static_cast<int>(prs.size())))
+                       .c_str());
     s.bind(1, repo);
     for (size_t i = 0; i < prs.size(); ++i) s.bind(static_cast<int>(i) + 2, prs[i]);
     std::vector<JobRecord> out;
@@ -576,13 +619,14 @@ class SqliteStore : public Store {
     std::string where =
         fmt::format("WHERE repo = ? AND created_ms >= ? AND created_ms < ? AND event_type IN {}",
                     event_types(f));
-    Stmt c(db_, ("SELECT COUNT(*) FROM jobs " + where).c_str());
+    Stmt c(cache_, ("SELECT COUNT(*) FROM jobs " + where).c_str());
     c.bind(1, repo).bind(2, from_ms).bind(3, to_ms);
     c.step();
     if (total) *total = c.i64(0);
-    Stmt s(db_, fmt::format("SELECT {} FROM jobs {} ORDER BY created_ms DESC, key LIMIT ? OFFSET ?",
-                            kJobColumns, where)
-                    .c_str());
+    Stmt s(cache_,
+           fmt::format("SELECT {} FROM jobs {} ORDER BY created_ms DESC, key LIMIT ? OFFSET ?",
+                       kJobColumns, where)
+               .c_str());
     s.bind(1, repo).bind(2, from_ms).bind(3, to_ms).bind(4, limit).bind(5, offset);
     std::vector<JobRecord> out;
     while (s.step()) out.push_back(read_job(s));
@@ -591,7 +635,7 @@ class SqliteStore : public Store {
 
   std::vector<int64_t> e2e_ms(const std::string& repo, int64_t from_ms, int64_t to_ms) override {
     std::lock_guard lock(mu_);
-    Stmt s(db_,
+    Stmt s(cache_,
            "SELECT queue_time_ms + execution_time_ms FROM jobs WHERE repo = ? AND "
            "created_ms >= ? AND created_ms < ? AND queue_time_ms >= 0 AND "
            "execution_time_ms >= 0");
@@ -603,10 +647,10 @@ class SqliteStore : public Store {
 
   std::vector<JobRecord> jobs_for_pr(int64_t pr_number) override {
     std::lock_guard lock(mu_);
-    Stmt s(db_, fmt::format("SELECT {} FROM jobs WHERE pr_number = ? ORDER BY repo, "
-                            "workflow_name, job_name, run_attempt",
-                            kJobColumns)
-                    .c_str());
+    Stmt s(cache_, fmt::format("SELECT {} FROM jobs WHERE pr_number = ? ORDER BY repo, "
+                               "workflow_name, job_name, run_attempt",
+                               kJobColumns)
+                       .c_str());
     s.bind(1, pr_number);
     std::vector<JobRecord> out;
     while (s.step()) out.push_back(read_job(s));
@@ -616,9 +660,9 @@ class SqliteStore : public Store {
   void insert_jobs_bulk(const std::vector<JobRecord>& jobs) override {
     std::lock_guard lock(mu_);
     in_transaction([&] {
-      Stmt s(db_, fmt::format("INSERT INTO jobs ({}) VALUES ({}) ON CONFLICT DO NOTHING",
-                              kJobColumns, placeholders(kJobColumnCount))
-                      .c_str());
+      Stmt s(cache_, fmt::format("INSERT INTO jobs ({}) VALUES ({}) ON CONFLICT DO NOTHING",
+                                 kJobColumns, placeholders(kJobColumnCount))
+                         .c_str());
       for (const JobRecord& j : jobs) {
         s.reset();
         bind_job(s, j);
@@ -630,10 +674,11 @@ class SqliteStore : public Store {
 
   void record_level(const std::string& repo, const std::string& level, int64_t now_ms) override {
     std::lock_guard lock(mu_);
-    Stmt last(db_, "SELECT level FROM level_history WHERE repo = ? ORDER BY since_ms DESC LIMIT 1");
+    Stmt last(cache_,
+              "SELECT level FROM level_history WHERE repo = ? ORDER BY since_ms DESC LIMIT 1");
     last.bind(1, repo);
     if (last.step() && last.text(0) == level) return;
-    Stmt s(db_,
+    Stmt s(cache_,
            "INSERT INTO level_history (repo, level, since_ms) VALUES (?,?,?) "
            "ON CONFLICT DO NOTHING");
     s.bind(1, repo).bind(2, level).bind(3, now_ms).step();
@@ -666,7 +711,7 @@ class SqliteStore : public Store {
 
   void insert_tasks(const std::vector<TaskItem>& tasks) {
     if (tasks.empty()) return;
-    Stmt s(db_,
+    Stmt s(cache_,
            "INSERT INTO tasks (kind, ordering_key, payload, status, created_ms, next_attempt_ms) "
            "VALUES (?,?,?,'pending',?,?)");
     for (const TaskItem& t : tasks) {
@@ -710,6 +755,7 @@ class SqliteStore : public Store {
 
   std::mutex mu_;
   sqlite3* db_ = nullptr;
+  StmtCache cache_{&db_};
 };
 
 }  // namespace

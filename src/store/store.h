@@ -135,7 +135,9 @@ class Store {
   // when the delivery id is already stored (a webhook redelivery).
   virtual bool accept_delivery(const DeliveryRecord& delivery,
                                const std::vector<OutboxItem>& outbox) = 0;
-  virtual std::optional<DeliveryRecord> get_delivery(const std::string& delivery_id) = 0;
+  // Without the body (empty) when with_body is false: callbacks need only the commit and PR.
+  virtual std::optional<DeliveryRecord> get_delivery(const std::string& delivery_id,
+                                                     bool with_body = true) = 0;
 
   // Leases up to `limit` pending rows that are due at `now_ms`: they are not due again until
   // now_ms + lease_ms, so a crashed worker's rows come back by themselves.

@@ -1099,3 +1099,26 @@ INSTANTIATE_TEST_SUITE_P(Backends, StoreTest, ::testing::ValuesIn(test_store_kin
 
 }  // namespace
 }  // namespace ootci
+
+namespace ootci {
+namespace {
+
+class StoreDeliveryTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(StoreDeliveryTest, GetDeliveryCanSkipTheBody) {
+  auto store = open_test_store(GetParam());
+  ASSERT_TRUE(
+      store->accept_delivery({"d1", "pull_request", "opened", "abc", 7, 1000, R"({"big":1})"}, {}));
+  auto lean = store->get_delivery("d1", false);
+  ASSERT_TRUE(lean);
+  EXPECT_EQ(lean->head_sha, "abc");
+  EXPECT_EQ(lean->pr_number, 7);
+  EXPECT_EQ(lean->body, "");
+  EXPECT_EQ(store->get_delivery("d1")->body, R"({"big":1})");
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, StoreDeliveryTest, ::testing::ValuesIn(test_store_kinds()),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace
+}  // namespace ootci
