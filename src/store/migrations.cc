@@ -6,9 +6,12 @@ namespace ootci {
 namespace {
 
 // The two dialects differ only in the auto-increment key type, so one text serves both.
+std::string serial_key(SqlDialect d) {
+  return d == SqlDialect::kSqlite ? "INTEGER PRIMARY KEY AUTOINCREMENT" : "BIGSERIAL PRIMARY KEY";
+}
+
 std::string v1(SqlDialect d) {
-  std::string serial =
-      d == SqlDialect::kSqlite ? "INTEGER PRIMARY KEY AUTOINCREMENT" : "BIGSERIAL PRIMARY KEY";
+  std::string serial = serial_key(d);
   return R"(
 CREATE TABLE deliveries (
   delivery_id TEXT PRIMARY KEY,
@@ -48,8 +51,7 @@ CREATE TABLE check_run_wanted (
 
 // Callback state machine, durable side-effect tasks, shared meta values.
 std::string v2(SqlDialect d) {
-  std::string serial =
-      d == SqlDialect::kSqlite ? "INTEGER PRIMARY KEY AUTOINCREMENT" : "BIGSERIAL PRIMARY KEY";
+  std::string serial = serial_key(d);
   return R"(
 CREATE TABLE jobs (
   key TEXT PRIMARY KEY,
