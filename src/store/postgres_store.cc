@@ -320,7 +320,7 @@ class PostgresStore : public Store {
     run("mark_retry", [&](pqxx::work& w) {
       w.exec_params(
           "UPDATE outbox SET leased = 0, attempts = $1, next_attempt_ms = $2, last_error = $3 "
-          "WHERE id = $4",
+          "WHERE id = $4 AND status = 'pending'",
           attempts, next_ms, error, id);
       w.commit();
     });
@@ -330,7 +330,7 @@ class PostgresStore : public Store {
     run("mark_failed", [&](pqxx::work& w) {
       w.exec_params(
           "UPDATE outbox SET status = 'failed', leased = 0, attempts = $1, last_error = $2 "
-          "WHERE id = $3",
+          "WHERE id = $3 AND status = 'pending'",
           attempts, error, id);
       w.commit();
     });
@@ -507,7 +507,7 @@ class PostgresStore : public Store {
     run("retry_task", [&](pqxx::work& w) {
       w.exec_params(
           "UPDATE tasks SET leased = 0, attempts = $1, next_attempt_ms = $2, last_error = $3 "
-          "WHERE id = $4",
+          "WHERE id = $4 AND status = 'pending'",
           attempts, next_ms, error, id);
       w.commit();
     });
@@ -517,7 +517,7 @@ class PostgresStore : public Store {
     run("fail_task", [&](pqxx::work& w) {
       w.exec_params(
           "UPDATE tasks SET status = 'failed', leased = 0, attempts = $1, last_error = $2 "
-          "WHERE id = $3",
+          "WHERE id = $3 AND status = 'pending'",
           attempts, error, id);
       w.commit();
     });

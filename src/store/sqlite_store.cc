@@ -320,7 +320,7 @@ class SqliteStore : public Store {
     std::lock_guard lock(mu_);
     Stmt s(cache_,
            "UPDATE outbox SET leased = 0, attempts = ?, next_attempt_ms = ?, last_error = ? "
-           "WHERE id = ?");
+           "WHERE id = ? AND status = 'pending'");
     s.bind(1, attempts).bind(2, next_ms).bind(3, error).bind(4, id).step();
   }
 
@@ -328,7 +328,7 @@ class SqliteStore : public Store {
     std::lock_guard lock(mu_);
     Stmt s(cache_,
            "UPDATE outbox SET status = 'failed', leased = 0, attempts = ?, last_error = ? "
-           "WHERE id = ?");
+           "WHERE id = ? AND status = 'pending'");
     s.bind(1, attempts).bind(2, error).bind(3, id).step();
   }
 
@@ -499,7 +499,7 @@ class SqliteStore : public Store {
     std::lock_guard lock(mu_);
     Stmt s(cache_,
            "UPDATE tasks SET leased = 0, attempts = ?, next_attempt_ms = ?, last_error = ? "
-           "WHERE id = ?");
+           "WHERE id = ? AND status = 'pending'");
     s.bind(1, attempts).bind(2, next_ms).bind(3, error).bind(4, id).step();
   }
 
@@ -507,7 +507,7 @@ class SqliteStore : public Store {
     std::lock_guard lock(mu_);
     Stmt s(cache_,
            "UPDATE tasks SET status = 'failed', leased = 0, attempts = ?, last_error = ? "
-           "WHERE id = ?");
+           "WHERE id = ? AND status = 'pending'");
     s.bind(1, attempts).bind(2, error).bind(3, id).step();
   }
 

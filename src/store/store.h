@@ -142,6 +142,8 @@ class Store {
   // Leases up to `limit` pending rows that are due at `now_ms`: they are not due again until
   // now_ms + lease_ms, so a crashed worker's rows come back by themselves.
   virtual std::vector<OutboxItem> claim_due(int64_t now_ms, int limit, int64_t lease_ms) = 0;
+  // mark_retry and mark_failed change only pending rows: a worker whose lease ran out cannot undo
+  // what the worker that took over recorded.
   virtual void mark_delivered(int64_t id, int attempts, int64_t now_ms) = 0;
   virtual void mark_retry(int64_t id, int attempts, int64_t next_attempt_ms,
                           const std::string& error) = 0;

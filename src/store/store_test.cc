@@ -1122,3 +1122,46 @@ INSTANTIATE_TEST_SUITE_P(Backends, StoreDeliveryTest, ::testing::ValuesIn(test_s
 
 }  // namespace
 }  // namespace ootci
+
+namespace ootci {
+namespace {
+
+class StoreLateWriterTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(StoreLateWriterTest, ALateFailureDoesNotUndoADelivery) {
+  auto store = open_test_store(GetParam());
+  OutboxItem o;
+  o.repo = "a/x";
+  o.event_type = "push";
+  o.callback_token = "t";
+  o.created_ms = o.next_attempt_ms = 1000;
+  o.deadline_ms = 100000;
+  ASSERT_TRUE(store->accept_delivery({"d1", "push", "", "abc", 0, 1000, "{}"}, {o}));
+  auto first = store->claim_due(1000, 1, 10);      // a worker whose lease will run out
+  auto second = store->claim_due(1020, 1, 10000);  // the worker that takes over
+  ASSERT_EQ(first.size(), 1u);
+  ASSERT_EQ(second.size(), 1u);
+  store->mark_delivered(second[0].id, 2, 1030);
+  store->mark_failed(first[0].id, 1, "late timeout");
+  store->mark_retry(first[0].id, 1, 5000, "late timeout");
+  auto row = store->outbox_for("d1")[0];
+  EXPECT_EQ(row.status, OutboxStatus::kDelivered);
+  EXPECT_EQ(row.last_error, "");
+  TaskItem t;
+  t.kind = "check_run";
+  t.ordering_key = "k";
+  t.payload = "{}";
+  store->enqueue_tasks({t});
+  auto task = store->claim_tasks(0, 1, 10);
+  ASSERT_EQ(task.size(), 1u);
+  store->complete_task(task[0].id, 1);
+  store->fail_task(task[0].id, 1, "late");
+  store->retry_task(task[0].id, 1, 99, "late");
+  EXPECT_EQ(store->tasks_of_kind("check_run")[0].status, "done");
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, StoreLateWriterTest, ::testing::ValuesIn(test_store_kinds()),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace
+}  // namespace ootci
