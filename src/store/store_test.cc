@@ -165,23 +165,31 @@ TEST_P(StoreTest, NoDueRowsMeansNoNextDue) {
   EXPECT_FALSE(store_->next_due_ms());
 }
 
-TEST_P(StoreTest, ConcurrentClaimsNeverHandOutARowTwice) {
-  std::vector<std::string> repos;
-  for (int i = 0; i < 200; ++i) repos.push_back("org/r" + std::to_string(i));
-  store_->accept_delivery(delivery("d1"), rows(repos));
+// Claims from four threads until nothing is left; every id handed out, repeats included.
+template <typename Claim>
+std::multiset<int64_t> claim_from_four_threads(Claim claim) {
   std::mutex mu;
   std::multiset<int64_t> seen;
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t)
     threads.emplace_back([&] {
       for (;;) {
-        auto got = store_->claim_due(1000, 7, 1000000);
+        auto got = claim();
         if (got.empty()) return;
         std::lock_guard lock(mu);
         for (auto& o : got) seen.insert(o.id);
       }
     });
   for (auto& t : threads) t.join();
+  return seen;
+}
+
+TEST_P(StoreTest, ConcurrentClaimsNeverHandOutARowTwice) {
+  std::vector<std::string> repos;
+  for (int i = 0; i < 200; ++i) repos.push_back("org/r" + std::to_string(i));
+  store_->accept_delivery(delivery("d1"), rows(repos));
+  std::multiset<int64_t> seen =
+      claim_from_four_threads([&] { return store_->claim_due(1000, 7, 1000000); });
   EXPECT_EQ(seen.size(), 200u);
   EXPECT_EQ(std::set<int64_t>(seen.begin(), seen.end()).size(), 200u);
 }
@@ -545,19 +553,8 @@ TEST_P(StoreTest, ConcurrentTaskClaimsNeverHandOutATaskTwice) {
   for (int i = 0; i < 200; ++i)
     tasks.push_back(task("k", "key" + std::to_string(i), std::to_string(i)));
   store_->enqueue_tasks(tasks);
-  std::mutex mu;
-  std::multiset<int64_t> seen;
-  std::vector<std::thread> threads;
-  for (int t = 0; t < 4; ++t)
-    threads.emplace_back([&] {
-      for (;;) {
-        auto got = store_->claim_tasks(1000, 7, 1000000);
-        if (got.empty()) return;
-        std::lock_guard lock(mu);
-        for (auto& o : got) seen.insert(o.id);
-      }
-    });
-  for (auto& t : threads) t.join();
+  std::multiset<int64_t> seen =
+      claim_from_four_threads([&] { return store_->claim_tasks(1000, 7, 1000000); });
   EXPECT_EQ(seen.size(), 200u);
   EXPECT_EQ(std::set<int64_t>(seen.begin(), seen.end()).size(), 200u);
 }
