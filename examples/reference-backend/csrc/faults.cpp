@@ -1,0 +1,116 @@
+#include "faults.h"
+
+#include <ATen/ATen.h>
+#include <c10/util/Exception.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <map>
+#include <set>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+namespace ootci_ref {
+namespace {
+
+std::vector<std::string> split(const std::string& text, char sep) {
+  std::vector<std::string> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, sep))
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+std::set<std::string> op_set(const char* env_name) {
+  const char* v = std::getenv(env_name);
+  std::set<std::string> out;
+  if (!v) return out;
+  for (auto& name : split(v, ',')) out.insert(name);
+  return out;
+}
+
+struct NumericBug {
+  c10::ScalarType dtype;
+  double delta;
+};
+
+// OOTCI_REF_WRONG_RESULTS="add:int64,mul:float32:0.01": outputs of that op and dtype are off by
+// delta (default 1; a bool output is negated).
+std::multimap<std::string, NumericBug> numeric_bugs() {
+  std::multimap<std::string, NumericBug> out;
+  const char* v = std::getenv("OOTCI_REF_WRONG_RESULTS");
+  if (!v) return out;
+  static const std::map<std::string, c10::ScalarType> dtypes = {
+      {"bool", at::kBool},        {"uint8", at::kByte},     {"int8", at::kChar},
+      {"int16", at::kShort},      {"int32", at::kInt},      {"int64", at::kLong},
+      {"float16", at::kHalf},     {"bfloat16", at::kBFloat16}, {"float32", at::kFloat},
+      {"float64", at::kDouble},   {"complex64", at::kComplexFloat},
+      {"complex128", at::kComplexDouble}};
+  for (auto& spec : split(v, ',')) {
+    auto parts = split(spec, ':');
+    TORCH_CHECK(parts.size() == 2 || parts.size() == 3,
+                "OOTCI_REF_WRONG_RESULTS: expected op:dtype[:delta], got '", spec, "'");
+    auto dt = dtypes.find(parts[1]);
+    TORCH_CHECK(dt != dtypes.end(), "OOTCI_REF_WRONG_RESULTS: unknown dtype '", parts[1], "'");
+    out.emplace(parts[0], NumericBug{dt->second, parts.size() == 3 ? std::stod(parts[2]) : 1.0});
+  }
+  return out;
+}
+
+// "aten::add_" and "aten::add" (every overload) both answer to "add".
+std::string base_name(const c10::OperatorHandle& op) {
+  std::string name = op.schema().name();
+  auto colon = name.find("::");
+  if (colon != std::string::npos) name = name.substr(colon + 2);
+  if (name.size() > 1 && name.back() == '_') name.pop_back();
+  return name;
+}
+
+// A CPU tensor over the same memory, so a fault can be applied without dispatching back here.
+at::Tensor cpu_alias(const at::Tensor& t) {
+  return at::from_blob(t.data_ptr(), t.sizes(), t.strides(), t.options().device(at::kCPU));
+}
+
+void perturb(const at::Tensor& t, const NumericBug& bug) {
+  if (!t.defined() || t.device().type() != c10::DeviceType::PrivateUse1) return;
+  if (t.scalar_type() != bug.dtype || t.numel() == 0) return;
+  at::Tensor alias = cpu_alias(t);
+  if (bug.dtype == at::kBool)
+    alias.logical_not_();
+  else
+    alias.add_(bug.delta);
+}
+
+}  // namespace
+
+void check_op_allowed(const c10::OperatorHandle& op) {
+  static const std::set<std::string> disabled = op_set("OOTCI_REF_DISABLED_OPS");
+  static const std::set<std::string> crashing = op_set("OOTCI_REF_CRASH_OPS");
+  static const std::set<std::string> hanging = op_set("OOTCI_REF_HANG_OPS");
+  if (disabled.empty() && crashing.empty() && hanging.empty()) return;
+  std::string name = base_name(op);
+  if (crashing.count(name)) std::raise(SIGSEGV);
+  if (hanging.count(name))
+    for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+  TORCH_CHECK_NOT_IMPLEMENTED(!disabled.count(name), "Could not run '", op.schema().name(),
+                              "' on the reference backend: switched off by "
+                              "OOTCI_REF_DISABLED_OPS");
+}
+
+void apply_numeric_bugs(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  static const std::multimap<std::string, NumericBug> bugs = numeric_bugs();
+  if (bugs.empty()) return;
+  auto [first, last] = bugs.equal_range(base_name(op));
+  for (auto it = first; it != last; ++it) {
+    for (const c10::IValue& v : *stack) {
+      if (v.isTensor()) perturb(v.toTensor(), it->second);
+      if (v.isTensorList())
+        for (const at::Tensor& t : v.toTensorVector()) perturb(t, it->second);
+    }
+  }
+}
+
+}  // namespace ootci_ref

@@ -1,0 +1,1 @@
+"""ootci's code inside the pytest process: the plan, the device test base, the pytest plugin."""

@@ -1,0 +1,197 @@
+"""The device test base that PyTorch loads through TORCH_TEST_DEVICES.
+
+PyTorch's common_device_type runs this file with its own globals (so DeviceTypeTestBase is
+defined) and appends TEST_CLASS to the device test bases. The class applies the resolved plan
+while upstream's instantiate_device_type_tests creates each test variant: it admits ops and
+dtypes, adds included ones, removes skipped variants, marks xfails, and sets tolerances.
+
+The device comes only from the plan; nothing here knows a device name.
+"""
+import copy
+import functools
+import importlib
+import sys
+
+from ootci_torch import plan as _plan
+
+_PLAN = _plan.current()
+for _module in _PLAN.backend.get("modules") or []:
+    importlib.import_module(_module)
+
+
+def _cdt():
+    return sys.modules["torch.testing._internal.common_device_type"]
+
+
+def _variant_kwargs(fn) -> dict:
+    # instantiate_test stores each variant's parameters as the default of its param_kwargs argument.
+    defaults = getattr(fn, "__defaults__", None) or ()
+    return defaults[0] if defaults and isinstance(defaults[0], dict) else {}
+
+
+def _dtype_names(kwargs) -> tuple:
+    dtype = kwargs.get("dtypes", kwargs.get("dtype"))
+    if dtype is None:
+        return ()
+    if isinstance(dtype, (tuple, list)):
+        return tuple(_plan.dtype_name(d) for d in dtype)
+    return (_plan.dtype_name(dtype),)
+
+
+def _torch_dtypes(names):
+    import torch
+    out = []
+    for name in names:
+        dtype = getattr(torch, name, None)
+        if isinstance(dtype, torch.dtype):
+            out.append(dtype)
+    return out
+
+
+def _with_includes(test, fp, generic_name, name, device_cls):
+    """Extends an @ops test's parametrization with the rule's included ops and dtypes."""
+    parametrize = getattr(test, "parametrize_fn", None)
+    ops_obj = getattr(parametrize, "__self__", None)
+    ops_cls = _cdt().ops
+    if not isinstance(ops_obj, ops_cls):
+        return
+    extra_ops = _plan.included_ops(fp, generic_name, name)
+    extra_dtypes = _torch_dtypes(_plan.included_dtypes(fp, generic_name, name))
+    if not extra_ops and not extra_dtypes:
+        return
+    op_list = list(ops_obj.op_list)
+    if extra_ops:
+        from torch.testing._internal.common_methods_invocations import op_db
+        by_name = {op.name: op for op in op_db}
+        known = {op.name for op in op_list}
+        for op_name in extra_ops:
+            if op_name in known:
+                continue
+            if op_name not in by_name:
+                raise _plan.PlanError(f"{fp.relpath}: {generic_name}::{name}: ops.include names "
+                                      f"'{op_name}', which is not an OpInfo in op_db")
+            op_list.append(by_name[op_name])
+    widened = copy.copy(ops_obj)
+    widened.op_list = op_list
+
+    def parametrize_fn(test, generic_cls, device_cls):
+        seen = {}
+        for item in widened._parametrize_test(test, generic_cls, device_cls):
+            seen.setdefault(item[2]["op"].name, set()).add(item[2].get("dtype"))
+            yield item
+        for op in op_list:
+            missing = [d for d in extra_dtypes if d not in seen.get(op.name, ())]
+            if missing:
+                yield from ops_cls([op], dtypes=missing)._parametrize_test(test, generic_cls, device_cls)
+
+    test.parametrize_fn = parametrize_fn
+
+
+class PlanDeviceTestBase(DeviceTypeTestBase):  # noqa: F821  (defined by common_device_type)
+    device_type = _PLAN.device_type
+    # Filled while variants are created: variant name -> (atol, rtol).
+    _ootci_tolerances: dict = {}
+    _ootci_includes: tuple = ()
+
+    @classmethod
+    def _get_dtypes(cls, test):
+        dtypes = super()._get_dtypes(test)
+        if dtypes is None or not cls._ootci_includes:
+            return dtypes
+        if any(isinstance(d, (tuple, list)) for d in dtypes):
+            return dtypes  # multi-dtype variants: includes name single dtypes only
+        return list(dtypes) + [d for d in _torch_dtypes(cls._ootci_includes) if d not in dtypes]
+
+    @classmethod
+    def instantiate_test(cls, name, test, *, generic_cls=None):
+        module = sys.modules.get(getattr(generic_cls, "__module__", ""), None)
+        fp = _PLAN.file_for(getattr(module, "__file__", None))
+        if fp is None:
+            # A file outside the plan runs as upstream wrote it.
+            return super().instantiate_test(name, test, generic_cls=generic_cls)
+        generic_name = generic_cls.__name__
+        _with_includes(test, fp, generic_name, name, cls)
+        before = set(cls.__dict__)
+        cls._ootci_includes = tuple(_plan.included_dtypes(fp, generic_name, name))
+        try:
+            super().instantiate_test(name, test, generic_cls=generic_cls)
+        finally:
+            cls._ootci_includes = ()
+        for variant in [k for k in cls.__dict__ if k not in before and k.startswith(name)]:
+            cls._apply(fp, generic_name, name, variant)
+
+    @classmethod
+    def _apply(cls, fp, generic_name, method, variant):
+        fn = cls.__dict__[variant]
+        kwargs = _variant_kwargs(fn)
+        op = kwargs.get("op")
+        op_name = getattr(op, "name", None) if op is not None else None
+        decision = _plan.decide(fp, generic_name, method, variant, op_name, _dtype_names(kwargs))
+        if not decision.keep:
+            delattr(cls, variant)
+            return
+        if decision.precision is not None:
+            cls._ootci_tolerances = dict(cls._ootci_tolerances)
+            cls._ootci_tolerances[variant] = (decision.precision.atol, decision.precision.rtol)
+        wrapped = _wrap(fn, decision)
+        wrapped._ootci = {
+            "mode": decision.mode,
+            "op": op_name,
+            "dtype": ",".join(_dtype_names(kwargs)) or None,
+            "rule": decision.rule.source if decision.rule else None,
+        }
+        wrapped = _mark(wrapped, decision)
+        setattr(cls, variant, wrapped)
+
+    def _apply_precision_override_for_test(self, test, param_kwargs):
+        super()._apply_precision_override_for_test(test, param_kwargs)
+        atol, rtol = self._ootci_tolerances.get(self._testMethodName, (None, None))
+        if atol is not None:
+            self.precision = atol
+        if rtol is not None:
+            self.rel_tol = rtol
+
+
+def _wrap(fn, decision):
+    if not decision.no_grad and not decision.cpu_move:
+        return fn  # each variant is its own function object, so it can carry marks directly
+
+    @functools.wraps(fn)
+    def run_adapted(self, *args, **kwargs):
+        import torch
+        for assertion in decision.cpu_move:
+            setattr(self, assertion, _on_cpu(getattr(self, assertion)))
+        if decision.no_grad:
+            with torch.no_grad():
+                return fn(self, *args, **kwargs)
+        return fn(self, *args, **kwargs)
+    return run_adapted
+
+
+def _on_cpu(assertion):
+    import torch
+
+    def to_cpu(x):
+        if isinstance(x, torch.Tensor):
+            return x.cpu()
+        if isinstance(x, (list, tuple)):
+            return type(x)(to_cpu(v) for v in x)
+        return x
+
+    @functools.wraps(assertion)
+    def moved(*args, **kwargs):
+        return assertion(*[to_cpu(a) for a in args], **{k: to_cpu(v) for k, v in kwargs.items()})
+    return moved
+
+
+def _mark(fn, decision):
+    import pytest
+    for name in dict.fromkeys(decision.marks):
+        fn = getattr(pytest.mark, name)(fn)
+    if decision.mode in ("xfail", "xfail_strict"):
+        reason = f"ootci plan: {decision.mode}" + (f" ({decision.rule.source})" if decision.rule else "")
+        fn = pytest.mark.xfail(strict=decision.mode == "xfail_strict", reason=reason)(fn)
+    return fn
+
+
+TEST_CLASS = PlanDeviceTestBase
