@@ -30,16 +30,33 @@ std::string yaml_where(const YamlDoc& doc, const YAML::Node& node) {
   return fmt::format("{}:{}:{}", doc.name, m.line + 1, m.column + 1);
 }
 
-void yaml_fail(const YamlDoc& doc, const YAML::Node& node, const std::string& path,
-               const std::string& message) {
-  if (path.empty()) throw Error(fmt::format("{}: {}", yaml_where(doc, node), message));
-  throw Error(fmt::format("{}: {}: {}", yaml_where(doc, node), path, message));
+std::string yaml_message(const YamlDoc& doc, const YAML::Node& node, const std::string& path,
+                         const std::string& message) {
+  if (path.empty()) return fmt::format("{}: {}", yaml_where(doc, node), message);
+  return fmt::format("{}: {}: {}", yaml_where(doc, node), path, message);
 }
 
-YamlMap::YamlMap(const YamlDoc& doc, YAML::Node node, std::string path)
-    : doc_(&doc), node_(node), path_(std::move(path)) {
+void yaml_fail(const YamlDoc& doc, const YAML::Node& node, const std::string& path,
+               const std::string& message) {
+  throw Error(yaml_message(doc, node, path, message));
+}
+
+YamlMap::YamlMap(const YamlDoc& doc, YAML::Node node, std::string path,
+                 std::vector<std::string>* errors)
+    : doc_(&doc), node_(node), path_(std::move(path)), errors_(errors) {
   if (node_.IsNull()) return;  // an empty section reads as an empty mapping
-  if (!node_.IsMap()) yaml_fail(doc, node_, path_.empty() ? "(root)" : path_, "expected a mapping");
+  if (!node_.IsMap()) {
+    fail(node_, path_.empty() ? "(root)" : path_, "expected a mapping");
+    // Collect mode: carry on as if the section were empty. reset() rebinds; operator= would
+    // overwrite the document's node.
+    node_.reset();
+  }
+}
+
+void YamlMap::fail(const YAML::Node& node, const std::string& path,
+                   const std::string& message) const {
+  if (!errors_) yaml_fail(*doc_, node, path, message);
+  errors_->push_back(yaml_message(*doc_, node, path, message));
 }
 
 std::string YamlMap::child_path(const std::string& key) const {
@@ -53,7 +70,7 @@ bool YamlMap::has(const std::string& key) const {
 std::vector<std::string> YamlMap::keys() const {
   std::vector<std::string> out;
   if (!node_.IsMap()) return out;
-  for (auto it = node_.begin(); it != node_.end(); ++it) out.push_back(it->first.as<std::string>());
+  for (auto it = node_.begin(); it != node_.end(); ++it) out.push_back(it->first.Scalar());
   return out;
 }
 
@@ -66,7 +83,10 @@ YAML::Node YamlMap::raw(const std::string& key) {
 std::optional<std::string> YamlMap::str(const std::string& key) {
   YAML::Node n = raw(key);
   if (!n || n.IsNull()) return std::nullopt;
-  if (!n.IsScalar()) yaml_fail(*doc_, n, child_path(key), "expected a string");
+  if (!n.IsScalar()) {
+    fail(n, child_path(key), "expected a string");
+    return std::nullopt;
+  }
   return n.Scalar();
 }
 
@@ -74,10 +94,14 @@ std::optional<int64_t> YamlMap::integer(const std::string& key, int64_t min, int
   YAML::Node n = raw(key);
   if (!n || n.IsNull()) return std::nullopt;
   int64_t v = 0;
-  if (!n.IsScalar() || !YAML::convert<int64_t>::decode(n, v))
-    yaml_fail(*doc_, n, child_path(key), "expected an integer");
-  if (v < min || v > max)
-    yaml_fail(*doc_, n, child_path(key), fmt::format("must be between {} and {}", min, max));
+  if (!n.IsScalar() || !YAML::convert<int64_t>::decode(n, v)) {
+    fail(n, child_path(key), "expected an integer");
+    return std::nullopt;
+  }
+  if (v < min || v > max) {
+    fail(n, child_path(key), fmt::format("must be between {} and {}", min, max));
+    return std::nullopt;
+  }
   return v;
 }
 
@@ -85,8 +109,10 @@ std::optional<double> YamlMap::number(const std::string& key) {
   YAML::Node n = raw(key);
   if (!n || n.IsNull()) return std::nullopt;
   double v = 0;
-  if (!n.IsScalar() || !YAML::convert<double>::decode(n, v))
-    yaml_fail(*doc_, n, child_path(key), "expected a number");
+  if (!n.IsScalar() || !YAML::convert<double>::decode(n, v)) {
+    fail(n, child_path(key), "expected a number");
+    return std::nullopt;
+  }
   return v;
 }
 
@@ -94,35 +120,49 @@ std::optional<bool> YamlMap::boolean(const std::string& key) {
   YAML::Node n = raw(key);
   if (!n || n.IsNull()) return std::nullopt;
   bool v = false;
-  if (!n.IsScalar() || !YAML::convert<bool>::decode(n, v))
-    yaml_fail(*doc_, n, child_path(key), "expected true or false");
+  if (!n.IsScalar() || !YAML::convert<bool>::decode(n, v)) {
+    fail(n, child_path(key), "expected true or false");
+    return std::nullopt;
+  }
   return v;
 }
 
 std::optional<std::vector<std::string>> YamlMap::str_list(const std::string& key) {
   YAML::Node n = raw(key);
   if (!n || n.IsNull()) return std::nullopt;
-  if (!n.IsSequence()) yaml_fail(*doc_, n, child_path(key), "expected a list of strings");
+  if (!n.IsSequence()) {
+    fail(n, child_path(key), "expected a list of strings");
+    return std::nullopt;
+  }
   std::vector<std::string> out;
+  bool ok = true;
   for (size_t i = 0; i < n.size(); ++i) {
-    if (!n[i].IsScalar())
-      yaml_fail(*doc_, n[i], fmt::format("{}[{}]", child_path(key), i), "expected a string");
+    if (!n[i].IsScalar()) {
+      fail(n[i], fmt::format("{}[{}]", child_path(key), i), "expected a string");
+      ok = false;
+      continue;
+    }
     out.push_back(n[i].Scalar());
   }
+  if (!ok) return std::nullopt;
   return out;
 }
 
 std::optional<YamlMap> YamlMap::map(const std::string& key) {
   YAML::Node n = raw(key);
   if (!n) return std::nullopt;
-  return YamlMap(*doc_, n, child_path(key));
+  if (!n.IsNull() && !n.IsMap()) {
+    fail(n, child_path(key), "expected a mapping");
+    return std::nullopt;
+  }
+  return YamlMap(*doc_, n, child_path(key), errors_);
 }
 
 void YamlMap::finish() const {
   if (!node_.IsMap()) return;
   for (auto it = node_.begin(); it != node_.end(); ++it) {
-    std::string k = it->first.as<std::string>();
-    if (!seen_.count(k)) yaml_fail(*doc_, it->first, child_path(k), "unknown key");
+    std::string k = it->first.Scalar();  // empty for a non-scalar key, which is never known
+    if (!seen_.count(k)) fail(it->first, child_path(k), "unknown key");
   }
 }
 

@@ -23,15 +23,25 @@ YamlDoc load_yaml_text(const std::string& name, const std::string& text);
 // "file:line:column" for a node (1-based), or just "file" when the node has no position.
 std::string yaml_where(const YamlDoc& doc, const YAML::Node& node);
 
-// Throws Error("file:line:col: path: message").
+// "file:line:col: path: message" (without "path: " when path is empty).
+std::string yaml_message(const YamlDoc& doc, const YAML::Node& node, const std::string& path,
+                         const std::string& message);
+
+// Throws Error(yaml_message(...)).
 [[noreturn]] void yaml_fail(const YamlDoc& doc, const YAML::Node& node, const std::string& path,
                             const std::string& message);
 
 // Reads one mapping of a config file with strict typing. Keys that are never asked for are
 // reported as unknown by finish(), so typos never pass silently.
+//
+// Without an error sink every failure throws Error. With one (collect mode, for `ootci plan
+// check`, which must report every problem at once) each failure appends the same
+// "file:line:col: path: message" text instead, the accessor returns nullopt, and a node that is
+// not a mapping reads as empty. Child maps made with map() share the sink.
 class YamlMap {
  public:
-  YamlMap(const YamlDoc& doc, YAML::Node node, std::string path);
+  YamlMap(const YamlDoc& doc, YAML::Node node, std::string path,
+          std::vector<std::string>* errors = nullptr);
 
   bool has(const std::string& key) const;
   std::optional<std::string> str(const std::string& key);
@@ -40,13 +50,15 @@ class YamlMap {
   std::optional<double> number(const std::string& key);
   std::optional<bool> boolean(const std::string& key);
   std::optional<std::vector<std::string>> str_list(const std::string& key);
-  // A nested mapping; nullopt if the key is absent.
+  // A nested mapping; nullopt if the key is absent (or, in collect mode, not a mapping).
   std::optional<YamlMap> map(const std::string& key);
   // Raw access for shapes the helpers do not cover; marks the key as known.
   YAML::Node raw(const std::string& key);
   std::string child_path(const std::string& key) const;
-  // Fails on the first key that was never read.
+  // Fails on the first key that was never read; in collect mode reports every such key.
   void finish() const;
+  // Throws, or in collect mode records, "file:line:col: path: message" for `node`.
+  void fail(const YAML::Node& node, const std::string& path, const std::string& message) const;
 
   const YamlDoc& doc() const { return *doc_; }
   const YAML::Node& node() const { return node_; }
@@ -57,6 +69,7 @@ class YamlMap {
   const YamlDoc* doc_;
   YAML::Node node_;
   std::string path_;
+  std::vector<std::string>* errors_;
   std::set<std::string> seen_;
 };
 

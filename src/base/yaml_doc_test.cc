@@ -51,5 +51,59 @@ TEST(YamlMap, ReadsValues) {
   EXPECT_NO_THROW(root.finish());
 }
 
+TEST(YamlMap, CollectModeRecordsEveryErrorAndKeepsGoing) {
+  YamlDoc doc = load_yaml_text("c.yaml",
+                               "a: [1]\n"
+                               "b: many\n"
+                               "c: yes please\n"
+                               "d: [x, [y]]\n"
+                               "e: scalar\n"
+                               "f:\n"
+                               "  g: 1\n"
+                               "  typo: 2\n"
+                               "h: fine\n"
+                               "oops: 1\n");
+  std::vector<std::string> errors;
+  YamlMap root(doc, doc.root, "", &errors);
+  EXPECT_FALSE(root.str("a"));
+  EXPECT_FALSE(root.integer("b"));
+  EXPECT_FALSE(root.boolean("c"));
+  EXPECT_FALSE(root.str_list("d"));
+  EXPECT_FALSE(root.map("e"));
+  auto f = root.map("f");
+  ASSERT_TRUE(f);
+  EXPECT_EQ(*f->integer("g"), 1);
+  f->finish();  // the child shares the parent's sink
+  EXPECT_EQ(*root.str("h"), "fine");
+  root.finish();
+  EXPECT_EQ(errors, (std::vector<std::string>{
+                        "c.yaml:1:4: a: expected a string",
+                        "c.yaml:2:4: b: expected an integer",
+                        "c.yaml:3:4: c: expected true or false",
+                        "c.yaml:4:8: d[1]: expected a string",
+                        "c.yaml:5:4: e: expected a mapping",
+                        "c.yaml:8:3: f.typo: unknown key",
+                        "c.yaml:10:1: oops: unknown key",
+                    }));
+}
+
+TEST(YamlMap, CollectModeReadsANonMappingAsEmpty) {
+  YamlDoc doc = load_yaml_text("c.yaml", "- a\n- b\n");
+  std::vector<std::string> errors;
+  YamlMap root(doc, doc.root, "", &errors);
+  EXPECT_FALSE(root.has("a"));
+  EXPECT_FALSE(root.str("a"));
+  root.finish();
+  EXPECT_EQ(errors, (std::vector<std::string>{"c.yaml:1:1: (root): expected a mapping"}));
+  // The document itself is left alone.
+  EXPECT_TRUE(doc.root.IsSequence());
+}
+
+TEST(YamlMap, WithoutASinkTheFirstErrorThrows) {
+  YamlDoc doc = load_yaml_text("c.yaml", "e: scalar\n");
+  YamlMap root(doc, doc.root, "");
+  EXPECT_EQ(error_of([&] { root.map("e"); }), "c.yaml:1:4: e: expected a mapping");
+}
+
 }  // namespace
 }  // namespace ootci

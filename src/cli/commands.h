@@ -5,5 +5,12 @@ namespace ootci {
 
 // Each subcommand file adds itself to the app; main.cc only calls these.
 void add_relay_commands(CLI::App& app);
+void add_plan_commands(CLI::App& app);
+
+// Thrown by a command that has already told the user what went wrong (for example every error
+// of `ootci plan check`), so main exits with `code` and prints nothing more.
+struct ExitStatus {
+  int code;
+};
 
 }  // namespace ootci

@@ -9,10 +9,15 @@ int main(int argc, char** argv) {
   CLI::App app{"ootci: CI for PyTorch out-of-tree accelerator backends"};
   app.require_subcommand(1);
   ootci::add_relay_commands(app);
+  ootci::add_plan_commands(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // app.exit prints the message (or the help). Usage errors exit 2 as is conventional, not
+    // with CLI11's own codes (106 for a missing option, 109 for an extra one, ...).
+    return app.exit(e) == 0 ? 0 : 2;
+  } catch (const ootci::ExitStatus& e) {
+    return e.code;
   } catch (const ootci::Error& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 1;

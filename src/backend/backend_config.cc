@@ -1,0 +1,180 @@
+#include "backend/backend_config.h"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "base/yaml_doc.h"
+
+namespace fs = std::filesystem;
+
+namespace ootci {
+
+std::optional<std::string> process_env(const std::string& name) {
+  const char* v = std::getenv(name.c_str());
+  if (!v || !*v) return std::nullopt;
+  return std::string(v);
+}
+
+namespace {
+
+std::string without_trailing_slash(std::string p) {
+  while (p.size() > 1 && p.back() == '/') p.pop_back();
+  return p;
+}
+
+std::string absolute_in(const std::string& dir, const std::string& p) {
+  return without_trailing_slash((fs::path(dir) / p).lexically_normal().string());
+}
+
+// Symlinks resolved as far as the path exists, so plan paths compare with canonical file paths.
+std::string canonical_dir(const std::string& p) {
+  std::error_code ec;
+  fs::path c = fs::weakly_canonical(p, ec);
+  return without_trailing_slash(ec ? p : c.string());
+}
+
+class BackendReader {
+ public:
+  BackendReader(const YamlDoc& doc, std::string dir, EnvLookup environment)
+      : doc_(doc), dir_(std::move(dir)), env_(std::move(environment)) {}
+
+  BackendConfigResult read(const std::string& path) {
+    BackendConfig c;
+    c.path = path;
+    c.dir = dir_;
+    YamlMap root(doc_, doc_.root, "", &errors_);
+    if (!present(root, "backend")) {
+      root.fail(doc_.root, "", "missing required key 'backend'");
+    } else if (auto b = root.map("backend")) {
+      read_backend(*b, c);
+      b->finish();
+    }
+    read_upstream(root, c);
+    if (!present(root, "test_configs")) {
+      root.fail(doc_.root, "", "missing required key 'test_configs'");
+    } else {
+      YAML::Node list = root.raw("test_configs");
+      if (!list.IsSequence()) {
+        root.fail(list, "test_configs", "expected a list");
+      } else {
+        for (size_t i = 0; i < list.size(); ++i) {
+          if (!list[i].IsScalar()) {
+            root.fail(list[i], fmt::format("test_configs[{}]", i), "expected a string");
+            continue;
+          }
+          c.test_configs.push_back(absolute_in(dir_, list[i].Scalar()));
+          c.test_config_where.push_back(yaml_where(doc_, list[i]));
+        }
+      }
+    }
+    c.workspace = absolute_in(dir_, root.str("workspace").value_or(".ootci"));
+    root.finish();
+
+    BackendConfigResult r;
+    r.errors = std::move(errors_);
+    if (r.errors.empty()) r.config = std::move(c);
+    return r;
+  }
+
+ private:
+  static bool present(YamlMap& m, const std::string& key) {
+    YAML::Node n = m.raw(key);
+    return n && !n.IsNull();
+  }
+
+  static std::string required_string(YamlMap& m, const std::string& key) {
+    if (!present(m, key)) {
+      m.fail(m.node(), m.path(), fmt::format("missing required key '{}'", key));
+      return "";
+    }
+    return m.str(key).value_or("");
+  }
+
+  void read_backend(YamlMap& b, BackendConfig& c) {
+    c.name = required_string(b, "name");
+    c.device_type = required_string(b, "device_type");
+    if (auto v = b.str("python")) c.python = *v;
+    if (auto v = b.str_list("modules")) c.modules = *v;
+    if (auto v = b.str_list("pythonpath"))
+      for (const auto& p : *v) c.pythonpath.push_back(absolute_in(dir_, p));
+    if (auto env = b.map("env")) {
+      for (const auto& key : env->keys()) c.env[key] = env->str(key).value_or("");
+      env->finish();
+    }
+  }
+
+  // ${VAR} from the environment; an unset variable is an error at the value's position.
+  std::optional<std::string> expand(YamlMap& m, const std::string& key) {
+    auto text = m.str(key);
+    if (!text) return std::nullopt;
+    YAML::Node node = m.raw(key);
+    std::string out;
+    size_t i = 0;
+    while (i < text->size()) {
+      size_t start = text->find("${", i);
+      if (start == std::string::npos) {
+        out += text->substr(i);
+        break;
+      }
+      out += text->substr(i, start - i);
+      size_t end = text->find('}', start);
+      if (end == std::string::npos) {
+        m.fail(node, m.child_path(key), "unterminated '${'");
+        return std::nullopt;
+      }
+      std::string var = text->substr(start + 2, end - start - 2);
+      auto value = env_(var);
+      if (!value) {
+        m.fail(node, m.child_path(key), fmt::format("environment variable {} is not set", var));
+        return std::nullopt;
+      }
+      out += *value;
+      i = end + 1;
+    }
+    return out;
+  }
+
+  void read_upstream(YamlMap& root, BackendConfig& c) {
+    std::optional<std::string> torch_root, device_root;
+    bool torch_failed = false;
+    if (auto u = root.map("upstream")) {
+      size_t before = errors_.size();
+      torch_root = expand(*u, "torch_root");
+      torch_failed = errors_.size() != before;
+      device_root = expand(*u, "device_root");
+      u->finish();
+    }
+    if (!torch_root && !torch_failed) {
+      torch_root = env_("TORCH_ROOT");
+      if (!torch_root)
+        errors_.push_back(fmt::format(
+            "{}: upstream.torch_root is not set and TORCH_ROOT is not in the environment",
+            doc_.name));
+    }
+    if (torch_root) c.torch_root = canonical_dir(absolute_in(dir_, *torch_root));
+    c.device_root = canonical_dir(absolute_in(dir_, device_root.value_or(".")));
+  }
+
+  const YamlDoc& doc_;
+  std::string dir_;
+  EnvLookup env_;
+  std::vector<std::string> errors_;
+};
+
+}  // namespace
+
+BackendConfigResult load_backend_config(const std::string& path, EnvLookup environment) {
+  std::optional<YamlDoc> doc;
+  try {
+    doc.emplace(load_yaml_file(path));
+  } catch (const Error& e) {
+    return BackendConfigResult{std::nullopt, {e.what()}};
+  }
+  std::string abs = fs::weakly_canonical(fs::absolute(path)).string();
+  std::string dir = fs::path(abs).parent_path().string();
+  return BackendReader(*doc, dir, std::move(environment)).read(abs);
+}
+
+}  // namespace ootci

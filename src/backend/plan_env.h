@@ -1,0 +1,22 @@
+#pragma once
+// The environment pytest runs in under a plan: upstream's device-type test machinery loads
+// python/ootci_torch, which reads the plan named by OOTCI_PLAN.
+#include <map>
+#include <optional>
+#include <string>
+
+#include "backend/backend_config.h"
+
+namespace ootci {
+
+// $OOTCI_PYTHON_DIR if set, else the source tree's python/ folder (fixed at build time).
+std::string ootci_python_dir();
+
+// TORCH_TEST_DEVICES, PYTORCH_TESTING_DEVICE_ONLY_FOR, OOTCI_PLAN, PYTEST_PLUGINS, TORCH_ROOT,
+// TORCH_DEVICE_ROOT and PYTHONPATH (python_dir, the backend's folders, python_dir/shims, then
+// `inherited_pythonpath`), plus every backend.env entry, which wins over the above.
+std::map<std::string, std::string> plan_environment(
+    const BackendConfig& backend, const std::string& plan_path, const std::string& python_dir,
+    const std::optional<std::string>& inherited_pythonpath);
+
+}  // namespace ootci

@@ -1,0 +1,123 @@
+// `ootci plan check|resolve|env`: validate test-suite configs, resolve ootci.yaml into plan.json,
+// and print the environment pytest needs to run under a plan.
+#include <fmt/format.h>
+
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "backend/backend_config.h"
+#include "backend/plan_env.h"
+#include "backend/plan_json.h"
+#include "backend/plan_resolve.h"
+#include "backend/suite_config.h"
+#include "base/error.h"
+#include "cli/commands.h"
+
+namespace ootci {
+namespace {
+
+// Prints diagnostics the way `plan check` documents them and stops with exit code 1 on errors.
+void report(const std::vector<std::string>& errors, const std::vector<std::string>& warnings) {
+  for (const auto& e : errors) std::cerr << e << "\n";
+  for (const auto& w : warnings) std::cerr << "warning: " << w << "\n";
+  if (!errors.empty()) throw ExitStatus{1};
+}
+
+BackendConfig backend_or_exit(const std::string& path) {
+  BackendConfigResult b = load_backend_config(path);
+  report(b.errors, {});
+  return *b.config;
+}
+
+// Resolves and writes the plan; the summary goes to `summary` (stderr for `plan env`, whose
+// stdout is meant for eval).
+void resolve_and_write(const BackendConfig& backend, const std::string& out,
+                       std::ostream& summary) {
+  PlanResult r = resolve_plan(backend);
+  report(r.errors, r.warnings);
+  write_plan(r.plan, out);
+  summary << fmt::format("wrote {}: {} files, {} rules\n", out, r.file_count, r.rule_count);
+}
+
+void plan_check(const std::vector<std::string>& files) {
+  size_t rules = 0;
+  std::vector<std::string> errors, warnings;
+  for (const auto& f : files) {
+    SuiteConfigResult r = load_suite_config(f);
+    errors.insert(errors.end(), r.errors.begin(), r.errors.end());
+    warnings.insert(warnings.end(), r.warnings.begin(), r.warnings.end());
+    rules += r.config.rule_count();
+  }
+  report(errors, warnings);
+  std::cout << fmt::format("ok: {} files, {} rules\n", files.size(), rules);
+}
+
+// A plan given with --plan must at least be one this ootci writes.
+void check_plan_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error(fmt::format("{}: cannot open file", path));
+  nlohmann::json plan = nlohmann::json::parse(in, nullptr, false);
+  if (plan.is_discarded() || !plan.is_object()) throw Error(fmt::format("{}: not JSON", path));
+  if (plan.value("schema", "") != kPlanSchema || plan.value("version", 0) != kPlanVersion)
+    throw Error(fmt::format("{}: not an {} version {} file", path, kPlanSchema, kPlanVersion));
+}
+
+std::string sh_quote(const std::string& value) {
+  std::string out = "'";
+  for (char c : value) {
+    if (c == '\'')
+      out += "'\\''";
+    else
+      out += c;
+  }
+  return out + "'";
+}
+
+void plan_env(const std::string& config, const std::string& plan_arg, bool as_json) {
+  BackendConfig backend = backend_or_exit(config);
+  std::string plan = plan_arg;
+  if (plan.empty()) {
+    plan = backend.workspace + "/plan.json";
+    resolve_and_write(backend, plan, std::cerr);
+  } else {
+    check_plan_file(plan);
+  }
+  auto env = plan_environment(backend, plan, ootci_python_dir(), process_env("PYTHONPATH"));
+  if (as_json) {
+    std::cout << nlohmann::json(env).dump(2) << "\n";
+    return;
+  }
+  for (const auto& [key, value] : env)  // std::map: sorted by key
+    std::cout << "export " << key << "=" << sh_quote(value) << "\n";
+}
+
+}  // namespace
+
+void add_plan_commands(CLI::App& app) {
+  auto* plan = app.add_subcommand("plan", "Test-suite configs and the resolved plan");
+  plan->require_subcommand(1);
+
+  auto* check = plan->add_subcommand("check", "Validate test-suite configs; report every error");
+  static std::vector<std::string> check_files;
+  check->add_option("FILE", check_files, "test_suite_config YAML files")->required();
+  check->callback([] { plan_check(check_files); });
+
+  auto* resolve = plan->add_subcommand("resolve", "Resolve ootci.yaml and its configs into a plan");
+  static std::string resolve_config, resolve_out;
+  resolve->add_option("--config", resolve_config, "ootci.yaml")->required();
+  resolve->add_option("-o,--output", resolve_out, "plan.json to write")->required();
+  resolve->callback(
+      [] { resolve_and_write(backend_or_exit(resolve_config), resolve_out, std::cout); });
+
+  auto* env = plan->add_subcommand("env", "Print the environment for running pytest under a plan");
+  static std::string env_config, env_plan;
+  static bool env_json = false;
+  env->add_option("--config", env_config, "ootci.yaml")->required();
+  env->add_option("--plan", env_plan,
+                  "an existing plan.json (default: resolve into <workspace>/plan.json)");
+  env->add_flag("--json", env_json, "print a JSON object instead of export lines");
+  env->callback([] { plan_env(env_config, env_plan, env_json); });
+}
+
+}  // namespace ootci
