@@ -77,6 +77,8 @@ class Rule:
     dtypes_exclude: List[str]
     cpu_move: List[str]
     source: str
+    method_text: str = ""
+    matched: bool = False  # set once the rule decides any test; unmatched rules are reported
 
     def matches(self, cls_name: str, names: Tuple[str, ...]) -> bool:
         if self.cls is not None and self.cls != cls_name:
@@ -136,6 +138,7 @@ def _rule(obj, where: str) -> Rule:
         dtypes_exclude=list(dtypes.get("exclude") or []),
         cpu_move=list(obj.get("cpu_move") or []),
         source=obj.get("source", where),
+        method_text=(obj.get("class") + "::" if obj.get("class") else "") + obj["method"],
     )
 
 
@@ -206,6 +209,8 @@ def decide(fp: FilePlan, cls_name: str, method: str, variant: str,
            op_name: Optional[str], dtypes: Tuple[str, ...]) -> Decision:
     """Applies the plan to one variant: admission, mode, marks, precision (docs/plan.md)."""
     rule = fp.rule_for(cls_name, method, variant)
+    if rule is not None:
+        rule.matched = True
     mode = rule.mode if rule else fp.unlisted_test_mode
     marks = list(rule.tags) if rule else []
 

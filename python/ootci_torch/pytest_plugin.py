@@ -77,9 +77,14 @@ def _inject_device_classes(module):
             cdt.instantiate_device_type_tests(obj, vars(module), only_for=[_device_type()])
 
 
+_collected_files = set()
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_make_collect_report(collector):
-    if isinstance(collector, pytest.Module) and _plan.current().file_for(str(collector.path)):
+    fp = _plan.current().file_for(str(collector.path)) if isinstance(collector, pytest.Module) else None
+    if fp is not None:
+        _collected_files.add(fp.path)
         try:
             _inject_device_classes(collector.obj)
         except Exception:
@@ -121,3 +126,14 @@ def pytest_collection_modifyitems(session, config, items):
     if deselected:
         config.hook.pytest_deselected(items=deselected)
         items[:] = kept
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Names the rules that matched no test: typos, or tests that upstream renamed or removed."""
+    current = _plan.current()
+    unmatched = [r for path in sorted(_collected_files) for r in current.files[path].rules
+                 if not r.matched]
+    if unmatched:
+        terminalreporter.write_sep("-", f"ootci plan: {len(unmatched)} rules matched no test")
+        for rule in unmatched:
+            terminalreporter.write_line(f"{rule.source}: {rule.method_text}")

@@ -172,7 +172,8 @@ class PlanResolver {
     }
   }
 
-  // Adds `add` to `into` by name; the same dtype with other settings is an error.
+  // Adds `add` to `into` by name. A setting given in only one declaration applies; two different
+  // precisions are an error; force_xfail from any declaration holds.
   void merge_dtypes(const std::string& path, const std::string& what, std::vector<DtypeEntry>& into,
                     const std::vector<DtypeEntry>& add) {
     for (const DtypeEntry& d : add) {
@@ -182,15 +183,13 @@ class PlanResolver {
         into.push_back(d);
         continue;
       }
-      if (it->precision != d.precision)
+      if (d.precision && it->precision && it->precision != d.precision)
         errors_.push_back(fmt::format(
             "{}: {}: conflicting precision for dtype '{}'{} in {}: {} here but {} at {}", d.where,
             d.yaml_path, d.name, what, shown(path), precision_json(d.precision).dump(),
             precision_json(it->precision).dump(), it->where));
-      if (it->force_xfail != d.force_xfail)
-        errors_.push_back(fmt::format(
-            "{}: {}: conflicting force_xfail for dtype '{}'{} in {}: {} here but {} at {}", d.where,
-            d.yaml_path, d.name, what, shown(path), d.force_xfail, it->force_xfail, it->where));
+      if (!it->precision) it->precision = d.precision;
+      it->force_xfail = it->force_xfail || d.force_xfail;
     }
   }
 
@@ -203,10 +202,7 @@ class PlanResolver {
         into.push_back(op);
         continue;
       }
-      if (it->force_xfail != op.force_xfail)
-        errors_.push_back(fmt::format(
-            "{}: {}: conflicting force_xfail for op '{}' in {}: {} here but {} at {}", op.where,
-            op.yaml_path, op.name, shown(path), op.force_xfail, it->force_xfail, it->where));
+      it->force_xfail = it->force_xfail || op.force_xfail;
       // As for the global lists: no dtypes only if no declaration of the op lists any.
       if (!op.dtypes) continue;
       if (!it->dtypes) it->dtypes.emplace();

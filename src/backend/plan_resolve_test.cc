@@ -247,32 +247,51 @@ TEST_F(PlanResolve, GlobalIsMergedPerFileAndDoesNotLeakToOtherFiles) {
   EXPECT_EQ(dev["supported_ops"][0]["dtypes"].size(), 2u);  // float16 and bfloat16 for relu
 }
 
-TEST_F(PlanResolve, ConflictingGlobalScalarsAreErrors) {
+TEST_F(PlanResolve, ConflictingGlobalPrecisionIsAnError) {
   std::string one = config("one.yaml", R"(test_suite_config:
   files:
     - path: ${TORCH_ROOT}/test/test_a.py
   global:
     supported_dtypes: [{name: float16, precision: {atol: 1e-3}}]
-    supported_ops: [{name: add, force_xfail: true}]
 )");
   std::string two = config("two.yaml", R"(test_suite_config:
   files:
     - path: ${TORCH_ROOT}/test/test_a.py
   global:
     supported_dtypes: [{name: half, precision: {atol: 1e-2}}]
-    supported_ops: [add]
 )");
   PlanResult r = resolve_plan(backend_);
   EXPECT_EQ(r.errors,
             (Lines{two +
-                       ":5:24: test_suite_config.global.supported_dtypes[0]: conflicting precision "
-                       "for dtype 'float16' in test/test_a.py: {\"atol\":0.01,\"rtol\":null} here "
-                       "but {\"atol\":0.001,\"rtol\":null} at " +
-                       one + ":5:24",
-                   two +
-                       ":6:21: test_suite_config.global.supported_ops[0]: conflicting force_xfail "
-                       "for op 'add' in test/test_a.py: false here but true at " +
-                       one + ":6:21"}));
+                   ":5:24: test_suite_config.global.supported_dtypes[0]: conflicting precision "
+                   "for dtype 'float16' in test/test_a.py: {\"atol\":0.01,\"rtol\":null} here "
+                   "but {\"atol\":0.001,\"rtol\":null} at " +
+                   one + ":5:24"}));
+}
+
+// A setting given by one declaration only is not a conflict: Spyre's example config and its
+// test_binary_ufuncs.yaml both declare add, one of them with a precision.
+TEST_F(PlanResolve, OneSidedGlobalSettingsMerge) {
+  config("one.yaml", R"(test_suite_config:
+  files:
+    - path: ${TORCH_ROOT}/test/test_a.py
+  global:
+    supported_dtypes: [{name: float16}]
+    supported_ops: [{name: add, force_xfail: true, dtypes: [{name: float16}]}]
+)");
+  config("two.yaml", R"(test_suite_config:
+  files:
+    - path: ${TORCH_ROOT}/test/test_a.py
+  global:
+    supported_dtypes: [{name: float16, precision: {atol: 1e-2}}]
+    supported_ops: [{name: add, dtypes: [{name: float16, precision: {rtol: 0.5}}]}]
+)");
+  PlanResult r = resolve_ok();
+  const json& a = file_named(r.plan, "test/test_a.py");
+  EXPECT_EQ(a["supported_dtypes"][0]["precision"], json::parse(R"({"atol":0.01,"rtol":null})"));
+  EXPECT_EQ(a["supported_ops"][0]["force_xfail"], true);
+  EXPECT_EQ(a["supported_ops"][0]["dtypes"][0]["precision"],
+            json::parse(R"({"atol":null,"rtol":0.5})"));
 }
 
 TEST_F(PlanResolve, DoubleStarGlobMatchesEveryFolder) {

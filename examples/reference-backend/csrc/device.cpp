@@ -1,9 +1,9 @@
 // The device itself: memory from the host allocator, tagged PrivateUse1, and a single-device guard.
+#include "device.h"
+
 #include <c10/core/Allocator.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/core/impl/alloc_cpu.h>
-
-#include "device.h"
 
 namespace ootci_ref {
 namespace {
@@ -37,7 +37,9 @@ struct SingleDeviceGuard final : c10::impl::DeviceGuardImplInterface {
 
 }  // namespace
 
-c10::Allocator* allocator() { return &g_allocator; }
+c10::Allocator* allocator() {
+  return &g_allocator;
+}
 
 }  // namespace ootci_ref
 

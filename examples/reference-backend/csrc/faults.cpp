@@ -43,12 +43,18 @@ std::multimap<std::string, NumericBug> numeric_bugs() {
   std::multimap<std::string, NumericBug> out;
   const char* v = std::getenv("OOTCI_REF_WRONG_RESULTS");
   if (!v) return out;
-  static const std::map<std::string, c10::ScalarType> dtypes = {
-      {"bool", at::kBool},        {"uint8", at::kByte},     {"int8", at::kChar},
-      {"int16", at::kShort},      {"int32", at::kInt},      {"int64", at::kLong},
-      {"float16", at::kHalf},     {"bfloat16", at::kBFloat16}, {"float32", at::kFloat},
-      {"float64", at::kDouble},   {"complex64", at::kComplexFloat},
-      {"complex128", at::kComplexDouble}};
+  static const std::map<std::string, c10::ScalarType> dtypes = {{"bool", at::kBool},
+                                                                {"uint8", at::kByte},
+                                                                {"int8", at::kChar},
+                                                                {"int16", at::kShort},
+                                                                {"int32", at::kInt},
+                                                                {"int64", at::kLong},
+                                                                {"float16", at::kHalf},
+                                                                {"bfloat16", at::kBFloat16},
+                                                                {"float32", at::kFloat},
+                                                                {"float64", at::kDouble},
+                                                                {"complex64", at::kComplexFloat},
+                                                                {"complex128", at::kComplexDouble}};
   for (auto& spec : split(v, ',')) {
     auto parts = split(spec, ':');
     TORCH_CHECK(parts.size() == 2 || parts.size() == 3,
