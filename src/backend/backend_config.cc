@@ -70,6 +70,10 @@ class BackendReader {
       }
     }
     c.workspace = absolute_in(dir_, root.str("workspace").value_or(".ootci"));
+    if (auto run = root.map("run")) {
+      read_run(*run, c.run);
+      run->finish();
+    }
     root.finish();
 
     BackendConfigResult r;
@@ -103,6 +107,16 @@ class BackendReader {
       for (const auto& key : env->keys()) c.env[key] = env->str(key).value_or("");
       env->finish();
     }
+  }
+
+  static void read_run(YamlMap& m, RunSettings& r) {
+    r.workers = static_cast<int>(m.integer("workers", 1, 256).value_or(r.workers));
+    r.reruns = static_cast<int>(m.integer("reruns", 0, 10).value_or(r.reruns));
+    r.stall_timeout_s =
+        static_cast<int>(m.integer("stall_timeout_s", 1, 86400).value_or(r.stall_timeout_s));
+    r.test_timeout_s =
+        static_cast<int>(m.integer("test_timeout_s", 1, 86400).value_or(r.test_timeout_s));
+    if (auto v = m.str_list("pytest_args")) r.pytest_args = *v;
   }
 
   // ${VAR} from the environment; an unset variable is an error at the value's position.

@@ -9,6 +9,15 @@
 
 namespace ootci {
 
+// How `ootci run` runs the plan (the `run:` section; docs/run.md).
+struct RunSettings {
+  int workers = 2;            // test files in parallel
+  int reruns = 2;             // extra runs of a failed test, each in a fresh process
+  int stall_timeout_s = 300;  // no output for this long: kill the process group, retry once
+  int test_timeout_s = 900;   // one test running this long is killed and reported as a timeout
+  std::vector<std::string> pytest_args;  // appended to every pytest command
+};
+
 struct BackendConfig {
   std::string path;  // absolute path of ootci.yaml
   std::string dir;   // its folder: relative paths in it are relative to this
@@ -24,6 +33,7 @@ struct BackendConfig {
   std::vector<std::string> test_configs;
   std::vector<std::string> test_config_where;
   std::string workspace;  // absolute
+  RunSettings run;
 };
 
 struct BackendConfigResult {

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -38,10 +39,14 @@ Subprocess Subprocess::spawn(const SpawnOptions& o) {
     if (out_fd < 0)
       throw Error(fmt::format("spawn: cannot open {}: {}", o.output_file, strerror(errno)));
   }
+  pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0) throw Error(fmt::format("spawn: fork failed: {}", strerror(errno)));
   if (pid == 0) {
     if (o.new_process_group) setpgid(0, 0);
+    // If the parent died before prctl took effect, nobody would send the signal: exit now.
+    if (o.die_with_parent && (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent))
+      _exit(125);
     if (out_fd >= 0) {
       dup2(out_fd, 1);
       dup2(out_fd, 2);

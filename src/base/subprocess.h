@@ -14,6 +14,9 @@ struct SpawnOptions {
   std::string output_file;                 // stdout+stderr appended here; empty: inherit
   std::string cwd;
   bool new_process_group = true;  // so a stall can kill the whole tree
+  // The child gets SIGKILL when the spawning thread's process dies, so killing a runner never
+  // leaves its test processes running on. (Linux ties this to the spawning thread.)
+  bool die_with_parent = false;
 };
 
 // A child process. The destructor kills it (SIGKILL to its group) if it is still running.

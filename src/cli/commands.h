@@ -6,6 +6,8 @@ namespace ootci {
 // Each subcommand file adds itself to the app; main.cc only calls these.
 void add_relay_commands(CLI::App& app);
 void add_plan_commands(CLI::App& app);
+void add_evidence_commands(CLI::App& app);
+void add_run_commands(CLI::App& app);
 
 // Thrown by a command that has already told the user what went wrong (for example every error
 // of `ootci plan check`), so main exits with `code` and prints nothing more.

@@ -10,6 +10,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   ootci::add_relay_commands(app);
   ootci::add_plan_commands(app);
+  ootci::add_evidence_commands(app);
+  ootci::add_run_commands(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -59,7 +59,7 @@ class Workspace:
     def config(self, text: str, name="configs/suite.yaml"):
         return self.write(name, text)
 
-    def ootci_yaml(self, env=None, configs=("configs/*.yaml",)):
+    def ootci_yaml(self, env=None, configs=("configs/*.yaml",), run=None):
         lines = [
             "backend:",
             "  name: reference",
@@ -73,6 +73,9 @@ class Workspace:
             lines += [f"    {k}: {json.dumps(v)}" for k, v in env.items()]
         lines += ["upstream:", f"  torch_root: {torch_root()}", "test_configs:"]
         lines += [f"  - {c}" for c in configs]
+        if run:
+            lines.append("run:")
+            lines += [f"  {k}: {json.dumps(v)}" for k, v in run.items()]
         (self.path / "ootci.yaml").write_text("\n".join(lines) + "\n")
 
     def ootci(self, *args, check=True):

@@ -1,0 +1,118 @@
+#include "backend/progress.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <iostream>
+
+#include "base/time.h"
+
+namespace ootci {
+namespace {
+
+std::string format_seconds(double s) {
+  auto n = static_cast<long>(s + 0.5);
+  if (n >= 3600) return fmt::format("{}h{:02}m", n / 3600, n % 3600 / 60);
+  if (n >= 60) return fmt::format("{}m{:02}s", n / 60, n % 60);
+  return fmt::format("{}s", n);
+}
+
+bool in_file(const std::string& test_id, const std::string& relpath) {
+  return test_id.size() > relpath.size() + 2 && test_id.compare(0, relpath.size(), relpath) == 0 &&
+         test_id.compare(relpath.size(), 2, "::") == 0;
+}
+
+}  // namespace
+
+Progress::Progress(bool tty, std::map<std::string, double> test_durations, int workers)
+    : tty_(tty), workers_(std::max(1, workers)), history_(std::move(test_durations)) {}
+
+Progress::~Progress() {
+  stop();
+}
+
+void Progress::expect_from_history(const std::string& relpath) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  size_t n = 0;
+  for (auto it = history_.lower_bound(relpath + "::"); it != history_.end(); ++it) {
+    if (!in_file(it->first, relpath)) break;
+    ++n;
+    history_total_s_ += it->second;
+  }
+  expected_[relpath] = n;
+}
+
+void Progress::expect(const std::string& relpath, size_t tests) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  expected_[relpath] = tests;
+}
+
+void Progress::add(const TestResult& r) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!outcomes_.count(r.test_id)) {
+    auto h = history_.find(r.test_id);
+    if (h != history_.end()) history_done_s_ += h->second;
+  }
+  outcomes_[r.test_id] = r.outcome;
+  flaky_[r.test_id] = r.flaky;
+}
+
+void Progress::add_finished(const std::vector<TestResult>& results) {
+  for (const auto& r : results) add(r);
+}
+
+std::string Progress::line() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  size_t total = 0;
+  for (const auto& [file, n] : expected_) total += n;
+  std::map<std::string, size_t> counts;
+  size_t flaky = 0;
+  for (const auto& [id, outcome] : outcomes_) ++counts[outcome];
+  for (const auto& [id, f] : flaky_) flaky += f;
+  size_t done = outcomes_.size();
+  total = std::max(total, done);
+  double elapsed = (steady_us() - started_us_) / 1e6;
+  std::string eta = "?";
+  if (history_total_s_ > 0)
+    eta = format_seconds(std::max(0.0, history_total_s_ - history_done_s_) / workers_);
+  else if (done > 0)
+    eta = format_seconds(elapsed * static_cast<double>(total - done) / static_cast<double>(done));
+  return fmt::format(
+      "[{}/{}] {} passed, {} failed, {} error, {} xfailed, {} xpassed, {} skipped, {} flaky | "
+      "{} elapsed, ETA {}",
+      done, total, counts["passed"], counts["failed"], counts["error"], counts["xfailed"],
+      counts["xpassed"], counts["skipped"], flaky, format_seconds(elapsed), eta);
+}
+
+void Progress::start() {
+  started_us_ = steady_us();
+  thread_ = std::thread([this] { loop(); });
+}
+
+void Progress::stop() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stopping_ || !thread_.joinable()) return;
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+  std::cerr << (tty_ ? "\r\033[K" : "") << line() << "\n";
+}
+
+void Progress::loop() {
+  // A terminal gets a redrawn line twice a second; a log gets one line every five seconds.
+  auto period = std::chrono::milliseconds(tty_ ? 500 : 5000);
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!wake_.wait_for(lock, period, [this] { return stopping_; })) {
+    lock.unlock();
+    std::string text = line();
+    if (tty_)
+      std::cerr << "\r\033[K" << text << std::flush;
+    else
+      std::cerr << text << "\n";
+    lock.lock();
+  }
+}
+
+}  // namespace ootci

@@ -1,0 +1,190 @@
+#include "backend/pytest_process.h"
+
+#include <fmt/format.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "base/error.h"
+#include "base/subprocess.h"
+#include "base/time.h"
+
+namespace fs = std::filesystem;
+
+namespace ootci {
+
+void split_test_id(const std::string& id, TestResult& into) {
+  into.test_id = id;
+  size_t first = id.find("::");
+  if (first == std::string::npos) {
+    into.file = id;
+    return;
+  }
+  into.file = id.substr(0, first);
+  std::string rest = id.substr(first + 2);
+  size_t second = rest.find("::");
+  if (second == std::string::npos) {
+    into.name = rest;
+  } else {
+    into.cls = rest.substr(0, second);
+    into.name = rest.substr(second + 2);
+  }
+}
+
+std::string signal_name(int sig) {
+  const char* abbrev = sigabbrev_np(sig);
+  return abbrev ? fmt::format("SIG{}", abbrev) : fmt::format("signal {}", sig);
+}
+
+namespace {
+
+void write_ids(const std::string& path, const std::vector<std::string>& ids) {
+  std::ofstream out(path, std::ios::trunc);
+  for (const auto& id : ids) out << id << "\n";
+  if (!out) throw Error(fmt::format("{}: cannot write", path));
+}
+
+// Reads the lines appended to the events file since the last call; a partial last line waits.
+class EventReader {
+ public:
+  explicit EventReader(std::string path) : path_(std::move(path)) {}
+
+  // Returns true if anything new arrived.
+  bool poll(const std::function<void(const nlohmann::json&)>& on_event) {
+    std::ifstream in(path_, std::ios::binary);
+    if (!in) return false;
+    in.seekg(static_cast<std::streamoff>(offset_));
+    std::string chunk((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (chunk.empty()) return false;
+    pending_ += chunk;
+    offset_ += chunk.size();
+    size_t start = 0, nl;
+    while ((nl = pending_.find('\n', start)) != std::string::npos) {
+      nlohmann::json event = nlohmann::json::parse(pending_.substr(start, nl - start), nullptr,
+                                                   /*allow_exceptions=*/false);
+      if (!event.is_discarded()) on_event(event);
+      start = nl + 1;
+    }
+    pending_.erase(0, start);
+    return true;
+  }
+
+ private:
+  std::string path_;
+  size_t offset_ = 0;
+  std::string pending_;
+};
+
+uintmax_t file_size_or_zero(const std::string& path) {
+  std::error_code ec;
+  uintmax_t n = fs::file_size(path, ec);
+  return ec ? 0 : n;
+}
+
+TestResult result_from_event(const nlohmann::json& e) {
+  TestResult r;
+  split_test_id(e.value("id", ""), r);
+  r.outcome = e.value("outcome", "error");
+  r.duration_s = e.value("duration", 0.0);
+  r.mode = e.value("mode", "");
+  r.op = e.value("op", "");
+  r.dtype = e.value("dtype", "");
+  r.error_class = e.value("error_class", "");
+  r.message = e.value("message", "");
+  r.finished_ms = now_ms();
+  return r;
+}
+
+}  // namespace
+
+PytestOutcome run_pytest(const PytestRequest& req,
+                         const std::function<void(const TestResult&)>& on_result,
+                         const std::atomic<bool>& stop) {
+  fs::create_directories(req.work_dir);
+  PytestOutcome out;
+  std::string events = req.work_dir + "/events.jsonl";
+  out.log_path = req.work_dir + "/pytest.log";
+  fs::remove(events);
+
+  SpawnOptions spawn;
+  spawn.argv = req.command;
+  spawn.env = req.env;
+  spawn.env["OOTCI_RUN_EVENTS"] = events;
+  if (req.only) {
+    write_ids(req.work_dir + "/only.txt", *req.only);
+    spawn.env["OOTCI_RUN_ONLY"] = req.work_dir + "/only.txt";
+  }
+  if (!req.skip.empty()) {
+    write_ids(req.work_dir + "/skip.txt", {req.skip.begin(), req.skip.end()});
+    spawn.env["OOTCI_RUN_SKIP"] = req.work_dir + "/skip.txt";
+  }
+  spawn.output_file = out.log_path;
+  spawn.cwd = req.cwd;
+  spawn.die_with_parent = true;
+  Subprocess proc = Subprocess::spawn(spawn);
+
+  EventReader reader(events);
+  auto on_event = [&](const nlohmann::json& e) {
+    std::string kind = e.value("e", "");
+    if (kind == "collected") {
+      out.collected = e.value("tests", std::vector<std::string>{});
+    } else if (kind == "start") {
+      out.in_progress = e.value("id", "");
+    } else if (kind == "result") {
+      TestResult r = result_from_event(e);
+      if (out.in_progress == r.test_id) out.in_progress.reset();
+      on_result(r);
+      out.results.push_back(std::move(r));
+    } else if (kind == "collect_error") {
+      out.collect_errors.push_back(e.value("message", ""));
+    }
+  };
+
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point last_activity = Clock::now(), test_started = Clock::now();
+  std::optional<std::string> watched_test;
+  uintmax_t log_size = 0;
+  std::optional<int> status;
+  while (!(status = proc.try_wait())) {
+    bool active = reader.poll(on_event);
+    uintmax_t size = file_size_or_zero(out.log_path);
+    if (active || size != log_size) last_activity = Clock::now();
+    log_size = size;
+    if (out.in_progress != watched_test) {
+      watched_test = out.in_progress;
+      test_started = Clock::now();
+    }
+    auto now = Clock::now();
+    std::optional<PytestEnding> kill_for;
+    if (stop)
+      kill_for = PytestEnding::interrupted;
+    else if (watched_test && now - test_started > std::chrono::seconds(req.test_timeout_s))
+      kill_for = PytestEnding::test_timeout;
+    else if (now - last_activity > std::chrono::seconds(req.stall_timeout_s))
+      kill_for = PytestEnding::stalled;
+    if (kill_for) {
+      proc.signal(SIGKILL);
+      proc.wait();
+      reader.poll(on_event);
+      out.ending = *kill_for;
+      return out;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  reader.poll(on_event);
+  if (WIFSIGNALED(*status)) {
+    out.ending = PytestEnding::signaled;
+    out.signal = WTERMSIG(*status);
+  } else {
+    out.exit_code = WEXITSTATUS(*status);
+  }
+  return out;
+}
+
+}  // namespace ootci

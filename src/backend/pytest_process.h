@@ -1,0 +1,56 @@
+#pragma once
+// One pytest process over (part of) one upstream test file, watched while it runs: its results
+// stream in through python/ootci_torch/run_reporter.py, and a stall or an overlong test kills it.
+#include <atomic>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "backend/evidence.h"
+
+namespace ootci {
+
+struct PytestRequest {
+  std::vector<std::string> command;  // e.g. {python, "-m", "pytest", <file>, args...}
+  std::map<std::string, std::string> env;
+  std::string cwd;
+  std::string work_dir;                          // events, id lists and log go here
+  std::optional<std::vector<std::string>> only;  // run just these test ids
+  std::set<std::string> skip;                    // never run these (already finished)
+  int stall_timeout_s = 300;
+  int test_timeout_s = 900;
+};
+
+enum class PytestEnding {
+  exited,        // exit_code is pytest's
+  signaled,      // died from signal `signal` (crash, OOM kill)
+  stalled,       // no output for stall_timeout_s; killed
+  test_timeout,  // the test in progress ran longer than test_timeout_s; killed
+  interrupted,   // `stop` was set; killed
+};
+
+struct PytestOutcome {
+  PytestEnding ending = PytestEnding::exited;
+  int exit_code = 0;
+  int signal = 0;
+  std::optional<std::vector<std::string>> collected;  // ids the process was going to run
+  std::vector<TestResult> results;                    // in the order they finished
+  std::optional<std::string> in_progress;             // started but never finished
+  std::vector<std::string> collect_errors;
+  std::string log_path;  // the process's stdout and stderr
+};
+
+// "relpath::Class::name" -> file, class, name.
+void split_test_id(const std::string& id, TestResult& into);
+
+// Runs the process to its end. `on_result` sees each result as soon as it is reported.
+PytestOutcome run_pytest(const PytestRequest& request,
+                         const std::function<void(const TestResult&)>& on_result,
+                         const std::atomic<bool>& stop);
+
+std::string signal_name(int sig);
+
+}  // namespace ootci

@@ -1,0 +1,125 @@
+#include "backend/run_manifest.h"
+
+#include <fmt/format.h>
+#include <sys/utsname.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "base/subprocess.h"
+#include "base/time.h"
+#include "net/crypto.h"
+
+namespace fs = std::filesystem;
+
+namespace ootci {
+namespace {
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) s.pop_back();
+  return s;
+}
+
+// Runs a short command and returns its trimmed output, or "" if it fails.
+std::string command_output(const std::vector<std::string>& argv, const std::string& scratch) {
+  fs::remove(scratch);
+  try {
+    Subprocess p = Subprocess::spawn({argv, {}, scratch, "", false});
+    int status = p.wait();
+    if (status != 0) return "";
+  } catch (const std::exception&) {
+    return "";
+  }
+  return trim(read_text(scratch));
+}
+
+std::string git_revision(const std::string& dir, const std::string& scratch) {
+  return command_output({"git", "-C", dir, "rev-parse", "HEAD"}, scratch);
+}
+
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("model name", 0) == 0) return trim(line.substr(line.find(':') + 2));
+  return "";
+}
+
+}  // namespace
+
+std::string plan_config_hash(const nlohmann::json& plan) {
+  nlohmann::json canonical = nlohmann::json::array();
+  for (const auto& f : plan["files"]) {
+    nlohmann::json rules = nlohmann::json::array();
+    for (auto r : f["rules"]) {
+      r.erase("source");
+      rules.push_back(r);
+    }
+    canonical.push_back({{"relpath", f["relpath"]},
+                         {"unlisted_test_mode", f["unlisted_test_mode"]},
+                         {"supported_dtypes", f["supported_dtypes"]},
+                         {"supported_ops", f["supported_ops"]},
+                         {"rules", rules}});
+  }
+  canonical.push_back(plan["backend"]["device_type"]);
+  return sha256_hex(canonical.dump());
+}
+
+nlohmann::json build_manifest(const BackendConfig& backend, const nlohmann::json& plan,
+                              const std::string& plan_path, const RunInfo& run) {
+  std::string scratch = fs::path(plan_path).parent_path().string() + "/.manifest-probe";
+  std::string versions =
+      command_output({backend.python, "-c",
+                      "import sys, torch; print(sys.version.split()[0]); print(torch.__version__)"},
+                     scratch);
+  std::string python = versions.substr(0, versions.find('\n'));
+  std::string torch =
+      versions.find('\n') == std::string::npos ? "" : versions.substr(versions.find('\n') + 1);
+  // The upstream tree is a git checkout, or a source package unpacked by scripts/setup, whose
+  // marker names the checked tarball.
+  std::string upstream_revision = git_revision(backend.torch_root, scratch);
+  if (upstream_revision.empty()) {
+    std::string marker = read_text(backend.torch_root + "/.ootci-verified");
+    upstream_revision = marker.empty() ? "" : "sha256:" + marker.substr(0, marker.find(' '));
+  }
+  std::string suite;
+  for (const auto& f : plan["files"])
+    suite += f["relpath"].get<std::string>() + ":" + f["sha256"].get<std::string>() + "\n";
+  struct utsname u {};
+  uname(&u);
+  nlohmann::json m = {
+      {"run_id", run.id},
+      {"backend", backend.name},
+      {"device_type", backend.device_type},
+      {"upstream",
+       {{"torch_root", backend.torch_root},
+        {"revision", upstream_revision},
+        {"torch_version", torch},
+        {"suite_sha256", sha256_hex(suite)}}},
+      {"backend_revision", git_revision(backend.device_root, scratch)},
+      {"plan_sha256", sha256_hex(read_text(plan_path))},
+      {"config_hash", run.config_hash},
+      {"shard", run.shard.empty() ? nlohmann::json() : nlohmann::json(run.shard)},
+      {"python", python},
+      {"os", fmt::format("{} {} {}", u.sysname, u.release, u.machine)},
+      {"cpu", cpu_model()},
+      {"started", iso8601_utc(run.started_ms)},
+      {"ended", nullptr},
+  };
+  fs::remove(scratch);
+  return m;
+}
+
+void finalize_manifest(nlohmann::json& manifest, int64_t ended_ms) {
+  manifest["ended"] = iso8601_utc(ended_ms);
+}
+
+}  // namespace ootci

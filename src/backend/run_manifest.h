@@ -1,0 +1,19 @@
+#pragma once
+// What a run tested, so it can be reproduced or bisected later (docs/run.md, "Run manifest").
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "backend/backend_config.h"
+#include "backend/evidence.h"
+
+namespace ootci {
+
+// Which adaptation ran: the plan's files (by relpath), rules and capabilities, without absolute
+// paths or source positions, so two machines with the same configs agree.
+std::string plan_config_hash(const nlohmann::json& plan);
+
+nlohmann::json build_manifest(const BackendConfig& backend, const nlohmann::json& plan,
+                              const std::string& plan_path, const RunInfo& run);
+void finalize_manifest(nlohmann::json& manifest, int64_t ended_ms);
+
+}  // namespace ootci

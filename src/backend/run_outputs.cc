@@ -1,0 +1,97 @@
+#include "backend/run_outputs.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+#include <pugixml.hpp>
+
+#include "base/error.h"
+
+namespace fs = std::filesystem;
+
+namespace ootci {
+namespace {
+
+// "test/test_view_ops.py" + "TestX" -> "test.test_view_ops.TestX", as pytest names classes.
+std::string classname(const TestResult& r) {
+  std::string module = r.file;
+  if (module.size() > 3 && module.compare(module.size() - 3, 3, ".py") == 0)
+    module.resize(module.size() - 3);
+  for (char& c : module)
+    if (c == '/') c = '.';
+  return r.cls.empty() ? module : module + "." + r.cls;
+}
+
+void write_atomically(const std::string& path, const std::string& text) {
+  fs::create_directories(fs::path(path).parent_path());
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << text;
+    if (!out) throw Error(fmt::format("{}: cannot write", tmp));
+  }
+  fs::rename(tmp, path);
+}
+
+}  // namespace
+
+void write_junit(const std::string& path, const std::vector<TestResult>& results) {
+  pugi::xml_document doc;
+  auto decl = doc.append_child(pugi::node_declaration);
+  decl.append_attribute("version") = "1.0";
+  decl.append_attribute("encoding") = "utf-8";
+  auto suite = doc.append_child("testsuites").append_child("testsuite");
+  int failures = 0, errors = 0, skipped = 0;
+  double time = 0;
+  for (const auto& r : results) {
+    auto tc = suite.append_child("testcase");
+    tc.append_attribute("classname") = classname(r).c_str();
+    tc.append_attribute("name") = r.name.empty() ? r.file.c_str() : r.name.c_str();
+    tc.append_attribute("file") = r.file.c_str();
+    tc.append_attribute("time") = fmt::format("{:.3f}", r.duration_s).c_str();
+    time += r.duration_s;
+    auto props = tc.append_child("properties");
+    auto prop = [&](const char* name, const std::string& value) {
+      if (value.empty()) return;
+      auto p = props.append_child("property");
+      p.append_attribute("name") = name;
+      p.append_attribute("value") = value.c_str();
+    };
+    prop("ootci.mode", r.mode);
+    prop("ootci.op", r.op);
+    prop("ootci.dtype", r.dtype);
+    prop("ootci.device", r.device);
+    if (r.reruns) prop("ootci.reruns", std::to_string(r.reruns));
+    if (r.flaky) prop("ootci.flaky", "1");
+    if (!props.first_child()) tc.remove_child(props);
+    std::string message = r.message.substr(0, 500);
+    if (r.outcome == "failed" || r.outcome == "error") {
+      auto f = tc.append_child(r.outcome == "failed" ? "failure" : "error");
+      f.append_attribute("message") = message.c_str();
+      if (!r.error_class.empty()) f.append_attribute("type") = r.error_class.c_str();
+      f.text() = r.message.c_str();
+      (r.outcome == "failed" ? failures : errors)++;
+    } else if (r.outcome == "skipped" || r.outcome == "xfailed") {
+      auto s = tc.append_child("skipped");
+      s.append_attribute("type") = r.outcome == "xfailed" ? "pytest.xfail" : "pytest.skip";
+      s.append_attribute("message") = message.c_str();
+      ++skipped;
+    }
+  }
+  suite.prepend_attribute("time") = fmt::format("{:.3f}", time).c_str();
+  suite.prepend_attribute("tests") = static_cast<unsigned>(results.size());
+  suite.prepend_attribute("skipped") = skipped;
+  suite.prepend_attribute("failures") = failures;
+  suite.prepend_attribute("errors") = errors;
+  suite.prepend_attribute("name") = "ootci";
+  std::ostringstream out;
+  doc.save(out, "  ");
+  write_atomically(path, out.str());
+}
+
+void write_json_file(const std::string& path, const nlohmann::json& value) {
+  write_atomically(path, value.dump(2) + "\n");
+}
+
+}  // namespace ootci

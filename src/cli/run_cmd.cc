@@ -1,0 +1,88 @@
+// `ootci run`: run the plan on the device and keep the evidence (docs/run.md).
+#include <fmt/format.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <iostream>
+
+#include "backend/backend_config.h"
+#include "backend/evidence_path.h"
+#include "backend/judge.h"
+#include "backend/runner.h"
+#include "base/error.h"
+#include "cli/commands.h"
+
+namespace ootci {
+namespace {
+
+struct RunArgs {
+  std::string config;
+  std::string select;
+  std::string shard;
+  std::string resume;
+  std::string evidence;
+  int workers = 0;
+};
+
+void on_stop_signal(int) {
+  g_run_stop = true;
+}
+
+std::pair<int, int> parse_shard(const std::string& text) {
+  int k = 0, n = 0;
+  char tail = 0;
+  if (std::sscanf(text.c_str(), "%d/%d%c", &k, &n, &tail) != 2 || n < 1 || k < 1 || k > n)
+    throw Error(fmt::format("--shard {}: expected K/N with 1 <= K <= N", text));
+  return {k, n};
+}
+
+void run_command(const RunArgs& a) {
+  BackendConfigResult loaded = load_backend_config(a.config);
+  if (!loaded.errors.empty()) {
+    for (const auto& e : loaded.errors) std::cerr << e << "\n";
+    throw ExitStatus{1};
+  }
+  RunRequest req;
+  req.backend = *loaded.config;
+  req.evidence_path = a.evidence.empty() ? evidence_path(req.backend) : a.evidence;
+  if (!a.select.empty()) req.selection = load_selection(a.select);
+  if (!a.shard.empty()) std::tie(req.shard, req.shards) = parse_shard(a.shard);
+  req.workers = a.workers;
+  req.resume_run = a.resume;
+  req.tty = isatty(STDERR_FILENO);
+
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+
+  RunReport report = run_plan(req);
+  std::cout << fmt::format("run {} {} ({}): {} results\n", report.run_id, report.status,
+                           report.verdict, report.results.size());
+  std::cout << format_verdict(judge(report.results, nullptr));
+  std::cout << fmt::format("junit: {}\nmanifest: {}\nevidence: {}\n", report.junit_path,
+                           report.manifest_path, req.evidence_path);
+  if (report.status == "interrupted") {
+    std::cout << fmt::format("interrupted; continue with: ootci run --config {} --resume {}\n",
+                             a.config, report.run_id);
+    throw ExitStatus{130};
+  }
+  if (report.verdict != "success") throw ExitStatus{1};
+}
+
+}  // namespace
+
+void add_run_commands(CLI::App& app) {
+  static RunArgs args;
+  auto* cmd = app.add_subcommand("run", "Run the plan's upstream tests on the device");
+  cmd->add_option("--config", args.config, "ootci.yaml")->required();
+  cmd->add_option("--select", args.select, "selection JSON: {\"files\": [...], \"tests\": [...]}");
+  cmd->add_option("--shard", args.shard, "run shard K of N (K/N)");
+  cmd->add_option("--workers", args.workers, "test files in parallel (default: run.workers)")
+      ->check(CLI::Range(1, 256));
+  cmd->add_option("--resume", args.resume, "continue an interrupted run");
+  cmd->add_option("--evidence", args.evidence, "evidence database (default: workspace)");
+  cmd->callback([] { run_command(args); });
+}
+
+}  // namespace ootci
