@@ -1,13 +1,11 @@
 // The real `ootci plan` binary: what it prints, where, and its exit codes.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
-#include "base/subprocess.h"
 #include "net/crypto.h"
+#include "testing/ootci_cli.h"
 #include "testing/test_env.h"
 
 namespace ootci {
@@ -16,41 +14,12 @@ namespace {
 using nlohmann::json;
 using Lines = std::vector<std::string>;
 
-struct CliRun {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string sh_quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-// Runs build/ootci with `args`, capturing stdout and stderr separately.
-CliRun ootci(const Lines& args, std::map<std::string, std::string> env = {}) {
-  std::string dir = make_temp_dir();
-  std::string cmd = sh_quote(binary_dir() + "/ootci");
-  for (const auto& a : args) cmd += " " + sh_quote(a);
-  cmd += " >" + dir + "/out 2>" + dir + "/err";
-  SpawnOptions o;
-  o.argv = {"/bin/sh", "-c", cmd};
-  o.env = std::move(env);
-  Subprocess p = Subprocess::spawn(o);
-  int status = p.wait();
-  CliRun r;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = read_file(dir + "/out");
-  r.err = read_file(dir + "/err");
-  return r;
+CliRun ootci(const Lines& args, const std::map<std::string, std::string>& env = {}) {
+  return run_ootci(args, env);
 }
 
 Lines lines(const std::string& text) {
-  Lines out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) out.push_back(line);
-  return out;
+  return split_lines(text);
 }
 
 TEST(PlanCli, CheckReportsEveryErrorOnStderrAndExits1) {

@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "base/error.h"
+#include "base/sqlite_db.h"
 #include "store/migrations.h"
 #include "store/store.h"
 
@@ -18,82 +19,8 @@ OutboxStatus parse_status(const std::string& s) {
   return OutboxStatus::kPending;
 }
 
-// Prepared statements by SQL text, kept for the life of the connection: preparing the wide job
-// statements on every callback cost more than running them. Used only under the store's mutex.
-class StmtCache {
- public:
-  explicit StmtCache(sqlite3** db) : db_(db) {}
-  ~StmtCache() { clear(); }
-  void clear() {
-    for (auto& [sql, stmt] : map_) sqlite3_finalize(stmt);
-    map_.clear();
-  }
-  sqlite3* db() const { return *db_; }
-  sqlite3_stmt* get(const char* sql) {
-    auto it = map_.find(sql);
-    if (it != map_.end()) return it->second;
-    sqlite3_stmt* stmt = nullptr;
-    if (sqlite3_prepare_v3(*db_, sql, -1, SQLITE_PREPARE_PERSISTENT, &stmt, nullptr) != SQLITE_OK)
-      throw Error(fmt::format("sqlite: prepare failed: {}: {}", sqlite3_errmsg(*db_), sql));
-    map_.emplace(sql, stmt);
-    return stmt;
-  }
-
- private:
-  sqlite3** db_;
-  std::unordered_map<std::string, sqlite3_stmt*> map_;
-};
-
-class Stmt {
- public:
-  Stmt(sqlite3* db, const char* sql) : db_(db) {
-    if (sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) != SQLITE_OK)
-      throw Error(fmt::format("sqlite: prepare failed: {}: {}", sqlite3_errmsg(db), sql));
-  }
-  // Borrows a cached statement; it is reset, not finalized, when this goes away.
-  Stmt(StmtCache& cache, const char* sql) : db_(cache.db()), stmt_(cache.get(sql)), owned_(false) {}
-  Stmt(StmtCache& cache, const std::string& sql) : Stmt(cache, sql.c_str()) {}
-  ~Stmt() {
-    if (owned_) {
-      sqlite3_finalize(stmt_);
-    } else {
-      sqlite3_reset(stmt_);
-      sqlite3_clear_bindings(stmt_);
-    }
-  }
-  Stmt(const Stmt&) = delete;
-  Stmt& operator=(const Stmt&) = delete;
-
-  Stmt& bind(int i, int64_t v) {
-    sqlite3_bind_int64(stmt_, i, v);
-    return *this;
-  }
-  Stmt& bind(int i, const std::string& v) {
-    sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
-    return *this;
-  }
-  // True while a row is available.
-  bool step() {
-    int rc = sqlite3_step(stmt_);
-    if (rc == SQLITE_ROW) return true;
-    if (rc == SQLITE_DONE) return false;
-    throw Error(fmt::format("sqlite: {}", sqlite3_errmsg(db_)));
-  }
-  void reset() {
-    sqlite3_reset(stmt_);
-    sqlite3_clear_bindings(stmt_);
-  }
-  int64_t i64(int col) { return sqlite3_column_int64(stmt_, col); }
-  std::string text(int col) {
-    auto p = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, col));
-    return p ? std::string(p, sqlite3_column_bytes(stmt_, col)) : std::string();
-  }
-
- private:
-  sqlite3* db_;
-  sqlite3_stmt* stmt_ = nullptr;
-  bool owned_ = true;
-};
+using Stmt = SqliteStmt;
+using StmtCache = SqliteStmtCache;
 
 constexpr const char* kOutboxColumns =
     "id, delivery_id, repo, event_type, callback_token, status, attempts, created_ms, "
@@ -228,16 +155,7 @@ constexpr const char* kDailyStatsSql =
 
 class SqliteStore : public Store {
  public:
-  explicit SqliteStore(const std::string& path) {
-    if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) !=
-        SQLITE_OK)
-      throw Error(fmt::format("sqlite: cannot open {}: {}", path, sqlite3_errmsg(db_)));
-    sqlite3_busy_timeout(db_, 5000);
-    // WAL with synchronous=NORMAL survives a killed process; only an OS crash can lose the last
-    // commits. That is the guarantee the README documents.
-    exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;");
-    migrate();
-  }
+  explicit SqliteStore(const std::string& path) : db_(sqlite_open(path, 5000)) { migrate(); }
   ~SqliteStore() override {
     cache_.clear();  // statements must be finalized before the connection closes
     sqlite3_close(db_);
@@ -721,14 +639,7 @@ class SqliteStore : public Store {
     }
   }
 
-  void exec(const std::string& sql) {
-    char* err = nullptr;
-    if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
-      std::string msg = err ? err : "unknown error";
-      sqlite3_free(err);
-      throw Error(fmt::format("sqlite: {}", msg));
-    }
-  }
+  void exec(const std::string& sql) { sqlite_exec(db_, sql); }
 
   void migrate() {
     std::lock_guard lock(mu_);

@@ -1,0 +1,74 @@
+#pragma once
+// The evidence store: runs, their manifests and per-variant results (docs/run.md), in SQLite.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace ootci {
+
+struct TestResult {
+  std::string test_id;  // relpath::Class::name
+  std::string file;     // relpath
+  std::string cls;      // "" outside a class
+  std::string name;
+  std::string device;
+  std::string dtype;
+  std::string op;
+  std::string mode;     // mandatory_success | xfail | xfail_strict | skip | ""
+  std::string outcome;  // passed | failed | error | skipped | xfailed | xpassed
+  double duration_s = 0;
+  std::string error_class;
+  std::string message;
+  int reruns = 0;
+  bool flaky = false;
+  int64_t finished_ms = 0;
+};
+
+struct RunInfo {
+  std::string id;
+  std::string backend;
+  std::string config_hash;
+  std::string shard;   // "K/N" or ""
+  std::string status;  // running | finished | interrupted
+  std::string verdict; // success | failure | ""
+  int64_t started_ms = 0;
+  int64_t ended_ms = 0;  // 0 while running
+  nlohmann::json manifest = nlohmann::json::object();
+};
+
+class EvidenceStore {
+ public:
+  // Opens (creating and migrating) the database at `path`; parent folders are created.
+  static std::unique_ptr<EvidenceStore> open(const std::string& path);
+  virtual ~EvidenceStore() = default;
+
+  virtual void begin_run(const RunInfo& run) = 0;
+  // One committed transaction per call, so every result survives a kill. Re-recording a test id
+  // in the same run replaces it.
+  virtual void record(const std::string& run_id, const TestResult& result) = 0;
+  // Many results in one transaction (ingest).
+  virtual void record_batch(const std::string& run_id, const std::vector<TestResult>& results) = 0;
+  virtual void finish_run(const std::string& run_id, int64_t ended_ms, const std::string& status,
+                          const std::string& verdict, const nlohmann::json& manifest) = 0;
+
+  virtual std::optional<RunInfo> run(const std::string& run_id) = 0;
+  virtual std::vector<RunInfo> runs(const std::string& backend) = 0;  // newest first
+  virtual std::vector<TestResult> results(const std::string& run_id) = 0;
+  virtual std::set<std::string> finished_tests(const std::string& run_id) = 0;
+  // The newest finished run with verdict success for this backend and config_hash.
+  virtual std::optional<RunInfo> last_green_run(const std::string& backend,
+                                                const std::string& config_hash) = 0;
+  // A test's results across runs, newest first.
+  virtual std::vector<TestResult> history(const std::string& test_id, int limit) = 0;
+  // Mean duration per test id over its last `window` results in finished runs, and per file the
+  // sum of those means.
+  virtual std::map<std::string, double> test_durations(int window = 5) = 0;
+  virtual std::map<std::string, double> file_durations(int window = 5) = 0;
+};
+
+}  // namespace ootci

@@ -1,0 +1,16 @@
+#pragma once
+// Where a backend keeps its evidence: shared by `ootci run`, `ingest`, `judge` and `shards`.
+#include <string>
+
+#include "backend/backend_config.h"
+
+namespace ootci {
+
+// <workspace>/evidence.db (docs/run.md).
+std::string evidence_path(const BackendConfig& backend);
+
+// A new run id, "r-20261129T191000Z-1a2b3c": UTC start time and 6 random hex digits, so ids
+// sort by time and two machines starting in the same second do not collide.
+std::string new_run_id(int64_t now_ms);
+
+}  // namespace ootci

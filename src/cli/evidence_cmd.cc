@@ -1,0 +1,269 @@
+// `ootci ingest|judge|shards`: JUnit reports into the evidence store, the verdict on a run, and
+// a plan split into shards (docs/run.md).
+#include <fmt/format.h>
+
+#include <cmath>
+#include <filesystem>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "backend/backend_config.h"
+#include "backend/evidence.h"
+#include "backend/evidence_path.h"
+#include "backend/judge.h"
+#include "backend/junit_ingest.h"
+#include "backend/plan_resolve.h"
+#include "backend/shards.h"
+#include "base/error.h"
+#include "base/time.h"
+#include "cli/commands.h"
+
+namespace ootci {
+namespace {
+
+// Mean duration over this many recent results per test.
+constexpr int kDurationWindow = 5;
+
+BackendConfig load_config_or_exit(const std::string& path) {
+  BackendConfigResult b = load_backend_config(path);
+  for (const auto& e : b.errors) std::cerr << e << "\n";
+  if (!b.config) throw ExitStatus{1};
+  return *b.config;
+}
+
+// Where --evidence, else --config's workspace, says the database is.
+std::string evidence_db(const std::string& evidence_flag,
+                        const std::optional<BackendConfig>& config) {
+  if (!evidence_flag.empty()) return evidence_flag;
+  if (config) return evidence_path(*config);
+  throw Error("no evidence database: give --evidence DB or --config ootci.yaml");
+}
+
+std::optional<BackendConfig> optional_config(const std::string& path) {
+  if (path.empty()) return std::nullopt;
+  return load_config_or_exit(path);
+}
+
+std::string counts_line(const std::vector<TestResult>& results) {
+  std::map<std::string, size_t> n;
+  for (const auto& r : results) ++n[r.outcome];
+  std::string out;
+  for (const char* outcome : {"passed", "failed", "error", "skipped", "xfailed", "xpassed"})
+    out += fmt::format("{}{} {}", out.empty() ? "" : ", ", n[outcome], outcome);
+  return out;
+}
+
+struct IngestArgs {
+  std::vector<std::string> files;
+  std::string evidence, config, backend, run;
+};
+
+void ingest(const IngestArgs& a) {
+  std::optional<BackendConfig> config = optional_config(a.config);
+  std::string db = evidence_db(a.evidence, config);
+  auto store = EvidenceStore::open(db);
+
+  RunInfo run;
+  run.id = a.run.empty() ? new_run_id(now_ms()) : a.run;
+  if (store->run(run.id)) throw Error(fmt::format("run {} already exists in {}", run.id, db));
+  run.backend = !a.backend.empty() ? a.backend : config ? config->name : "unknown";
+  run.status = "running";
+  run.started_ms = now_ms();
+  nlohmann::json reports = nlohmann::json::array();
+  for (const auto& f : a.files) reports.push_back(std::filesystem::absolute(f).string());
+  run.manifest = {{"run_id", run.id},
+                  {"backend", run.backend},
+                  {"device_type", config ? config->device_type : ""},
+                  {"config_hash", run.config_hash},
+                  {"shard", nullptr},
+                  {"source", "ingest"},
+                  {"reports", reports},
+                  {"started", iso8601_utc(run.started_ms)}};
+  store->begin_run(run);
+
+  size_t testcases = 0;
+  std::vector<TestResult> batch;
+  auto flush = [&] {
+    store->record_batch(run.id, batch);
+    batch.clear();
+  };
+  try {
+    for (const auto& file : a.files) {
+      ingest_junit(file, [&](TestResult&& t) {
+        if (t.device.empty() && config) t.device = config->device_type;
+        t.finished_ms = now_ms();
+        batch.push_back(std::move(t));
+        ++testcases;
+        if (batch.size() == kJunitBatchResults) flush();
+      });
+    }
+    flush();
+  } catch (const Error& e) {
+    // What was read stays, marked as incomplete; the first error is the one to report.
+    try {
+      flush();
+      run.manifest["ended"] = iso8601_utc(now_ms());
+      store->finish_run(run.id, now_ms(), "interrupted", "", run.manifest);
+    } catch (const Error&) {
+    }
+    throw Error(fmt::format("{} (run {} kept as interrupted, {} results)", e.what(), run.id,
+                            store->finished_tests(run.id).size()));
+  }
+
+  std::vector<TestResult> results = store->results(run.id);
+  std::optional<RunInfo> green = store->last_green_run(run.backend, run.config_hash);
+  std::vector<TestResult> green_results;
+  if (green) green_results = store->results(green->id);
+  Verdict verdict = judge(results, green ? &green_results : nullptr);
+  int64_t ended = now_ms();
+  run.manifest["ended"] = iso8601_utc(ended);
+  store->finish_run(run.id, ended, "finished", verdict.conclusion, run.manifest);
+
+  std::cout << run.id << "\n";
+  std::string replaced =
+      testcases == results.size()
+          ? ""
+          : fmt::format(" ({} testcases; a repeated test id keeps its last)", testcases);
+  std::cout << fmt::format("{} results from {} file{}{}: {}\n", results.size(), a.files.size(),
+                           a.files.size() == 1 ? "" : "s", replaced, counts_line(results));
+  std::cout << fmt::format("verdict: {}\n", verdict.conclusion);
+}
+
+// The last green run to compare `run` with: never `run` itself.
+std::optional<RunInfo> green_before(EvidenceStore& store, const RunInfo& run) {
+  std::optional<RunInfo> green = store.last_green_run(run.backend, run.config_hash);
+  if (!green || green->id != run.id) return green;
+  for (const RunInfo& r : store.runs(run.backend))  // newest first
+    if (r.id != run.id && r.config_hash == run.config_hash && r.status == "finished" &&
+        r.verdict == "success")
+      return r;
+  return std::nullopt;
+}
+
+struct JudgeArgs {
+  std::string run, evidence, config;
+};
+
+void judge_run(const JudgeArgs& a) {
+  std::optional<BackendConfig> config = optional_config(a.config);
+  std::string db = evidence_db(a.evidence, config);
+  // Judging reads; an absent database is an unknown run, not a new empty file.
+  if (!std::filesystem::exists(db)) throw Error(fmt::format("no evidence database at {}", db));
+  auto store = EvidenceStore::open(db);
+  std::optional<RunInfo> run = store->run(a.run);
+  if (!run) throw Error(fmt::format("run {} not found in {}", a.run, db));
+
+  std::vector<TestResult> results = store->results(run->id);
+  std::optional<RunInfo> green = green_before(*store, *run);
+  std::vector<TestResult> green_results;
+  if (green) green_results = store->results(green->id);
+  Verdict verdict = judge(results, green ? &green_results : nullptr);
+  // A run that stopped early did not run what it had to, whatever it recorded.
+  if (run->status == "interrupted") {
+    verdict.reasons.push_back("the run was interrupted");
+    verdict.conclusion = "failure";
+  }
+
+  std::cout << fmt::format("run {}: backend {}, {}{}, {} results{}\n", run->id, run->backend,
+                           run->status, run->shard.empty() ? "" : ", shard " + run->shard,
+                           results.size(), green ? ", last green run " + green->id : "");
+  if (run->status == "running") std::cout << "note: the run is still running\n";
+  std::cout << format_verdict(verdict);
+  if (!verdict.success()) throw ExitStatus{1};
+}
+
+struct ShardsArgs {
+  std::string config, evidence, by = "file";
+  int count = 0;
+  bool matrix = false;
+};
+
+void shards(const ShardsArgs& a) {
+  BackendConfig config = load_config_or_exit(a.config);
+  PlanResult plan = resolve_plan(config);
+  for (const auto& e : plan.errors) std::cerr << e << "\n";
+  for (const auto& w : plan.warnings) std::cerr << "warning: " << w << "\n";
+  if (!plan.ok()) throw ExitStatus{1};
+  std::vector<std::string> files;
+  for (const auto& f : plan.plan["files"]) files.push_back(f["relpath"].get<std::string>());
+
+  std::string db = a.evidence.empty() ? evidence_path(config) : a.evidence;
+  std::map<std::string, double> durations;
+  if (std::filesystem::exists(db))
+    durations = EvidenceStore::open(db)->test_durations(kDurationWindow);
+  ShardBy by = a.by == "test" ? ShardBy::kTest : ShardBy::kFile;
+  std::vector<Shard> shards = assign_shards(shard_units(files, durations, by), a.count);
+
+  auto rounded = [](double s) { return std::round(s * 10) / 10; };
+  if (a.matrix) {
+    // In the order docs/run.md shows: people read this in CI logs.
+    nlohmann::ordered_json include = nlohmann::ordered_json::array();
+    for (size_t i = 0; i < shards.size(); ++i) {
+      const Shard& s = shards[i];
+      // By test, `files` lists each file once and `tests` the ids to run in it; a file without
+      // ids in `tests` runs whole.
+      std::set<std::string> shard_files;
+      std::vector<std::string> tests;
+      for (const auto& u : s.units) {
+        shard_files.insert(unit_file(u));
+        if (u.find("::") != std::string::npos) tests.push_back(u);
+      }
+      nlohmann::ordered_json entry = {{"shard", i + 1},
+                                      {"shards", shards.size()},
+                                      {"files", shard_files},
+                                      {"expected_s", rounded(s.expected_s)}};
+      if (by == ShardBy::kTest) entry["tests"] = tests;
+      include.push_back(entry);
+    }
+    std::cout << nlohmann::ordered_json{{"include", include}}.dump() << "\n";
+    return;
+  }
+  for (size_t i = 0; i < shards.size(); ++i) {
+    const Shard& s = shards[i];
+    std::cout << fmt::format("shard {}/{}: {} s expected, {} unit{}", i + 1, shards.size(),
+                             rounded(s.expected_s), s.units.size(), s.units.size() == 1 ? "" : "s");
+    if (s.without_history) std::cout << fmt::format(" ({} without history)", s.without_history);
+    std::cout << "\n";
+    for (const auto& u : s.units) std::cout << "  " << u << "\n";
+  }
+}
+
+}  // namespace
+
+void add_evidence_commands(CLI::App& app) {
+  auto* ing = app.add_subcommand("ingest", "Record pytest JUnit XML reports as a finished run");
+  static IngestArgs ingest_args;
+  ing->add_option("FILE", ingest_args.files, "JUnit XML reports")->required();
+  ing->add_option("--evidence", ingest_args.evidence,
+                  "evidence.db (default: <workspace>/evidence.db)");
+  ing->add_option("--config", ingest_args.config, "ootci.yaml: workspace, backend name, device");
+  ing->add_option("--backend", ingest_args.backend, "backend name (default: from --config)");
+  ing->add_option("--run", ingest_args.run, "run id (default: a new one)");
+  ing->callback([] { ingest(ingest_args); });
+
+  auto* jud =
+      app.add_subcommand("judge", "Print a run's verdict; exit 0 for success, 1 for failure");
+  static JudgeArgs judge_args;
+  jud->add_option("--run", judge_args.run, "run id")->required();
+  jud->add_option("--evidence", judge_args.evidence,
+                  "evidence.db (default: <workspace>/evidence.db)");
+  jud->add_option("--config", judge_args.config, "ootci.yaml whose workspace holds evidence.db");
+  jud->callback([] { judge_run(judge_args); });
+
+  auto* sh =
+      app.add_subcommand("shards", "Split the plan's files into shards of equal expected time");
+  static ShardsArgs shards_args;
+  sh->add_option("--config", shards_args.config, "ootci.yaml")->required();
+  sh->add_option("--count", shards_args.count, "number of shards")
+      ->required()
+      ->check(CLI::PositiveNumber);
+  sh->add_flag("--matrix", shards_args.matrix, "print a GitHub Actions strategy.matrix as JSON");
+  sh->add_option("--by", shards_args.by, "unit of assignment: file or test (default: file)")
+      ->check(CLI::IsMember({"file", "test"}));
+  sh->add_option("--evidence", shards_args.evidence,
+                 "evidence.db (default: <workspace>/evidence.db)");
+  sh->callback([] { shards(shards_args); });
+}
+
+}  // namespace ootci
