@@ -62,8 +62,8 @@ def _with_includes(test, fp, generic_name, name, device_cls):
     op_list = list(ops_obj.op_list)
     if extra_ops:
         from torch.testing._internal.common_methods_invocations import op_db
-        by_name = {op.name: op for op in op_db}
-        known = {op.name for op in op_list}
+        by_name = {**{op.formatted_name: op for op in op_db}, **{op.name: op for op in op_db}}
+        known = {n for op in op_list for n in (op.name, op.formatted_name)}
         for op_name in extra_ops:
             if op_name in known:
                 continue
@@ -126,7 +126,8 @@ class PlanDeviceTestBase(DeviceTypeTestBase):  # noqa: F821  (defined by common_
         kwargs = _variant_kwargs(fn)
         op = kwargs.get("op")
         op_name = getattr(op, "name", None) if op is not None else None
-        decision = _plan.decide(fp, generic_name, method, variant, op_name, _dtype_names(kwargs))
+        aliases = (op_name, getattr(op, "formatted_name", op_name)) if op_name else ()
+        decision = _plan.decide(fp, generic_name, method, variant, aliases, _dtype_names(kwargs))
         if not decision.keep:
             delattr(cls, variant)
             return

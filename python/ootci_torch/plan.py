@@ -206,7 +206,7 @@ def current() -> Plan:
 
 
 def decide(fp: FilePlan, cls_name: str, method: str, variant: str,
-           op_name: Optional[str], dtypes: Tuple[str, ...]) -> Decision:
+           op_name, dtypes: Tuple[str, ...]) -> Decision:
     """Applies the plan to one variant: admission, mode, marks, precision (docs/plan.md)."""
     rule = fp.rule_for(cls_name, method, variant)
     if rule is not None:
@@ -217,18 +217,23 @@ def decide(fp: FilePlan, cls_name: str, method: str, variant: str,
     if mode == "skip":
         return Decision(False, mode, "mode skip", rule=rule)
 
+    # An OpInfo answers to its name ("_masked.std") and to its formatted name ("_masked_std",
+    # the spelling in variant names), so a config may use either.
+    aliases = (op_name,) if isinstance(op_name, str) else tuple(op_name or ())
     op = None
-    if op_name is not None:
-        marks.append(mark_name("op__", op_name))
-        if rule and op_name in rule.ops_exclude:
-            return Decision(False, mode, f"op {op_name} excluded by {rule.source}", rule=rule)
-        included = rule is not None and op_name in rule.ops_include
-        if included:
-            marks.extend(rule.ops_include[op_name])
+    if aliases:
+        primary = aliases[0]
+        for alias in dict.fromkeys(mark_name("op__", a) for a in aliases):
+            marks.append(alias)
+        if rule and any(a in rule.ops_exclude for a in aliases):
+            return Decision(False, mode, f"op {primary} excluded by {rule.source}", rule=rule)
+        included = next((a for a in aliases if rule is not None and a in rule.ops_include), None)
+        if included is not None:
+            marks.extend(rule.ops_include[included])
         if fp.supported_ops is not None:
-            op = fp.supported_ops.get(op_name)
-            if op is None and not included:
-                return Decision(False, mode, f"op {op_name} not in supported_ops", rule=rule)
+            op = next((fp.supported_ops[a] for a in aliases if a in fp.supported_ops), None)
+            if op is None and included is None:
+                return Decision(False, mode, f"op {primary} not in supported_ops", rule=rule)
 
     force_xfail = bool(op and op.force_xfail)
     precision = None
@@ -243,7 +248,8 @@ def decide(fp: FilePlan, cls_name: str, method: str, variant: str,
             if fp.supported_dtypes is not None and glob is None:
                 return Decision(False, mode, f"dtype {name} not in supported_dtypes", rule=rule)
             if op is not None and op.dtypes is not None and op_dt is None:
-                return Decision(False, mode, f"dtype {name} not supported for op {op_name}", rule=rule)
+                return Decision(False, mode, f"dtype {name} not supported for op {op.name}",
+                                rule=rule)
         force_xfail |= any(e is not None and e.force_xfail for e in (inc, op_dt, glob))
         if len(dtypes) == 1:
             candidates = (inc.precision if inc else None, rule.precision if rule else None,

@@ -89,3 +89,12 @@ def test_rejects_plans_it_does_not_understand():
         P.Plan({"schema": "ootci.plan", "version": 2, "backend": {"device_type": "d"}})
     with pytest.raises(P.PlanError, match="invalid regex"):
         make_plan([rule("A", "test_(")])
+
+
+def test_an_op_answers_to_its_name_and_its_formatted_name():
+    fp = make_plan([rule("A", "test_x", ops={"exclude": ["_masked_std"]})],
+                   supported_ops=[{"name": "_masked.var"}, {"name": "_masked_std"}])
+    keep = lambda name, formatted: P.decide(fp, "A", "test_x", "v", (name, formatted), ()).keep  # noqa: E731
+    assert keep("_masked.var", "_masked_var") is True
+    assert keep("_masked.std", "_masked_std") is False  # excluded by its formatted name
+    assert keep("_masked.sum", "_masked_sum") is False  # not supported
