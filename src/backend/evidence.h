@@ -33,9 +33,9 @@ struct RunInfo {
   std::string id;
   std::string backend;
   std::string config_hash;
-  std::string shard;   // "K/N" or ""
-  std::string status;  // running | finished | interrupted
-  std::string verdict; // success | failure | ""
+  std::string shard;    // "K/N" or ""
+  std::string status;   // running | finished | interrupted
+  std::string verdict;  // success | failure | ""
   int64_t started_ms = 0;
   int64_t ended_ms = 0;  // 0 while running
   nlohmann::json manifest = nlohmann::json::object();

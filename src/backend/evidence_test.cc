@@ -271,6 +271,20 @@ TEST_F(EvidenceTest, DurationsAreMeansOverTheLastResultsInFinishedRuns) {
             (std::map<std::string, double>{{"a.py", 13}, {"b.py", 0.5}}));
 }
 
+// Shard runs must not move tests between shards of the same matrix: while a test has results
+// from whole runs, its duration comes from those alone.
+TEST_F(EvidenceTest, DurationsPreferWholeRunsOverShardRuns) {
+  finished_run("r-whole", 100, {result("a.py::t", "passed", 2, 100)});
+  RunInfo shard = run_info("r-shard", 200);
+  shard.shard = "1/2";
+  store_->begin_run(shard);
+  store_->record("r-shard", result("a.py::t", "passed", 50, 300));
+  store_->record("r-shard", result("b.py::u", "passed", 7, 300));
+  store_->finish_run("r-shard", 400, "finished", "success", {});
+  EXPECT_EQ(store_->test_durations(5),
+            (std::map<std::string, double>{{"a.py::t", 2}, {"b.py::u", 7}}));
+}
+
 TEST_F(EvidenceTest, DataSurvivesClosingAndReopening) {
   finished_run("r-1", 100, {result("a.py::t", "failed", 2)}, "failure");
   store_.reset();
