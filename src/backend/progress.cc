@@ -40,11 +40,13 @@ void Progress::expect_from_history(const std::string& relpath) {
     history_total_s_ += it->second;
   }
   expected_[relpath] = n;
+  if (n == 0) unknown_.insert(relpath);
 }
 
 void Progress::expect(const std::string& relpath, size_t tests) {
   std::lock_guard<std::mutex> lock(mutex_);
   expected_[relpath] = tests;
+  unknown_.erase(relpath);
 }
 
 void Progress::add(const TestResult& r) {
@@ -72,15 +74,18 @@ std::string Progress::line() {
   size_t done = outcomes_.size();
   total = std::max(total, done);
   double elapsed = (steady_us() - started_us_) / 1e6;
+  // Files nobody has run yet make the total a lower bound and the ETA a guess not worth showing.
   std::string eta = "?";
-  if (history_total_s_ > 0)
+  if (!unknown_.empty())
+    eta = "? (first run)";
+  else if (history_total_s_ > 0)
     eta = format_seconds(std::max(0.0, history_total_s_ - history_done_s_) / workers_);
   else if (done > 0)
     eta = format_seconds(elapsed * static_cast<double>(total - done) / static_cast<double>(done));
   return fmt::format(
-      "[{}/{}] {} passed, {} failed, {} error, {} xfailed, {} xpassed, {} skipped, {} flaky | "
+      "[{}/{}{}] {} passed, {} failed, {} error, {} xfailed, {} xpassed, {} skipped, {} flaky | "
       "{} elapsed, ETA {}",
-      done, total, counts["passed"], counts["failed"], counts["error"], counts["xfailed"],
+      done, total, unknown_.empty() ? "" : "+", counts["passed"], counts["failed"], counts["error"], counts["xfailed"],
       counts["xpassed"], counts["skipped"], flaky, format_seconds(elapsed), eta);
 }
 
