@@ -42,6 +42,25 @@ TEST(EvidenceCli, IngestThenJudgeAFixtureReport) {
                    "total          37       0      0      211        2        0    250"}));
 }
 
+TEST(EvidenceCli, HistoryListsATestsResultsNewestFirst) {
+  std::string db = make_temp_dir() + "/evidence.db";
+  ASSERT_EQ(run_ootci({"ingest", tt_torch_report(), "--evidence", db, "--run", "r-1"}).code, 0);
+  ASSERT_EQ(run_ootci({"ingest", tt_torch_report(), "--evidence", db, "--run", "r-2"}).code, 0);
+  CliRun h = run_ootci({"history", "tests/torch/test_basic.py::test_abs", "--evidence", db});
+  ASSERT_EQ(h.code, 0) << h.err;
+  Lines lines = split_lines(h.out);
+  ASSERT_EQ(lines.size(), 2u) << h.out;  // one result per run
+  for (const auto& line : lines) EXPECT_NE(line.find("  passed  "), std::string::npos) << line;
+  EXPECT_EQ(split_lines(run_ootci({"history", "tests/torch/test_basic.py::test_abs", "--limit", "1",
+                                   "--evidence", db})
+                            .out)
+                .size(),
+            1u);
+  CliRun none = run_ootci({"history", "no::such::test", "--evidence", db});
+  EXPECT_EQ(none.code, 1);
+  EXPECT_NE(none.err.find("no results for no::such::test"), std::string::npos) << none.err;
+}
+
 TEST(EvidenceCli, AFailingReportJudgesAsFailureAgainstTheLastGreenRun) {
   std::string dir = make_temp_dir();
   std::string db = dir + "/evidence.db";

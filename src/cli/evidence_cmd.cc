@@ -141,6 +141,25 @@ std::optional<RunInfo> green_before(EvidenceStore& store, const RunInfo& run) {
   return std::nullopt;
 }
 
+struct HistoryArgs {
+  std::string test_id, evidence, config;
+  int limit = 20;
+};
+
+// What attribution and triage ask first: when did this test last pass, and how long does it take.
+void history(const HistoryArgs& a) {
+  std::string db = evidence_db(a.evidence, optional_config(a.config));
+  if (!std::filesystem::exists(db)) throw Error(fmt::format("no evidence database at {}", db));
+  auto store = EvidenceStore::open(db);
+  std::vector<TestResult> rows = store->history(a.test_id, a.limit);
+  if (rows.empty()) throw Error(fmt::format("no results for {} in {}", a.test_id, db));
+  for (const auto& r : rows)
+    std::cout << fmt::format("{}  {:8}  {:8.3f} s{}{}  {}\n", iso8601_utc(r.finished_ms), r.outcome,
+                             r.duration_s, r.flaky ? "  flaky" : "",
+                             r.error_class.empty() ? "" : "  " + r.error_class,
+                             r.message.substr(0, r.message.find('\n')).substr(0, 100));
+}
+
 struct JudgeArgs {
   std::string run, evidence, config;
 };
@@ -159,9 +178,10 @@ void judge_run(const JudgeArgs& a) {
   std::vector<TestResult> green_results;
   if (green) green_results = store->results(green->id);
   Verdict verdict = judge(results, green ? &green_results : nullptr);
-  // A run that stopped early did not run what it had to, whatever it recorded.
-  if (run->status == "interrupted") {
-    verdict.reasons.push_back("the run was interrupted");
+  // A run that stopped early (or is still going, or was killed) did not run what it had to,
+  // whatever it recorded so far.
+  if (run->status != "finished") {
+    verdict.reasons.push_back(fmt::format("the run is {}, not finished", run->status));
     verdict.conclusion = "failure";
   }
 
@@ -250,6 +270,15 @@ void add_evidence_commands(CLI::App& app) {
                   "evidence.db (default: <workspace>/evidence.db)");
   jud->add_option("--config", judge_args.config, "ootci.yaml whose workspace holds evidence.db");
   jud->callback([] { judge_run(judge_args); });
+
+  auto* his = app.add_subcommand("history", "A test's results across runs, newest first");
+  static HistoryArgs history_args;
+  his->add_option("test_id", history_args.test_id, "relpath::Class::name")->required();
+  his->add_option("--limit", history_args.limit)->check(CLI::Range(1, 100000));
+  his->add_option("--evidence", history_args.evidence,
+                  "evidence.db (default: <workspace>/evidence.db)");
+  his->add_option("--config", history_args.config, "ootci.yaml whose workspace holds evidence.db");
+  his->callback([] { history(history_args); });
 
   auto* sh =
       app.add_subcommand("shards", "Split the plan's files into shards of equal expected time");
