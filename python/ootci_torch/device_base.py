@@ -56,31 +56,38 @@ def _with_includes(test, fp, generic_name, name, device_cls):
     if not isinstance(ops_obj, ops_cls):
         return
     extra_ops = _plan.included_ops(fp, generic_name, name)
-    extra_dtypes = _torch_dtypes(_plan.included_dtypes(fp, generic_name, name))
+    # A test instantiated without dtypes (OpDTypes.none) takes no dtype argument.
+    no_dtypes = ops_obj.opinfo_dtypes is _cdt().OpDTypes.none
+    extra_dtypes = [] if no_dtypes else _torch_dtypes(_plan.included_dtypes(fp, generic_name, name))
     if not extra_ops and not extra_dtypes:
         return
     op_list = list(ops_obj.op_list)
     if extra_ops:
         from torch.testing._internal.common_methods_invocations import op_db
-        by_name = {**{op.formatted_name: op for op in op_db}, **{op.name: op for op in op_db}}
-        known = {n for op in op_list for n in (op.name, op.formatted_name)}
+        # Several OpInfos share a name (div's rounding-mode variants): include them all.
+        by_name = {}
+        for op in op_db:
+            for alias in dict.fromkeys((op.name, op.formatted_name)):
+                by_name.setdefault(alias, []).append(op)
+        present = {id(op) for op in op_list}
         for op_name in extra_ops:
-            if op_name in known:
-                continue
             if op_name not in by_name:
                 raise _plan.PlanError(f"{fp.relpath}: {generic_name}::{name}: ops.include names "
                                       f"'{op_name}', which is not an OpInfo in op_db")
-            op_list.append(by_name[op_name])
+            for op in by_name[op_name]:
+                if id(op) not in present:
+                    present.add(id(op))
+                    op_list.append(op)
     widened = copy.copy(ops_obj)
     widened.op_list = op_list
 
     def parametrize_fn(test, generic_cls, device_cls):
         seen = {}
         for item in widened._parametrize_test(test, generic_cls, device_cls):
-            seen.setdefault(item[2]["op"].name, set()).add(item[2].get("dtype"))
+            seen.setdefault(item[2]["op"].formatted_name, set()).add(item[2].get("dtype"))
             yield item
         for op in op_list:
-            missing = [d for d in extra_dtypes if d not in seen.get(op.name, ())]
+            missing = [d for d in extra_dtypes if d not in seen.get(op.formatted_name, ())]
             if missing:
                 yield from ops_cls([op], dtypes=missing)._parametrize_test(test, generic_cls, device_cls)
 

@@ -5,7 +5,8 @@ starts and finishes, as JSON lines appended (and flushed) to $OOTCI_RUN_EVENTS. 
 that file while the process runs: a test that started but never finished is the one that crashed
 or hung, and every finished result is stored before the process can take it down with it.
 
-Events: {"e": "collected", "tests": [id, ...]}, {"e": "start", "id": id},
+Events: {"e": "collected", "tests": [id, ...]}, {"e": "start", "id", "mode", "op", "dtype"},
+        {"e": "called", "id", "outcome", ...} (the call phase is over; teardown may still crash),
         {"e": "result", "id", "outcome", "duration", "mode", "op", "dtype", "error_class", "message"},
         {"e": "collect_error", "message": text}
 """
@@ -23,9 +24,20 @@ _items = {}     # nodeid -> (test id, plan properties)
 _reports = {}   # nodeid -> [TestReport, ...]
 
 
+def _text(value):
+    # A lone surrogate (undecodable bytes in a message) is not valid JSON for a strict reader.
+    return str(value).encode("utf-8", "replace").decode("utf-8")[:_MESSAGE_LIMIT]
+
+
 def _emit(event):
     _events.write(json.dumps(event) + "\n")
     _events.flush()
+
+
+def _props(nodeid):
+    tid, props = _items[nodeid]
+    return {"id": tid, "mode": props.get("ootci.mode", ""), "op": props.get("ootci.op", ""),
+            "dtype": props.get("ootci.dtype", "")}
 
 
 def _read_ids(env_name):
@@ -52,7 +64,7 @@ def pytest_configure(config):
 
 def pytest_collectreport(report):
     if _events is not None and report.failed:
-        _emit({"e": "collect_error", "message": str(report.longrepr)[-_MESSAGE_LIMIT:]})
+        _emit({"e": "collect_error", "message": _text(str(report.longrepr)[-_MESSAGE_LIMIT:])})
 
 
 @pytest.hookimpl(trylast=True)
@@ -76,7 +88,7 @@ def pytest_collection_modifyitems(session, config, items):
 
 def pytest_runtest_logstart(nodeid, location):
     if _events is not None and nodeid in _items:
-        _emit({"e": "start", "id": _items[nodeid][0]})
+        _emit({"e": "start", **_props(nodeid)})
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -90,31 +102,43 @@ def pytest_runtest_makereport(item, call):
 def pytest_runtest_logreport(report):
     if _events is not None and report.nodeid in _items:
         _reports.setdefault(report.nodeid, []).append(report)
+        if report.when == "call":
+            outcome, error_class, message = _classify(_reports[report.nodeid])
+            _emit({"e": "called", **_props(report.nodeid), "outcome": outcome,
+                   "duration": sum(r.duration for r in _reports[report.nodeid]),
+                   "error_class": error_class, "message": _text(message)})
 
 
 def _classify(reports):
     """(outcome, error_class, message) from the setup/call/teardown reports of one test."""
     by_phase = {r.when: r for r in reports}
-    for phase in ("setup", "call", "teardown"):
+    outcome = ("passed", "", "")
+    for phase in ("setup", "call"):
         r = by_phase.get(phase)
-        if r is None:
+        if r is None or r.passed and not hasattr(r, "wasxfail"):
             continue
-        if hasattr(r, "wasxfail"):
-            if r.skipped:
-                return "xfailed", "", str(r.wasxfail)[:_MESSAGE_LIMIT]
-            if r.passed:
-                return "xpassed", "", ""
+        outcome = _phase_outcome(r, phase)
+        break
+    teardown = by_phase.get("teardown")
+    if teardown is not None and teardown.failed and outcome[0] != "failed":
+        # A failing teardown is an error even after a pass, a skip or an expected failure.
+        return _phase_outcome(teardown, "teardown")
+    return outcome
+
+
+def _phase_outcome(r, phase):
+    if hasattr(r, "wasxfail"):
         if r.skipped:
-            reason = r.longrepr[2] if isinstance(r.longrepr, tuple) else str(r.longrepr)
-            return "skipped", "", reason[:_MESSAGE_LIMIT]
-        if r.failed:
-            error_class, message = getattr(r, "ootci_error", ("", str(r.longrepr)))
-            text = str(r.longrepr)
-            if text.startswith("[XPASS(strict)]"):
-                return "failed", "XPASS(strict)", text[:_MESSAGE_LIMIT]
-            outcome = "failed" if phase == "call" else "error"
-            return outcome, error_class or _guess_error_class(text), message[:_MESSAGE_LIMIT]
-    return "passed", "", ""
+            return "xfailed", "", str(r.wasxfail)
+        if r.passed:
+            return "xpassed", "", ""
+    if r.skipped:
+        return "skipped", "", r.longrepr[2] if isinstance(r.longrepr, tuple) else str(r.longrepr)
+    text = str(r.longrepr)
+    if text.startswith("[XPASS(strict)]"):
+        return "failed", "XPASS(strict)", text
+    error_class, message = getattr(r, "ootci_error", ("", text))
+    return ("failed" if phase == "call" else "error"), error_class or _guess_error_class(text), message
 
 
 def _guess_error_class(text):
@@ -125,13 +149,8 @@ def _guess_error_class(text):
 def pytest_runtest_logfinish(nodeid, location):
     if _events is None or nodeid not in _items:
         return
-    tid, props = _items[nodeid]
     reports = _reports.pop(nodeid, [])
     outcome, error_class, message = _classify(reports)
-    _emit({
-        "e": "result", "id": tid, "outcome": outcome,
-        "duration": sum(r.duration for r in reports),
-        "mode": props.get("ootci.mode", ""), "op": props.get("ootci.op", ""),
-        "dtype": props.get("ootci.dtype", ""),
-        "error_class": error_class, "message": message,
-    })
+    _emit({"e": "result", **_props(nodeid), "outcome": outcome,
+           "duration": sum(r.duration for r in reports),
+           "error_class": error_class, "message": _text(message)})

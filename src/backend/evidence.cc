@@ -178,6 +178,14 @@ class SqliteEvidenceStore : public EvidenceStore {
     step_or_explain(s, [&] { return fmt::format("record {} in run {}", result.test_id, run_id); });
   }
 
+  void forget(const std::string& run_id, const std::string& test_id) override {
+    std::lock_guard lock(mu_);
+    SqliteStmt s(cache_, "DELETE FROM results WHERE run_id = ? AND test_id = ?");
+    s.bind(1, run_id);
+    s.bind(2, test_id);
+    step_or_explain(s, [&] { return fmt::format("forget {} in run {}", test_id, run_id); });
+  }
+
   void record_batch(const std::string& run_id, const std::vector<TestResult>& results) override {
     std::lock_guard lock(mu_);
     in_transaction([&] {

@@ -51,6 +51,8 @@ class EvidenceStore {
   // One committed transaction per call, so every result survives a kill. Re-recording a test id
   // in the same run replaces it.
   virtual void record(const std::string& run_id, const TestResult& result) = 0;
+  // Drops one result, e.g. a whole-file error a resumed run is about to retry.
+  virtual void forget(const std::string& run_id, const std::string& test_id) = 0;
   // Many results in one transaction (ingest).
   virtual void record_batch(const std::string& run_id, const std::vector<TestResult>& results) = 0;
   virtual void finish_run(const std::string& run_id, int64_t ended_ms, const std::string& status,

@@ -45,7 +45,8 @@ void Progress::expect_from_history(const std::string& relpath) {
 
 void Progress::expect(const std::string& relpath, size_t tests) {
   std::lock_guard<std::mutex> lock(mutex_);
-  expected_[relpath] = tests;
+  // A resumed run's processes collect only what is left; the finished tests still count.
+  expected_[relpath] = tests + already_[relpath];
   unknown_.erase(relpath);
 }
 
@@ -60,7 +61,11 @@ void Progress::add(const TestResult& r) {
 }
 
 void Progress::add_finished(const std::vector<TestResult>& results) {
-  for (const auto& r : results) add(r);
+  for (const auto& r : results) {
+    add(r);
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++already_[r.file];
+  }
 }
 
 std::string Progress::line() {
@@ -85,8 +90,8 @@ std::string Progress::line() {
   return fmt::format(
       "[{}/{}{}] {} passed, {} failed, {} error, {} xfailed, {} xpassed, {} skipped, {} flaky | "
       "{} elapsed, ETA {}",
-      done, total, unknown_.empty() ? "" : "+", counts["passed"], counts["failed"], counts["error"], counts["xfailed"],
-      counts["xpassed"], counts["skipped"], flaky, format_seconds(elapsed), eta);
+      done, total, unknown_.empty() ? "" : "+", counts["passed"], counts["failed"], counts["error"],
+      counts["xfailed"], counts["xpassed"], counts["skipped"], flaky, format_seconds(elapsed), eta);
 }
 
 void Progress::start() {

@@ -55,7 +55,7 @@ class EventReader {
  public:
   explicit EventReader(std::string path) : path_(std::move(path)) {}
 
-  // Returns true if anything new arrived.
+  // Returns true if anything new arrived. A line that is not a JSON object is counted, not used.
   bool poll(const std::function<void(const nlohmann::json&)>& on_event) {
     std::ifstream in(path_, std::ios::binary);
     if (!in) return false;
@@ -68,17 +68,23 @@ class EventReader {
     while ((nl = pending_.find('\n', start)) != std::string::npos) {
       nlohmann::json event = nlohmann::json::parse(pending_.substr(start, nl - start), nullptr,
                                                    /*allow_exceptions=*/false);
-      if (!event.is_discarded()) on_event(event);
+      if (event.is_object())
+        on_event(event);
+      else
+        ++bad_lines_;
       start = nl + 1;
     }
     pending_.erase(0, start);
     return true;
   }
 
+  int bad_lines() const { return bad_lines_; }
+
  private:
   std::string path_;
   size_t offset_ = 0;
   std::string pending_;
+  int bad_lines_ = 0;
 };
 
 uintmax_t file_size_or_zero(const std::string& path) {
@@ -87,16 +93,28 @@ uintmax_t file_size_or_zero(const std::string& path) {
   return ec ? 0 : n;
 }
 
+// Reads a field leniently: a reporter bug must not take the runner down.
+template <typename T>
+T field(const nlohmann::json& e, const char* key, T fallback) {
+  auto it = e.find(key);
+  if (it == e.end()) return fallback;
+  try {
+    return it->get<T>();
+  } catch (const nlohmann::json::exception&) {
+    return fallback;
+  }
+}
+
 TestResult result_from_event(const nlohmann::json& e) {
   TestResult r;
-  split_test_id(e.value("id", ""), r);
-  r.outcome = e.value("outcome", "error");
-  r.duration_s = e.value("duration", 0.0);
-  r.mode = e.value("mode", "");
-  r.op = e.value("op", "");
-  r.dtype = e.value("dtype", "");
-  r.error_class = e.value("error_class", "");
-  r.message = e.value("message", "");
+  split_test_id(field<std::string>(e, "id", ""), r);
+  r.outcome = field<std::string>(e, "outcome", "error");
+  r.duration_s = field<double>(e, "duration", 0.0);
+  r.mode = field<std::string>(e, "mode", "");
+  r.op = field<std::string>(e, "op", "");
+  r.dtype = field<std::string>(e, "dtype", "");
+  r.error_class = field<std::string>(e, "error_class", "");
+  r.message = field<std::string>(e, "message", "");
   r.finished_ms = now_ms();
   return r;
 }
@@ -129,26 +147,51 @@ PytestOutcome run_pytest(const PytestRequest& req,
   spawn.die_with_parent = true;
   Subprocess proc = Subprocess::spawn(spawn);
 
+  using Clock = std::chrono::steady_clock;
   EventReader reader(events);
+  Clock::time_point test_started = Clock::now();
+  std::optional<TestResult> called;  // the in-progress test's call outcome, once reported
   auto on_event = [&](const nlohmann::json& e) {
-    std::string kind = e.value("e", "");
+    std::string kind = field<std::string>(e, "e", "");
     if (kind == "collected") {
-      out.collected = e.value("tests", std::vector<std::string>{});
+      out.collected = field<std::vector<std::string>>(e, "tests", {});
     } else if (kind == "start") {
-      out.in_progress = e.value("id", "");
+      TestResult skeleton = result_from_event(e);
+      out.in_progress = skeleton.test_id;
+      out.started[skeleton.test_id] = skeleton;
+      test_started = Clock::now();
+      called.reset();
+    } else if (kind == "called") {
+      called = result_from_event(e);
     } else if (kind == "result") {
       TestResult r = result_from_event(e);
       if (out.in_progress == r.test_id) out.in_progress.reset();
+      called.reset();
       on_result(r);
       out.results.push_back(std::move(r));
     } else if (kind == "collect_error") {
-      out.collect_errors.push_back(e.value("message", ""));
+      out.collect_errors.push_back(field<std::string>(e, "message", ""));
+    }
+  };
+  auto seconds_since = [](Clock::time_point t) {
+    return std::chrono::duration<double>(Clock::now() - t).count();
+  };
+  // After an abnormal end: a test whose call phase had finished keeps that outcome; the death
+  // belongs to teardown, not to the test.
+  auto settle = [&] {
+    out.bad_events = reader.bad_lines();
+    if (out.in_progress) out.in_progress_s = seconds_since(test_started);
+    if (out.in_progress && called && called->test_id == *out.in_progress) {
+      called->message =
+          fmt::format("(the process died after this test's call phase) {}", called->message);
+      on_result(*called);
+      out.results.push_back(*called);
+      out.in_progress.reset();
+      out.died_after_call = true;
     }
   };
 
-  using Clock = std::chrono::steady_clock;
-  Clock::time_point last_activity = Clock::now(), test_started = Clock::now();
-  std::optional<std::string> watched_test;
+  Clock::time_point last_activity = Clock::now();
   uintmax_t log_size = 0;
   std::optional<int> status;
   while (!(status = proc.try_wait())) {
@@ -156,27 +199,31 @@ PytestOutcome run_pytest(const PytestRequest& req,
     uintmax_t size = file_size_or_zero(out.log_path);
     if (active || size != log_size) last_activity = Clock::now();
     log_size = size;
-    if (out.in_progress != watched_test) {
-      watched_test = out.in_progress;
-      test_started = Clock::now();
-    }
-    auto now = Clock::now();
+    // Inside a test only the per-test timeout applies (a test prints nothing until it ends);
+    // the stall watchdog covers everything else: imports, collection, teardown.
     std::optional<PytestEnding> kill_for;
     if (stop)
       kill_for = PytestEnding::interrupted;
-    else if (watched_test && now - test_started > std::chrono::seconds(req.test_timeout_s))
+    else if (out.in_progress && seconds_since(test_started) > req.test_timeout_s)
       kill_for = PytestEnding::test_timeout;
-    else if (now - last_activity > std::chrono::seconds(req.stall_timeout_s))
+    else if (!out.in_progress && seconds_since(last_activity) > req.stall_timeout_s)
       kill_for = PytestEnding::stalled;
     if (kill_for) {
+      if (kill_for == PytestEnding::test_timeout) out.killed_test = *out.in_progress;
       proc.signal(SIGKILL);
       proc.wait();
       reader.poll(on_event);
       out.ending = *kill_for;
+      if (out.in_progress == out.killed_test) out.in_progress_s = seconds_since(test_started);
+      if (out.ending != PytestEnding::test_timeout)
+        settle();
+      else
+        out.bad_events = reader.bad_lines();
       return out;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
+  proc.kill_group();
   reader.poll(on_event);
   if (WIFSIGNALED(*status)) {
     out.ending = PytestEnding::signaled;
@@ -184,6 +231,7 @@ PytestOutcome run_pytest(const PytestRequest& req,
   } else {
     out.exit_code = WEXITSTATUS(*status);
   }
+  settle();
   return out;
 }
 

@@ -39,6 +39,14 @@ struct PytestOutcome {
   std::optional<std::vector<std::string>> collected;  // ids the process was going to run
   std::vector<TestResult> results;                    // in the order they finished
   std::optional<std::string> in_progress;             // started but never finished
+  double in_progress_s = 0;                           // how long it had been running
+  std::string killed_test;  // the test a test_timeout was for (another may have started since)
+  // Mode, op and dtype of every test that started, for results the process could not report.
+  std::map<std::string, TestResult> started;
+  // The process died after a test's call phase (in teardown or a class/module finalizer); that
+  // test's call outcome is in `results`, and no test is to blame for the death.
+  bool died_after_call = false;
+  int bad_events = 0;  // event lines that were not JSON objects
   std::vector<std::string> collect_errors;
   std::string log_path;  // the process's stdout and stderr
 };

@@ -41,8 +41,11 @@ std::string command_output(const std::vector<std::string>& argv, const std::stri
   return trim(read_text(scratch));
 }
 
+// The commit, with "-dirty" when the work tree has changes, so a manifest never claims a commit
+// that is not what ran.
 std::string git_revision(const std::string& dir, const std::string& scratch) {
-  return command_output({"git", "-C", dir, "rev-parse", "HEAD"}, scratch);
+  return command_output({"git", "-C", dir, "describe", "--always", "--dirty", "--abbrev=40"},
+                        scratch);
 }
 
 std::string cpu_model() {

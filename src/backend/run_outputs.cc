@@ -23,6 +23,22 @@ std::string classname(const TestResult& r) {
   return r.cls.empty() ? module : module + "." + r.cls;
 }
 
+// Text safe for XML 1.0: at most `limit` bytes, cut at UTF-8 character boundaries (a log tail may
+// start mid-character), and no control characters besides tab, newline and return.
+std::string xml_text(const std::string& text, size_t limit) {
+  size_t begin = 0, end = std::min(text.size(), limit);
+  auto continuation = [&](size_t i) {
+    return (static_cast<unsigned char>(text[i]) & 0xC0) == 0x80;
+  };
+  while (begin < end && continuation(begin)) ++begin;
+  if (end < text.size())
+    while (end > begin && continuation(end)) --end;
+  std::string out = text.substr(begin, end - begin);
+  for (char& c : out)
+    if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n' && c != '\r') c = '?';
+  return out;
+}
+
 void write_atomically(const std::string& path, const std::string& text) {
   fs::create_directories(fs::path(path).parent_path());
   std::string tmp = path + ".tmp";
@@ -65,12 +81,12 @@ void write_junit(const std::string& path, const std::vector<TestResult>& results
     if (r.reruns) prop("ootci.reruns", std::to_string(r.reruns));
     if (r.flaky) prop("ootci.flaky", "1");
     if (!props.first_child()) tc.remove_child(props);
-    std::string message = r.message.substr(0, 500);
+    std::string message = xml_text(r.message, 500);
     if (r.outcome == "failed" || r.outcome == "error") {
       auto f = tc.append_child(r.outcome == "failed" ? "failure" : "error");
       f.append_attribute("message") = message.c_str();
       if (!r.error_class.empty()) f.append_attribute("type") = r.error_class.c_str();
-      f.text() = r.message.c_str();
+      f.text() = xml_text(r.message, 100000).c_str();
       (r.outcome == "failed" ? failures : errors)++;
     } else if (r.outcome == "skipped" || r.outcome == "xfailed") {
       auto s = tc.append_child("skipped");

@@ -65,6 +65,27 @@ bool failing(const TestResult& r) {
   return r.outcome == "failed" || r.outcome == "error";
 }
 
+// Only a real pass clears a failure on a rerun; a skip or an expected failure does not.
+bool passes(const TestResult& r) {
+  return r.outcome == "passed" || r.outcome == "xpassed";
+}
+
+// A failure worth running again: not a confirmed crash or timeout, not a strict xfail that passed
+// (which is deterministic news, not noise), not a whole-file error.
+bool rerunnable(const TestResult& r) {
+  return failing(r) && !is_crash_or_timeout(r) && r.error_class != "XPASS(strict)" &&
+         !r.name.empty();
+}
+
+std::string tail_of_file(const std::string& path, size_t bytes = 2000) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) return "";
+  std::streamoff size = in.tellg();
+  std::streamoff from = size > static_cast<std::streamoff>(bytes) ? size - bytes : 0;
+  in.seekg(from);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
 // Runs the plan's files on worker threads; every result goes to the store as it finishes.
 class Runner {
  public:
@@ -77,8 +98,12 @@ class Runner {
         env_(std::move(env)),
         finished_(std::move(finished)) {}
 
+  // Every file was worked through to its end (a stop may still have come in afterwards).
+  bool all_done() const { return files_finished_ == files_total_; }
+
   void run(std::vector<PlanFile> files, Progress& progress) {
     progress_ = &progress;
+    files_total_ = files.size();
     std::mutex queue_mutex;
     size_t next = 0;
     int workers = req_.workers > 0 ? req_.workers : req_.backend.run.workers;
@@ -92,7 +117,18 @@ class Runner {
             if (next >= files.size() || g_run_stop) return;
             i = next++;
           }
-          run_file(files[i]);
+          // One file's trouble (a full disk, a busy database) must not end the run.
+          try {
+            FileState state;
+            run_file(files[i], state);
+            if (!g_run_stop) ++files_finished_;
+          } catch (const std::exception& e) {
+            ++files_finished_;
+            try {
+              record(error_result(files[i].relpath, "RunnerError", e.what(), {}));
+            } catch (const std::exception&) {
+            }
+          }
         }
       });
     }
@@ -100,6 +136,13 @@ class Runner {
   }
 
  private:
+  struct FileState {
+    std::vector<std::string> all;               // every test of the file this run covers
+    std::set<std::string> done;                 // has a result in this run
+    std::map<std::string, TestResult> started;  // mode/op/dtype of tests seen starting
+    std::vector<TestResult> results;            // this pass's results, for reruns
+  };
+
   void record(TestResult r) {
     r.device = req_.backend.device_type;
     if (!r.finished_ms) r.finished_ms = now_ms();
@@ -126,137 +169,179 @@ class Runner {
     return run_pytest(p, on_result, g_run_stop);
   }
 
-  std::string log_tail(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    return text.size() > 2000 ? text.substr(text.size() - 2000) : text;
-  }
-
-  TestResult error_result(const std::string& id, const std::string& error_class,
-                          const std::string& message) {
+  // A result the process could not report itself, with the test's mode, op and dtype when the
+  // test was seen starting (so an xfail test that crashes is judged as xfail).
+  static TestResult error_result(const std::string& id, const std::string& error_class,
+                                 const std::string& message,
+                                 const std::map<std::string, TestResult>& started,
+                                 double seconds = 0) {
     TestResult r;
+    auto it = started.find(id);
+    if (it != started.end()) r = it->second;
     split_test_id(id, r);
     r.outcome = "error";
     r.error_class = error_class;
     r.message = message;
+    r.duration_s = seconds;
+    r.finished_ms = 0;
     return r;
+  }
+
+  void keep(FileState& st, const TestResult& r) {
+    st.results.push_back(r);
+    st.done.insert(r.test_id);
+    record(r);
   }
 
   // The test that was running when its process died from a signal, run again alone: a crash that
   // repeats is the test's own; one that does not came from the tests before it.
-  void confirm_crash(const PlanFile& f, const std::string& id, int sig) {
+  void confirm_crash(const PlanFile& f, FileState& st, const std::string& id, int sig,
+                     double seconds) {
     std::optional<TestResult> alone;
-    PytestOutcome again =
-        attempt(f, std::vector<std::string>{id}, {}, [&](const TestResult& r) { alone = r; });
+    PytestOutcome again = attempt(f, std::vector<std::string>{id}, {}, [&](const TestResult& r) {
+      if (r.test_id == id) alone = r;
+    });
+    for (const auto& [k, v] : again.started) st.started.emplace(k, v);
     if (again.ending == PytestEnding::interrupted) return;
     if (alone) {
       alone->message =
-          fmt::format("{} crashed the process ({}) after other tests, but not when run alone. {}",
-                      id, signal_name(sig), alone->message);
-      record(*alone);
+          fmt::format("crashed the process ({}) after other tests, but not when run alone: {}",
+                      signal_name(sig), alone->message);
+      keep(st, *alone);
       return;
     }
-    int alone_sig = again.ending == PytestEnding::signaled ? again.signal : sig;
-    record(error_result(id, signal_name(alone_sig),
-                        fmt::format("the test process died from {} while this test ran (also when "
-                                    "run alone)\n{}",
-                                    signal_name(alone_sig), log_tail(again.log_path))));
+    std::string why;
+    std::string cls = signal_name(sig);
+    if (again.ending == PytestEnding::signaled && again.in_progress == id) {
+      cls = signal_name(again.signal);
+      why = fmt::format("the test process died from {} while this test ran, also when run alone",
+                        cls);
+    } else if (again.ending == PytestEnding::test_timeout && again.killed_test == id) {
+      cls = "Timeout";
+      why = fmt::format(
+          "crashed ({}) among other tests; alone it ran longer than "
+          "test_timeout_s={}",
+          signal_name(sig), req_.backend.run.test_timeout_s);
+    } else {
+      why = fmt::format(
+          "the test process died from {} while this test ran; run alone, the "
+          "process ended before the test could report",
+          signal_name(sig));
+    }
+    keep(st, error_result(id, cls, why + "\n" + tail_of_file(again.log_path), st.started,
+                          std::max(seconds, again.in_progress_s)));
   }
 
-  void run_file(const PlanFile& f) {
-    std::set<std::string> done = finished_;
-    std::vector<std::string> all;  // every test of the file this run is responsible for
+  // One process per test, so whatever kills a process takes only its own test with it.
+  void run_one_by_one(const PlanFile& f, FileState& st) {
+    for (const auto& id : st.all) {
+      if (st.done.count(id) || g_run_stop) continue;
+      PytestOutcome one =
+          attempt(f, std::vector<std::string>{id}, {}, [&](const TestResult& r) { keep(st, r); });
+      for (const auto& [k, v] : one.started) st.started.emplace(k, v);
+      if (st.done.count(id) || one.ending == PytestEnding::interrupted) continue;
+      std::string cls = one.ending == PytestEnding::signaled ? signal_name(one.signal)
+                        : one.ending == PytestEnding::exited ? "NotReported"
+                                                             : "Timeout";
+      keep(st, error_result(id, cls, tail_of_file(one.log_path), st.started, one.in_progress_s));
+    }
+  }
+
+  // The file's first pass: crashes and hangs are isolated, and every test ends with a result.
+  void run_file(const PlanFile& f, FileState& st) {
+    st.done = finished_;
     std::optional<std::vector<std::string>> only = f.only;
-    std::vector<TestResult> results;
     bool stall_retried = false;
-    auto keep = [&](const TestResult& r) {
-      results.push_back(r);
-      record(r);
-    };
+    int passes_without_progress = 0;
     for (;;) {
-      PytestOutcome out = attempt(f, only, done, keep);
-      if (out.collected && all.empty()) {
-        all = *out.collected;
-        progress_->expect(f.relpath, all.size());
+      PytestOutcome out = attempt(f, only, st.done, [&](const TestResult& r) { keep(st, r); });
+      for (const auto& [k, v] : out.started) st.started.emplace(k, v);
+      if (out.collected && st.all.empty()) {
+        st.all = *out.collected;
+        progress_->expect(f.relpath, st.all.size());
       }
-      for (const auto& r : out.results) done.insert(r.test_id);
       if (out.ending == PytestEnding::interrupted) return;
       bool exited = out.ending == PytestEnding::exited;
-      if (exited && !out.in_progress && out.exit_code <= 1) break;  // every test reported
-      if (exited && !out.in_progress && out.results.empty()) {
+      if (exited && !out.in_progress && out.results.empty() && st.all.empty()) {
         // Nothing ran: an import or collection error (pytest exits 2), or no tests (5).
-        if (out.exit_code != 5)
-          keep(error_result(f.relpath, "CollectionError",
+        if (out.exit_code != 5 && out.exit_code != 0)
+          keep(st,
+               error_result(f.relpath, "CollectionError",
                             fmt::format("pytest exited {} before running a test\n{}", out.exit_code,
-                                        out.collect_errors.empty() ? log_tail(out.log_path)
-                                                                   : out.collect_errors.front())));
+                                        out.collect_errors.empty() ? tail_of_file(out.log_path)
+                                                                   : out.collect_errors.front()),
+                            st.started));
         break;
       }
-      if (out.ending == PytestEnding::stalled && !stall_retried && !out.in_progress) {
-        stall_retried = true;  // a stall outside any test: retry the rest once
-      } else if (out.in_progress) {
-        std::string id = *out.in_progress;
-        done.insert(id);
-        if (out.ending == PytestEnding::signaled) {
-          confirm_crash(f, id, out.signal);
-        } else if (out.ending == PytestEnding::stalled && !stall_retried) {
-          stall_retried = true;  // retried once with the rest below
-          done.erase(id);
-        } else if (exited) {
-          keep(error_result(id, "ProcessExit",
-                            fmt::format("the test process exited with status {} during this "
-                                        "test\n{}",
-                                        out.exit_code, log_tail(out.log_path))));
-        } else {
-          std::string why = out.ending == PytestEnding::test_timeout
-                                ? fmt::format("ran longer than test_timeout_s={}",
-                                              req_.backend.run.test_timeout_s)
-                                : fmt::format("no output for stall_timeout_s={} (after a retry)",
-                                              req_.backend.run.stall_timeout_s);
-          keep(error_result(id, "Timeout", why));
+      if (out.ending == PytestEnding::test_timeout) {
+        keep(st, error_result(out.killed_test, "Timeout",
+                              fmt::format("ran longer than test_timeout_s={}",
+                                          req_.backend.run.test_timeout_s),
+                              st.started, out.in_progress_s));
+      } else if (out.in_progress && out.ending == PytestEnding::signaled) {
+        confirm_crash(f, st, *out.in_progress, out.signal, out.in_progress_s);
+      } else if (out.in_progress && exited) {
+        keep(st, error_result(*out.in_progress, "ProcessExit",
+                              fmt::format("the test process exited with status {} during this "
+                                          "test\n{}",
+                                          out.exit_code, tail_of_file(out.log_path)),
+                              st.started, out.in_progress_s));
+      } else if (out.ending == PytestEnding::stalled) {
+        if (stall_retried) {
+          // Hung twice outside any test (import, collection, teardown): the file is one error.
+          keep(st, error_result(
+                       f.relpath, "Timeout",
+                       fmt::format("no output for stall_timeout_s={} outside any test, "
+                                   "twice (after a retry)\n{}",
+                                   req_.backend.run.stall_timeout_s, tail_of_file(out.log_path)),
+                       st.started));
+          break;
         }
-      } else if (all.empty()) {
-        // Died before it could say which tests it had: the whole file is one error.
-        std::string cls = out.ending == PytestEnding::signaled ? signal_name(out.signal)
-                          : exited                             ? "CollectionError"
-                                                               : "Timeout";
-        keep(error_result(f.relpath, cls, log_tail(out.log_path)));
-        break;
-      } else {
-        // Died between tests (module setup or teardown): finish the rest one process per
-        // test, so whatever kills the process takes only its own test with it.
-        run_one_by_one(f, all, done, keep);
+        stall_retried = true;  // kill and retry the rest once
+      } else if (!exited) {
+        // Died between tests (module setup, or teardown after a test's call phase): nobody to
+        // blame, so the death itself is a file-level error and the rest runs one process per
+        // test.
+        std::string cls = signal_name(out.signal);
+        keep(st, error_result(f.relpath, cls,
+                              fmt::format("the test process died ({}) outside any test's call "
+                                          "phase\n{}",
+                                          cls, tail_of_file(out.log_path)),
+                              st.started));
+        if (!st.all.empty()) run_one_by_one(f, st);
         break;
       }
       std::vector<std::string> rest;
-      for (const auto& id : all)
-        if (!done.count(id)) rest.push_back(id);
-      if (rest.empty() && !all.empty()) break;
-      only = all.empty() ? f.only : std::optional<std::vector<std::string>>(rest);
+      for (const auto& id : st.all)
+        if (!st.done.count(id)) rest.push_back(id);
+      if (rest.empty() && !st.all.empty()) break;
+      // A clean exit that left tests unreported (pytest -x, a lost event line): run the rest,
+      // unless a whole pass got nowhere.
+      if (exited && !out.in_progress) {
+        passes_without_progress = out.results.empty() ? passes_without_progress + 1 : 0;
+        if (passes_without_progress >= 2) {
+          for (const auto& id : rest)
+            keep(st, error_result(id, "NotReported",
+                                  "pytest ended without reporting this test (twice)\n" +
+                                      tail_of_file(out.log_path),
+                                  st.started));
+          break;
+        }
+      }
+      only = st.all.empty() ? f.only : std::optional<std::vector<std::string>>(rest);
     }
-    rerun_failures(f, results);
+    rerun_failures(f, st);
   }
 
-  void run_one_by_one(const PlanFile& f, const std::vector<std::string>& all,
-                      std::set<std::string>& done,
-                      const std::function<void(const TestResult&)>& keep) {
-    for (const auto& id : all) {
-      if (done.count(id) || g_run_stop) continue;
-      PytestOutcome one = attempt(f, std::vector<std::string>{id}, {}, keep);
-      done.insert(id);
-      if (!one.results.empty() || one.ending == PytestEnding::interrupted) continue;
-      std::string cls = one.ending == PytestEnding::signaled ? signal_name(one.signal)
-                        : one.ending == PytestEnding::exited ? "CollectionError"
-                                                             : "Timeout";
-      keep(error_result(id, cls, log_tail(one.log_path)));
-    }
-  }
-
-  // Failed tests run again in fresh processes; one that passes is flaky, not a failure.
-  void rerun_failures(const PlanFile& f, const std::vector<TestResult>& results) {
+  // Failed tests run again in fresh processes; one that then passes is flaky, not a failure.
+  void rerun_failures(const PlanFile& f, FileState& st) {
     std::map<std::string, TestResult> still;  // latest result of each failing test
-    for (const auto& r : results)
-      if (failing(r) && !is_crash_or_timeout(r) && r.name != "") still[r.test_id] = r;
+    for (const auto& r : st.results) {
+      if (rerunnable(r))
+        still[r.test_id] = r;
+      else
+        still.erase(r.test_id);
+    }
     for (int round = 1; round <= req_.backend.run.reruns && !still.empty(); ++round) {
       if (g_run_stop) return;
       std::vector<std::string> ids;
@@ -264,14 +349,15 @@ class Runner {
       attempt(f, ids, {}, [&](const TestResult& again) {
         auto it = still.find(again.test_id);
         if (it == still.end()) return;
-        TestResult r = again;
+        // A pass clears the failure (flaky); a new failure replaces it; a skip or an expected
+        // failure on a rerun proves nothing, so the old failure stands.
+        TestResult r = passes(again) || failing(again) ? again : it->second;
         r.reruns = round;
-        if (failing(r)) {
-          it->second = r;
-        } else {
-          r.flaky = true;
+        r.flaky = passes(again);
+        if (r.flaky)
           still.erase(it);
-        }
+        else
+          it->second = r;
         record(r);
       });
     }
@@ -285,6 +371,8 @@ class Runner {
   std::set<std::string> finished_;
   std::mutex store_mutex_;
   std::atomic<int> attempt_counter_{0};
+  std::atomic<size_t> files_finished_{0};
+  size_t files_total_ = 0;
   Progress* progress_ = nullptr;
 };
 
@@ -292,7 +380,7 @@ std::vector<PlanFile> plan_files(const nlohmann::json& plan, const std::optional
   std::vector<PlanFile> out;
   for (const auto& f : plan["files"]) {
     PlanFile pf{f["path"].get<std::string>(), f["relpath"].get<std::string>(), std::nullopt};
-    if (sel && !sel->empty() && !sel->files.count(pf.relpath)) {
+    if (sel && !sel->files.count(pf.relpath)) {
       std::vector<std::string> tests;
       for (const auto& id : sel->tests)
         if (id.rfind(pf.relpath + "::", 0) == 0) tests.push_back(id);
@@ -328,6 +416,32 @@ void order_longest_first(std::vector<PlanFile>& files, const std::map<std::strin
                    [&](const PlanFile& a, const PlanFile& b) { return seconds(a) > seconds(b); });
 }
 
+// The files (and single tests) a run covers, kept in its manifest so --resume covers the same.
+void record_files(nlohmann::json& manifest, const std::vector<PlanFile>& files) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& f : files) {
+    nlohmann::json entry = {{"relpath", f.relpath}};
+    if (f.only) entry["tests"] = *f.only;
+    list.push_back(entry);
+  }
+  manifest["files"] = list;
+}
+
+std::vector<PlanFile> files_of_manifest(const nlohmann::json& plan,
+                                        const nlohmann::json& manifest) {
+  std::map<std::string, nlohmann::json> wanted;
+  for (const auto& f : manifest.value("files", nlohmann::json::array()))
+    wanted[f.value("relpath", "")] = f;
+  std::vector<PlanFile> out;
+  for (auto f : plan_files(plan, std::nullopt)) {
+    auto it = wanted.find(f.relpath);
+    if (it == wanted.end()) continue;
+    if (it->second.contains("tests")) f.only = it->second["tests"].get<std::vector<std::string>>();
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
 std::string run_verdict(EvidenceStore& store, const RunInfo& info,
                         const std::vector<TestResult>& results) {
   auto green = store.last_green_run(info.backend, info.config_hash);
@@ -351,54 +465,72 @@ RunReport run_plan(const RunRequest& req) {
 
   RunInfo info;
   std::set<std::string> finished;
+  std::vector<PlanFile> files = plan_files(resolved.plan, req.selection);
   if (!req.resume_run.empty()) {
+    if (req.selection || req.shards > 0)
+      throw Error("--resume continues the run's own files; leave out --select and --shard");
     auto prior = store->run(req.resume_run);
     if (!prior)
       throw Error(fmt::format("--resume: no run {} in {}", req.resume_run, req.evidence_path));
     if (prior->config_hash != config_hash)
-      throw Error(fmt::format("--resume: run {} ran another plan (config hash {} , now {})",
+      throw Error(fmt::format("--resume: run {} ran another plan (config hash {}, now {})",
                               req.resume_run, prior->config_hash, config_hash));
     info = *prior;
-    finished = store->finished_tests(info.id);
+    files = files_of_manifest(resolved.plan, info.manifest);
+    // Finished means settled: failures still owed their reruns run again, and whole-file errors
+    // are dropped so the file gets another chance.
+    for (const auto& r : store->results(info.id)) {
+      if (r.name.empty())
+        store->forget(info.id, r.test_id);
+      else if (!(rerunnable(r) && r.reruns == 0))
+        finished.insert(r.test_id);
+    }
   } else {
     info.id = new_run_id(now_ms());
     info.backend = backend.name;
     info.config_hash = config_hash;
     info.started_ms = now_ms();
+    info.shard = req.shards > 0 ? fmt::format("{}/{}", req.shard, req.shards) : "";
   }
-  info.shard = req.shards > 0 ? fmt::format("{}/{}", req.shard, req.shards) : info.shard;
   info.status = "running";
+
+  if (req.shards > 0) files = shard_of(files, *store, req.shard, req.shards);
 
   std::string run_dir = backend.workspace + "/runs/" + info.id;
   fs::create_directories(run_dir);
   std::string plan_path = run_dir + "/plan.json";
   write_plan(resolved.plan, plan_path);
   info.manifest = build_manifest(backend, resolved.plan, plan_path, info);
+  record_files(info.manifest, files);
   if (req.resume_run.empty())
     store->begin_run(info);
   else
     store->finish_run(info.id, 0, "running", "", info.manifest);
-
-  std::vector<PlanFile> files = plan_files(resolved.plan, req.selection);
-  if (req.shards > 0) files = shard_of(files, *store, req.shard, req.shards);
   order_longest_first(files, store->file_durations());
 
   auto env = plan_environment(backend, plan_path, ootci_python_dir(), process_env("PYTHONPATH"));
   int workers = req.workers > 0 ? req.workers : backend.run.workers;
   Progress progress(req.tty, store->test_durations(), workers);
   for (const auto& f : files) progress.expect_from_history(f.relpath);
-  if (!finished.empty()) progress.add_finished(store->results(info.id));
+  if (!finished.empty()) {
+    std::vector<TestResult> settled;
+    for (const auto& r : store->results(info.id))
+      if (finished.count(r.test_id)) settled.push_back(r);
+    progress.add_finished(settled);
+  }
   Runner runner(req, *store, info.id, run_dir, env, finished);
   progress.start();
   runner.run(files, progress);
   progress.stop();
 
+  // A stop signal that arrives after the last test is too late to have cut anything short.
+  bool stopped = g_run_stop && !runner.all_done();
   RunReport report;
   report.run_id = info.id;
   report.results = store->results(info.id);
-  report.status = g_run_stop ? "interrupted" : "finished";
+  report.status = stopped ? "interrupted" : "finished";
   // A verdict on part of a run would mislead; an interrupted run gets one when resumed.
-  report.verdict = g_run_stop ? "" : run_verdict(*store, info, report.results);
+  report.verdict = stopped ? "" : run_verdict(*store, info, report.results);
   info.ended_ms = now_ms();
   finalize_manifest(info.manifest, info.ended_ms);
   store->finish_run(info.id, info.ended_ms, report.status, report.verdict, info.manifest);

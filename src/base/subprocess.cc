@@ -92,6 +92,10 @@ void Subprocess::signal(int sig) {
   ::kill(pid_, sig);
 }
 
+void Subprocess::kill_group() {
+  if (pid_ > 0 && group_) ::kill(-pid_, SIGKILL);
+}
+
 std::optional<int> Subprocess::try_wait() {
   if (status_ || pid_ <= 0) return status_;
   int st = 0;

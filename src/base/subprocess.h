@@ -29,6 +29,9 @@ class Subprocess {
 
   pid_t pid() const { return pid_; }
   void signal(int sig);  // to the process group when there is one
+  // SIGKILL to whatever is left of the process group, also after the leader exited: a test's own
+  // helper processes must not outlive it. (Linux keeps a pgid from reuse while the group lives.)
+  void kill_group();
   // Exit status as from waitpid; nullopt if still running (non-blocking form).
   std::optional<int> try_wait();
   int wait();

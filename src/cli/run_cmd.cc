@@ -57,9 +57,10 @@ void run_command(const RunArgs& a) {
   sigaction(SIGTERM, &sa, nullptr);
 
   RunReport report = run_plan(req);
-  std::cout << fmt::format("run {} {} ({}): {} results\n", report.run_id, report.status,
-                           report.verdict, report.results.size());
-  std::cout << format_verdict(judge(report.results, nullptr));
+  std::cout << fmt::format("run {} {}{}: {} results\n", report.run_id, report.status,
+                           report.verdict.empty() ? "" : " (" + report.verdict + ")",
+                           report.results.size());
+  if (report.status == "finished") std::cout << format_verdict(judge(report.results, nullptr));
   std::cout << fmt::format("junit: {}\nmanifest: {}\nevidence: {}\n", report.junit_path,
                            report.manifest_path, req.evidence_path);
   if (report.status == "interrupted") {

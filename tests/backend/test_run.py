@@ -39,7 +39,8 @@ class Ran:
         db = sqlite3.connect(self.ws.path / ".ootci" / "evidence.db")
         rows = db.execute("SELECT test_id, outcome, error_class, reruns, flaky, mode, message "
                           "FROM results WHERE run_id = ?", (self.run_id,)).fetchall()
-        return {r[0].rsplit("::", 2)[-2] + "::" + r[0].rsplit("::", 1)[-1]: r[1:] for r in rows}
+        # "Class::name" for a test, the file's relpath for a whole-file error.
+        return {"::".join(r[0].split("::")[1:]) or r[0]: r[1:] for r in rows}
 
     def outcomes(self):
         return {k: v[0] for k, v in self.results().items()}
@@ -117,7 +118,8 @@ def test_end_to_end_on_upstream_files_junit_matches_evidence_and_judge_follows_m
 def test_a_crashing_test_is_one_error_and_the_others_keep_their_outcome(ws, state):
     ws.ootci_yaml(env={"OOTCI_REF_CRASH_OPS": "sin"}, run={"reruns": 1})
     ws.config(fixture_config(*(f"TestRunnerFixture::test_{n}"
-                               for n in ("pass_a", "sin", "pass_b", "fails", "pass_c"))))
+                               for n in ("pass_a", "pass_b", "fails", "pass_c")))
+              + "        - names: [TestRunnerFixture::test_sin]\n          mode: xfail\n")
     ran = run(ws, env=state)
     results = ran.results()
     assert {k.split("::")[1]: v[0] for k, v in results.items()} == {
@@ -126,6 +128,7 @@ def test_a_crashing_test_is_one_error_and_the_others_keep_their_outcome(ws, stat
         "test_pass_c_privateuseone": "passed"}
     crash = results[f"{RUNNER_CLASS}::test_sin_privateuseone"]
     assert crash[1] == "SIGSEGV"
+    assert crash[4] == "xfail"  # the crashed test keeps its mode, so the judge reads it right
     assert "also when run alone" in crash[5]
     assert results[f"{RUNNER_CLASS}::test_fails_privateuseone"][2] == 1  # rerun once, still failing
     assert ran.returncode == 1
@@ -143,17 +146,28 @@ def test_a_hanging_test_times_out_and_the_run_finishes(ws, state):
     assert ran.run_row()[:2] == ("finished", "failure")
 
 
-def test_a_stall_kills_the_process_group_and_retries_once(ws, state):
-    ws.ootci_yaml(env={"OOTCI_REF_HANG_OPS": "cos"},
-                  run={"stall_timeout_s": 3, "test_timeout_s": 600, "reruns": 0})
-    ws.config(fixture_config("TestRunnerFixture::test_cos", "TestRunnerFixture::test_pass_c"))
+def test_a_stall_outside_any_test_is_killed_and_retried_once(ws, state):
+    # The module hangs at import: no test is running, so the stall watchdog acts.
+    ws.ootci_yaml(run={"stall_timeout_s": 3, "reruns": 0})
+    ws.config(fixture_config("TestRunnerFixture::test_pass_a"))
+    ran = run(ws, env={**state, "OOTCI_FIXTURE_HANG_AT_IMPORT": "1"})
+    (file_row, row), = ran.results().items()
+    assert row[:2] == ("error", "Timeout")
+    assert "stall_timeout_s=3 outside any test, twice" in row[5]
+    assert executions(state)["import"] == 2  # killed, retried once, killed again
+    assert ran.run_row()[:2] == ("finished", "failure")
+
+
+def test_a_crash_in_class_teardown_blames_no_test(ws, state):
+    ws.ootci_yaml(env={"OOTCI_REF_CRASH_OPS": "tan"})
+    ws.config(fixture_config("TestTeardownFixture::test_.*"))
     ran = run(ws, env=state)
     results = ran.results()
-    cos = results[f"{RUNNER_CLASS}::test_cos_privateuseone"]
-    assert cos[:2] == ("error", "Timeout")
-    assert "stall_timeout_s=3 (after a retry)" in cos[5]
-    assert executions(state)["test_cos_privateuseone"] == 2  # the first stall was retried once
-    assert results[f"{RUNNER_CLASS}::test_pass_c_privateuseone"][0] == "passed"
+    assert results["TestTeardownFixturePRIVATEUSEONE::test_one_privateuseone"][0] == "passed"
+    assert results["TestTeardownFixturePRIVATEUSEONE::test_two_privateuseone"][0] == "passed"
+    file_rows = [v for k, v in results.items() if "Fixture" not in k]
+    assert [r[:2] for r in file_rows] == [("error", "SIGSEGV")]
+    assert "outside any test's call phase" in file_rows[0][5]
 
 
 def test_a_test_that_fails_then_passes_is_flaky(ws, state):
