@@ -129,7 +129,8 @@ TEST(EvidenceCli, IngestRefusesAnExistingRunAndKeepsABrokenReportAsInterrupted) 
                          "interrupted, 1 results)\n");
   CliRun judge = run_ootci({"judge", "--run", "r-2", "--evidence", db});
   EXPECT_EQ(judge.code, 1);
-  EXPECT_NE(judge.out.find("  the run is interrupted, not finished\n"), std::string::npos) << judge.out;
+  EXPECT_NE(judge.out.find("  the run is interrupted, not finished\n"), std::string::npos)
+      << judge.out;
 }
 
 // A backend folder with ootci.yaml whose one config takes four test files of a fake torch tree.
