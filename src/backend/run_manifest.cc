@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <sys/utsname.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -48,12 +49,43 @@ std::string git_revision(const std::string& dir, const std::string& scratch) {
                         scratch);
 }
 
+// Not a git checkout: a digest of the backend's files, so two manifests still say whether the
+// same backend ran. Hidden folders and the workspace are left out; very large trees are not hashed.
+std::string tree_digest(const std::string& dir, const std::string& workspace) {
+  constexpr uintmax_t kMaxBytes = 512ull << 20;
+  std::vector<fs::path> files;
+  std::error_code ec;
+  fs::recursive_directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec), end;
+  for (; !ec && it != end; it.increment(ec)) {
+    const fs::path& p = it->path();
+    if (it->is_directory(ec) && (p.filename().string().rfind('.', 0) == 0 || p == workspace)) {
+      it.disable_recursion_pending();
+      continue;
+    }
+    if (it->is_regular_file(ec)) files.push_back(p);
+  }
+  std::sort(files.begin(), files.end());
+  uintmax_t total = 0;
+  std::string listing;
+  for (const auto& f : files) {
+    total += fs::file_size(f, ec);
+    if (total > kMaxBytes) return "unknown (not a git checkout, over 512 MB)";
+    listing += fs::relative(f, dir).string() + " " + sha256_hex(read_text(f.string())) + "\n";
+  }
+  return "sha256:" + sha256_hex(listing);
+}
+
 std::string cpu_model() {
   std::ifstream in("/proc/cpuinfo");
   std::string line;
   while (std::getline(in, line))
     if (line.rfind("model name", 0) == 0) return trim(line.substr(line.find(':') + 2));
   return "";
+}
+
+std::string backend_revision(const BackendConfig& backend, const std::string& scratch) {
+  std::string rev = git_revision(backend.device_root, scratch);
+  return rev.empty() ? tree_digest(backend.device_root, backend.workspace) : rev;
 }
 
 }  // namespace
@@ -107,7 +139,7 @@ nlohmann::json build_manifest(const BackendConfig& backend, const nlohmann::json
         {"revision", upstream_revision},
         {"torch_version", torch},
         {"suite_sha256", sha256_hex(suite)}}},
-      {"backend_revision", git_revision(backend.device_root, scratch)},
+      {"backend_revision", backend_revision(backend, scratch)},
       {"plan_sha256", sha256_hex(read_text(plan_path))},
       {"config_hash", run.config_hash},
       {"shard", run.shard.empty() ? nlohmann::json() : nlohmann::json(run.shard)},
