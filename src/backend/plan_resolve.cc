@@ -1,7 +1,6 @@
 #include "backend/plan_resolve.h"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -13,6 +12,7 @@
 #include "backend/path_glob.h"
 #include "backend/plan_json.h"
 #include "backend/suite_config.h"
+#include "base/atomic_file.h"
 #include "base/error.h"
 #include "net/crypto.h"
 
@@ -314,28 +314,7 @@ std::string plan_relpath(const std::string& path, const std::string& torch_root,
 }
 
 void write_plan(const nlohmann::json& plan, const std::string& path) {
-  fs::path target(path);
-  std::error_code ec;
-  if (target.has_parent_path()) fs::create_directories(target.parent_path(), ec);
-  if (ec)
-    throw Error(
-        fmt::format("{}: cannot create folder: {}", target.parent_path().string(), ec.message()));
-  std::string tmp = fmt::format("{}.tmp.{}", path, getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << plan.dump(2) << "\n";
-    out.flush();
-    if (!out) {
-      fs::remove(tmp, ec);
-      throw Error(fmt::format("{}: cannot write", tmp));
-    }
-  }
-  fs::rename(tmp, target, ec);
-  if (ec) {
-    std::error_code ignored;
-    fs::remove(tmp, ignored);
-    throw Error(fmt::format("{}: cannot rename into place: {}", path, ec.message()));
-  }
+  write_file_atomically(path, plan.dump(2) + "\n");
 }
 
 }  // namespace ootci

@@ -2,13 +2,10 @@
 
 #include <fmt/format.h>
 
-#include <filesystem>
-#include <fstream>
 #include <pugixml.hpp>
+#include <sstream>
 
-#include "base/error.h"
-
-namespace fs = std::filesystem;
+#include "base/atomic_file.h"
 
 namespace ootci {
 namespace {
@@ -37,17 +34,6 @@ std::string xml_text(const std::string& text, size_t limit) {
   for (char& c : out)
     if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n' && c != '\r') c = '?';
   return out;
-}
-
-void write_atomically(const std::string& path, const std::string& text) {
-  fs::create_directories(fs::path(path).parent_path());
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    if (!out) throw Error(fmt::format("{}: cannot write", tmp));
-  }
-  fs::rename(tmp, path);
 }
 
 }  // namespace
@@ -103,11 +89,11 @@ void write_junit(const std::string& path, const std::vector<TestResult>& results
   suite.prepend_attribute("name") = "ootci";
   std::ostringstream out;
   doc.save(out, "  ");
-  write_atomically(path, out.str());
+  write_file_atomically(path, out.str());
 }
 
 void write_json_file(const std::string& path, const nlohmann::json& value) {
-  write_atomically(path, value.dump(2) + "\n");
+  write_file_atomically(path, value.dump(2) + "\n");
 }
 
 }  // namespace ootci

@@ -1,0 +1,11 @@
+#pragma once
+#include <string>
+
+namespace ootci {
+
+// Writes `text` to `path` through a temporary file in the same folder and a rename, so a reader
+// sees the old file or the new one, never half of one. Creates the folder if needed; throws Error
+// naming the file on failure.
+void write_file_atomically(const std::string& path, const std::string& text);
+
+}  // namespace ootci
