@@ -16,7 +16,6 @@ namespace ootci {
 struct Selection {
   std::set<std::string> files;  // relpaths
   std::set<std::string> tests;  // test ids
-  bool empty() const { return files.empty() && tests.empty(); }
 };
 Selection load_selection(const std::string& path);
 

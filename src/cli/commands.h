@@ -1,5 +1,8 @@
 #pragma once
 #include <CLI/CLI.hpp>
+#include <string>
+
+#include "backend/backend_config.h"
 
 namespace ootci {
 
@@ -14,5 +17,8 @@ void add_run_commands(CLI::App& app);
 struct ExitStatus {
   int code;
 };
+
+// The ootci.yaml at `path`; on errors, prints each (file:line:col: path: message) and exits 1.
+BackendConfig load_backend_or_exit(const std::string& path);
 
 }  // namespace ootci

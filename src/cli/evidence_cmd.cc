@@ -25,13 +25,6 @@ namespace {
 // Mean duration over this many recent results per test.
 constexpr int kDurationWindow = 5;
 
-BackendConfig load_config_or_exit(const std::string& path) {
-  BackendConfigResult b = load_backend_config(path);
-  for (const auto& e : b.errors) std::cerr << e << "\n";
-  if (!b.config) throw ExitStatus{1};
-  return *b.config;
-}
-
 // Where --evidence, else --config's workspace, says the database is.
 std::string evidence_db(const std::string& evidence_flag,
                         const std::optional<BackendConfig>& config) {
@@ -42,7 +35,7 @@ std::string evidence_db(const std::string& evidence_flag,
 
 std::optional<BackendConfig> optional_config(const std::string& path) {
   if (path.empty()) return std::nullopt;
-  return load_config_or_exit(path);
+  return load_backend_or_exit(path);
 }
 
 std::string counts_line(const std::vector<TestResult>& results) {
@@ -200,7 +193,7 @@ struct ShardsArgs {
 };
 
 void shards(const ShardsArgs& a) {
-  BackendConfig config = load_config_or_exit(a.config);
+  BackendConfig config = load_backend_or_exit(a.config);
   PlanResult plan = resolve_plan(config);
   for (const auto& e : plan.errors) std::cerr << e << "\n";
   for (const auto& w : plan.warnings) std::cerr << "warning: " << w << "\n";

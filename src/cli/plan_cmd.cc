@@ -24,12 +24,6 @@ void report(const std::vector<std::string>& errors, const std::vector<std::strin
   if (!errors.empty()) throw ExitStatus{1};
 }
 
-BackendConfig backend_or_exit(const std::string& path) {
-  BackendConfigResult b = load_backend_config(path);
-  report(b.errors, {});
-  return *b.config;
-}
-
 // Resolves and writes the plan; the summary goes to `summary` (stderr for `plan env`, whose
 // stdout is meant for eval).
 void resolve_and_write(const BackendConfig& backend, const std::string& out,
@@ -75,7 +69,7 @@ std::string sh_quote(const std::string& value) {
 }
 
 void plan_env(const std::string& config, const std::string& plan_arg, bool as_json) {
-  BackendConfig backend = backend_or_exit(config);
+  BackendConfig backend = load_backend_or_exit(config);
   std::string plan = plan_arg;
   if (plan.empty()) {
     plan = backend.workspace + "/plan.json";
@@ -108,7 +102,7 @@ void add_plan_commands(CLI::App& app) {
   resolve->add_option("--config", resolve_config, "ootci.yaml")->required();
   resolve->add_option("-o,--output", resolve_out, "plan.json to write")->required();
   resolve->callback(
-      [] { resolve_and_write(backend_or_exit(resolve_config), resolve_out, std::cout); });
+      [] { resolve_and_write(load_backend_or_exit(resolve_config), resolve_out, std::cout); });
 
   auto* env = plan->add_subcommand("env", "Print the environment for running pytest under a plan");
   static std::string env_config, env_plan;

@@ -37,13 +37,8 @@ std::pair<int, int> parse_shard(const std::string& text) {
 }
 
 void run_command(const RunArgs& a) {
-  BackendConfigResult loaded = load_backend_config(a.config);
-  if (!loaded.errors.empty()) {
-    for (const auto& e : loaded.errors) std::cerr << e << "\n";
-    throw ExitStatus{1};
-  }
   RunRequest req;
-  req.backend = *loaded.config;
+  req.backend = load_backend_or_exit(a.config);
   req.evidence_path = a.evidence.empty() ? evidence_path(req.backend) : a.evidence;
   if (!a.select.empty()) req.selection = load_selection(a.select);
   if (!a.shard.empty()) std::tie(req.shard, req.shards) = parse_shard(a.shard);
