@@ -18,6 +18,43 @@ struct RunSettings {
   std::vector<std::string> pytest_args;  // appended to every pytest command
 };
 
+// Which dispatches deserve a build (the `gate:` section; docs/dispatch.md).
+struct GatePolicy {
+  // pull_request actions that build. `closed` is special: it builds only when the PR landed
+  // (closed and (merged or merged_label)), because PyTorch's merge bot closes with merged=false.
+  std::vector<std::string> pr_actions = {"opened", "synchronize", "reopened", "closed"};
+  bool require_merged = false;        // only landed PRs build (Torch Spyre's policy)
+  std::string merged_label = "Merged";
+  std::vector<std::string> base_branches = {"main"};  // globs on pull_request.base.ref
+  // A version pin such as "torch~=2.14.0": its MAJOR.MINOR adds release/MAJOR.MINOR to the bases.
+  std::string release_pin;
+  std::vector<std::string> labels;  // the PR needs one of them ({device} expands); empty: none
+  // The upstream SHA a landed PR builds: head (pull_request.head.sha), merge_commit
+  // (merge_commit_sha), or base_head (the base branch's head now, from base_head_command).
+  std::string landed_sha = "base_head";
+  // argv printing the base branch's head SHA; {repo} and {branch} expand. Default: git ls-remote.
+  std::vector<std::string> base_head_command;
+  std::vector<std::string> push_refs;  // globs on push `ref`; empty: pushes never build
+  // --nightly: argv whose output holds the SHA to build, and the regex (group 1) that finds it.
+  std::vector<std::string> nightly_command;
+  std::string nightly_sha_pattern = R"(\(([0-9a-f]{40})\))";
+};
+
+// How `ootci report` and `ootci agent` call the relay back (the `report:` section).
+struct ReportSettings {
+  std::string callback_url;  // <relay>/github/callback
+  std::string audience = "pytorch-cross-repo-ci-relay";
+  // ootci: the relay's callbacks are idempotent, so transient failures are retried; crcr:
+  // PyTorch's relay answers a repeated callback with 400, so nothing is retried.
+  std::string relay = "crcr";
+  int max_attempts = 5;     // when retrying
+  int timeout_s = 10;       // per attempt, as CRCR's action's curl --max-time
+  std::string token_file;   // an OIDC token to send, outside GitHub Actions
+  std::vector<std::string> token_command;  // argv printing an OIDC token ({audience} expands)
+  std::string workflow_name = "ootci";     // workflow.name outside GitHub Actions
+  std::string artifact_url;
+};
+
 struct BackendConfig {
   std::string path;  // absolute path of ootci.yaml
   std::string dir;   // its folder: relative paths in it are relative to this
@@ -34,6 +71,8 @@ struct BackendConfig {
   std::vector<std::string> test_config_where;
   std::string workspace;  // absolute
   RunSettings run;
+  GatePolicy gate;
+  ReportSettings report;
 };
 
 struct BackendConfigResult {

@@ -11,6 +11,10 @@ void add_relay_commands(CLI::App& app);
 void add_plan_commands(CLI::App& app);
 void add_evidence_commands(CLI::App& app);
 void add_run_commands(CLI::App& app);
+void add_gate_commands(CLI::App& app);
+void add_report_commands(CLI::App& app);
+void add_agent_commands(CLI::App& app);
+void add_init_commands(CLI::App& app);
 
 // Thrown by a command that has already told the user what went wrong (for example every error
 // of `ootci plan check`), so main exits with `code` and prints nothing more.

@@ -12,6 +12,10 @@ int main(int argc, char** argv) {
   ootci::add_plan_commands(app);
   ootci::add_evidence_commands(app);
   ootci::add_run_commands(app);
+  ootci::add_gate_commands(app);
+  ootci::add_report_commands(app);
+  ootci::add_agent_commands(app);
+  ootci::add_init_commands(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
