@@ -486,7 +486,17 @@ RunReport run_plan(const RunRequest& req) {
         finished.insert(r.test_id);
     }
   } else {
-    info.id = new_run_id(now_ms());
+    info.id = req.run_id.empty() ? new_run_id(now_ms()) : req.run_id;
+    // It names a folder under the workspace.
+    bool safe =
+        !info.id.empty() && info.id[0] != '.' &&
+        std::all_of(info.id.begin(), info.id.end(), [](char c) {
+          return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+        });
+    if (!safe)
+      throw Error(fmt::format("--run-id {}: use letters, digits, '-', '_' and '.'", info.id));
+    if (store->run(info.id))
+      throw Error(fmt::format("--run-id: run {} already exists in {}", info.id, req.evidence_path));
     info.backend = backend.name;
     info.config_hash = config_hash;
     info.started_ms = now_ms();

@@ -26,6 +26,7 @@ struct RunRequest {
   int shard = 0, shards = 0;  // run shard K of N when shards > 0
   int workers = 0;            // 0: backend.run.workers
   std::string resume_run;     // continue this run instead of starting one
+  std::string run_id;         // the new run's id (default: new_run_id), e.g. chosen by the agent
   bool tty = false;           // a live progress line instead of periodic plain lines
 };
 

@@ -21,6 +21,7 @@ struct RunArgs {
   std::string shard;
   std::string resume;
   std::string evidence;
+  std::string run_id;
   int workers = 0;
 };
 
@@ -44,6 +45,7 @@ void run_command(const RunArgs& a) {
   if (!a.shard.empty()) std::tie(req.shard, req.shards) = parse_shard(a.shard);
   req.workers = a.workers;
   req.resume_run = a.resume;
+  req.run_id = a.run_id;
   req.tty = isatty(STDERR_FILENO);
 
   struct sigaction sa {};
@@ -77,6 +79,8 @@ void add_run_commands(CLI::App& app) {
   cmd->add_option("--workers", args.workers, "test files in parallel (default: run.workers)")
       ->check(CLI::Range(1, 256));
   cmd->add_option("--resume", args.resume, "continue an interrupted run");
+  cmd->add_option("--run-id", args.run_id, "id for the new run (default: generated)")
+      ->excludes("--resume");
   cmd->add_option("--evidence", args.evidence, "evidence database (default: workspace)");
   cmd->callback([] { run_command(args); });
 }

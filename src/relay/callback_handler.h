@@ -2,12 +2,12 @@
 #include <optional>
 #include <string>
 
+#include "base/metrics.h"
 #include "net/oidc.h"
 #include "relay/allowlist.h"
 #include "relay/callback_token.h"
 #include "relay/ci_providers.h"
 #include "relay/config.h"
-#include "relay/metrics.h"
 #include "relay/rate_limit.h"
 #include "relay/reply.h"
 #include "relay/sha_validator.h"

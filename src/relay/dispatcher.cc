@@ -104,7 +104,8 @@ SendResult Dispatcher::attempt(const OutboxItem& item, bool allow_retry) {
   if (r.delivered) {
     store_.mark_delivered(item.id, attempts, now);
     metrics_.inc("ootci_dispatches_total", "outcome=\"delivered\"");
-    metrics_.observe_dispatch_latency(std::max<int64_t>(0, now - item.created_ms) / 1000.0);
+    metrics_.observe("ootci_webhook_to_dispatch_seconds",
+                     std::max<int64_t>(0, now - item.created_ms) / 1000.0);
     return r;
   }
   int64_t next = now + backoff_ms(policy_, attempts, random_u64());

@@ -9,8 +9,8 @@
 #include <thread>
 #include <vector>
 
+#include "base/metrics.h"
 #include "relay/config.h"
-#include "relay/metrics.h"
 #include "relay/transport.h"
 #include "relay/worker_pool.h"
 #include "store/store.h"

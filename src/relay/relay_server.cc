@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "base/error.h"
+#include "base/metrics.h"
 #include "base/time.h"
 #include "net/listen_backlog.h"
 #include "relay/allowlist.h"
@@ -14,7 +15,6 @@
 #include "relay/callback_token.h"
 #include "relay/ci_providers.h"
 #include "relay/dispatcher.h"
-#include "relay/metrics.h"
 #include "relay/rate_limit.h"
 #include "relay/sha_validator.h"
 #include "relay/sweeper.h"
@@ -46,7 +46,7 @@ struct RelayServer::Impl {
   std::string secret;
   std::unique_ptr<Store> store;
   AllowlistSource allowlist;
-  Metrics metrics;
+  Metrics metrics{{"ootci_webhook_to_dispatch_seconds"}};
   std::shared_ptr<GitHubApp> app;
   TransportRouter router;
   CallbackTokens tokens;

@@ -4,8 +4,8 @@
 #include <mutex>
 #include <thread>
 
+#include "base/metrics.h"
 #include "relay/config.h"
-#include "relay/metrics.h"
 #include "relay/task_runner.h"
 #include "store/store.h"
 

@@ -3,9 +3,9 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "base/metrics.h"
 #include "github/app_client.h"
 #include "relay/config.h"
-#include "relay/metrics.h"
 #include "relay/transport.h"
 #include "relay/worker_pool.h"
 #include "store/store.h"

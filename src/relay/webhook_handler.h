@@ -1,11 +1,11 @@
 #pragma once
 #include <string>
 
+#include "base/metrics.h"
 #include "relay/allowlist.h"
 #include "relay/callback_token.h"
 #include "relay/config.h"
 #include "relay/dispatcher.h"
-#include "relay/metrics.h"
 #include "relay/reply.h"
 #include "relay/task_runner.h"
 #include "store/store.h"

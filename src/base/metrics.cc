@@ -1,12 +1,13 @@
-#include "relay/metrics.h"
+#include "base/metrics.h"
 
 #include <fmt/format.h>
 
 namespace ootci {
 
-Metrics::Metrics()
-    : bounds_{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800},
-      buckets_(bounds_.size(), 0) {}
+Metrics::Metrics(std::vector<std::string> histograms)
+    : bounds_{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800} {
+  for (const auto& name : histograms) histograms_[name].buckets.assign(bounds_.size(), 0);
+}
 
 void Metrics::inc(const std::string& name, const std::string& labels, double by) {
   std::lock_guard lock(mu_);
@@ -21,12 +22,15 @@ double Metrics::value(const std::string& name, const std::string& labels) const 
   return jt == it->second.end() ? 0 : jt->second;
 }
 
-void Metrics::observe_dispatch_latency(double seconds) {
+void Metrics::observe(const std::string& histogram, double seconds) {
   std::lock_guard lock(mu_);
+  auto it = histograms_.find(histogram);
+  if (it == histograms_.end()) return;
+  Histogram& h = it->second;
   for (size_t i = 0; i < bounds_.size(); ++i)
-    if (seconds <= bounds_[i]) buckets_[i]++;
-  count_++;
-  sum_ += seconds;
+    if (seconds <= bounds_[i]) h.buckets[i]++;
+  h.count++;
+  h.sum += seconds;
 }
 
 std::string Metrics::render(const std::vector<std::pair<std::string, double>>& gauges) const {
@@ -40,12 +44,13 @@ std::string Metrics::render(const std::vector<std::pair<std::string, double>>& g
   }
   for (const auto& [name, v] : gauges)
     out += fmt::format("# TYPE {} gauge\n{} {}\n", name, name, v);
-  const char* h = "ootci_webhook_to_dispatch_seconds";
-  out += fmt::format("# TYPE {} histogram\n", h);
-  for (size_t i = 0; i < bounds_.size(); ++i)
-    out += fmt::format("{}_bucket{{le=\"{}\"}} {}\n", h, bounds_[i], buckets_[i]);
-  out += fmt::format("{}_bucket{{le=\"+Inf\"}} {}\n{}_sum {}\n{}_count {}\n", h, count_, h, sum_, h,
-                     count_);
+  for (const auto& [name, h] : histograms_) {
+    out += fmt::format("# TYPE {} histogram\n", name);
+    for (size_t i = 0; i < bounds_.size(); ++i)
+      out += fmt::format("{}_bucket{{le=\"{}\"}} {}\n", name, bounds_[i], h.buckets[i]);
+    out += fmt::format("{}_bucket{{le=\"+Inf\"}} {}\n{}_sum {}\n{}_count {}\n", name, h.count, name,
+                       h.sum, name, h.count);
+  }
   return out;
 }
 
