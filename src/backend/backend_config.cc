@@ -2,9 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <regex>
 
+#include "backend/release_pin.h"
 #include "base/yaml_doc.h"
 
 namespace fs = std::filesystem;
@@ -34,6 +37,18 @@ std::string canonical_dir(const std::string& p) {
   fs::path c = fs::weakly_canonical(p, ec);
   return without_trailing_slash(ec ? p : c.string());
 }
+
+// "a, b or c", for error messages that list the accepted values.
+std::string alternatives(const std::vector<std::string>& values) {
+  std::string out;
+  for (size_t i = 0; i < values.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == values.size() ? " or " : ", ") + values[i];
+  return out;
+}
+
+const std::vector<std::string> kPullRequestActions = {"opened", "synchronize",     "reopened",
+                                                      "closed", "labeled",         "unlabeled",
+                                                      "edited", "ready_for_review"};
 
 class BackendReader {
  public:
@@ -73,6 +88,14 @@ class BackendReader {
     if (auto run = root.map("run")) {
       read_run(*run, c.run);
       run->finish();
+    }
+    if (auto gate = root.map("gate")) {
+      read_gate(*gate, c.gate);
+      gate->finish();
+    }
+    if (auto report = root.map("report")) {
+      read_report(*report, c.report);
+      report->finish();
     }
     root.finish();
 
@@ -117,6 +140,103 @@ class BackendReader {
     r.test_timeout_s =
         static_cast<int>(m.integer("test_timeout_s", 1, 86400).value_or(r.test_timeout_s));
     if (auto v = m.str_list("pytest_args")) r.pytest_args = *v;
+  }
+
+  // A string that must be one of `allowed`.
+  static std::optional<std::string> one_of(YamlMap& m, const std::string& key,
+                                           const std::vector<std::string>& allowed,
+                                           const std::string& what) {
+    auto v = m.str(key);
+    if (!v) return std::nullopt;
+    if (std::find(allowed.begin(), allowed.end(), *v) != allowed.end()) return v;
+    m.fail(m.raw(key), m.child_path(key),
+           fmt::format("unknown {} '{}' (expected {})", what, *v, alternatives(allowed)));
+    return std::nullopt;
+  }
+
+  // gate: which dispatches build (docs/dispatch.md). Nested as the webhook is: pull_request,
+  // push, nightly.
+  static void read_gate(YamlMap& g, GatePolicy& p) {
+    if (auto pr = g.map("pull_request")) {
+      read_gate_pull_request(*pr, p);
+      pr->finish();
+    }
+    if (auto push = g.map("push")) {
+      if (auto v = push->str_list("refs")) p.push_refs = *v;
+      push->finish();
+    }
+    if (auto v = g.str_list("base_head_command")) p.base_head_command = *v;
+    if (auto nightly = g.map("nightly")) {
+      read_gate_nightly(*nightly, p);
+      nightly->finish();
+    }
+  }
+
+  static void read_gate_pull_request(YamlMap& m, GatePolicy& p) {
+    if (auto actions = m.str_list("actions")) {
+      YAML::Node list = m.raw("actions");
+      bool ok = true;
+      for (size_t i = 0; i < actions->size(); ++i) {
+        const std::string& a = (*actions)[i];
+        if (std::find(kPullRequestActions.begin(), kPullRequestActions.end(), a) !=
+            kPullRequestActions.end())
+          continue;
+        m.fail(
+            list[i], fmt::format("{}[{}]", m.child_path("actions"), i),
+            fmt::format("unknown action '{}' (expected {})", a, alternatives(kPullRequestActions)));
+        ok = false;
+      }
+      if (ok) p.pr_actions = *actions;
+    }
+    if (auto v = m.boolean("require_merged")) p.require_merged = *v;
+    if (auto v = m.str("merged_label")) p.merged_label = *v;
+    if (auto v = m.str_list("base_branches")) p.base_branches = *v;
+    if (auto v = m.str("release_pin")) {
+      if (pinned_minor(*v))
+        p.release_pin = *v;
+      else
+        m.fail(m.raw("release_pin"), m.child_path("release_pin"),
+               fmt::format("no MAJOR.MINOR version in '{}' (for example torch~=2.14.0)", *v));
+    }
+    if (auto v = m.str_list("labels")) p.labels = *v;
+    if (auto v = one_of(m, "landed_sha", {"head", "merge_commit", "base_head"}, "landed_sha"))
+      p.landed_sha = *v;
+  }
+
+  static void read_gate_nightly(YamlMap& m, GatePolicy& p) {
+    if (auto v = m.str_list("command")) p.nightly_command = *v;
+    auto pattern = m.str("sha_pattern");
+    if (!pattern) return;
+    std::string problem;
+    try {
+      if (std::regex(*pattern).mark_count() == 0)
+        problem = "the pattern needs a group, (...), around the SHA";
+    } catch (const std::regex_error& e) {
+      problem = fmt::format("invalid regular expression: {}", e.what());
+    }
+    if (problem.empty())
+      p.nightly_sha_pattern = *pattern;
+    else
+      m.fail(m.raw("sha_pattern"), m.child_path("sha_pattern"), problem);
+  }
+
+  // report: how `ootci report` and `ootci agent` call the relay back.
+  void read_report(YamlMap& m, ReportSettings& r) {
+    if (auto v = m.str("callback_url")) {
+      if (v->rfind("http://", 0) == 0 || v->rfind("https://", 0) == 0)
+        r.callback_url = *v;
+      else
+        m.fail(m.raw("callback_url"), m.child_path("callback_url"),
+               fmt::format("expected an http:// or https:// URL, not '{}'", *v));
+    }
+    if (auto v = m.str("audience")) r.audience = *v;
+    if (auto v = one_of(m, "relay", {"ootci", "crcr"}, "relay")) r.relay = *v;
+    r.max_attempts = static_cast<int>(m.integer("max_attempts", 1, 20).value_or(r.max_attempts));
+    r.timeout_s = static_cast<int>(m.integer("timeout_s", 1, 3600).value_or(r.timeout_s));
+    if (auto v = m.str("token_file")) r.token_file = absolute_in(dir_, *v);
+    if (auto v = m.str_list("token_command")) r.token_command = *v;
+    if (auto v = m.str("workflow_name")) r.workflow_name = *v;
+    if (auto v = m.str("artifact_url")) r.artifact_url = *v;
   }
 
   // ${VAR} from the environment; an unset variable is an error at the value's position.

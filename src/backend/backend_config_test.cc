@@ -120,6 +120,159 @@ TEST(BackendConfig, EveryErrorIsReported) {
                       }));
 }
 
+TEST(BackendConfig, GateAndReportSections) {
+  std::string path = write_config(R"(backend: {name: ref, device_type: privateuseone}
+test_configs: [c.yaml]
+gate:
+  pull_request:
+    actions: [closed, labeled]
+    require_merged: true
+    merged_label: Landed
+    base_branches: [main, "release/*"]
+    release_pin: torch~=2.14.0
+    labels: ["ciflow/crcr/{device}"]
+    landed_sha: merge_commit
+  push:
+    refs: ["refs/tags/ciflow/trunk/*"]
+  base_head_command: [git, ls-remote, "https://mirror/{repo}.git", "refs/heads/{branch}"]
+  nightly:
+    command: [curl, -s, https://api.github.com/repos/pytorch/pytorch/commits/nightly]
+    sha_pattern: 'source ([0-9a-f]{40})'
+report:
+  callback_url: https://relay.example/github/callback
+  audience: my-relay
+  relay: ootci
+  max_attempts: 7
+  timeout_s: 30
+  token_file: secrets/oidc.jwt
+  token_command: [mint-token, "{audience}"]
+  workflow_name: nightly-ci
+  artifact_url: https://example.com/a
+)");
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  BackendConfigResult r = load_backend_config(path, fake_env({{"TORCH_ROOT", "/t"}}));
+  ASSERT_EQ(r.errors, Lines{});
+  const GatePolicy& g = r.config->gate;
+  EXPECT_EQ(g.pr_actions, (Lines{"closed", "labeled"}));
+  EXPECT_TRUE(g.require_merged);
+  EXPECT_EQ(g.merged_label, "Landed");
+  EXPECT_EQ(g.base_branches, (Lines{"main", "release/*"}));
+  EXPECT_EQ(g.release_pin, "torch~=2.14.0");
+  EXPECT_EQ(g.labels, Lines{"ciflow/crcr/{device}"});
+  EXPECT_EQ(g.landed_sha, "merge_commit");
+  EXPECT_EQ(g.push_refs, Lines{"refs/tags/ciflow/trunk/*"});
+  EXPECT_EQ(g.base_head_command,
+            (Lines{"git", "ls-remote", "https://mirror/{repo}.git", "refs/heads/{branch}"}));
+  EXPECT_EQ(g.nightly_command,
+            (Lines{"curl", "-s", "https://api.github.com/repos/pytorch/pytorch/commits/nightly"}));
+  EXPECT_EQ(g.nightly_sha_pattern, "source ([0-9a-f]{40})");
+  const ReportSettings& rep = r.config->report;
+  EXPECT_EQ(rep.callback_url, "https://relay.example/github/callback");
+  EXPECT_EQ(rep.audience, "my-relay");
+  EXPECT_EQ(rep.relay, "ootci");
+  EXPECT_EQ(rep.max_attempts, 7);
+  EXPECT_EQ(rep.timeout_s, 30);
+  EXPECT_EQ(rep.token_file, dir + "/secrets/oidc.jwt");
+  EXPECT_EQ(rep.token_command, (Lines{"mint-token", "{audience}"}));
+  EXPECT_EQ(rep.workflow_name, "nightly-ci");
+  EXPECT_EQ(rep.artifact_url, "https://example.com/a");
+}
+
+TEST(BackendConfig, GateAndReportDefaultsWhenAbsent) {
+  std::string path = write_config(
+      "backend: {name: ref, device_type: privateuseone}\ntest_configs: [c.yaml]\n"
+      "gate:\n  pull_request: {}\nreport:\n");
+  BackendConfigResult r = load_backend_config(path, fake_env({{"TORCH_ROOT", "/t"}}));
+  ASSERT_EQ(r.errors, Lines{});
+  const GatePolicy& g = r.config->gate;
+  EXPECT_EQ(g.pr_actions, (Lines{"opened", "synchronize", "reopened", "closed"}));
+  EXPECT_FALSE(g.require_merged);
+  EXPECT_EQ(g.merged_label, "Merged");
+  EXPECT_EQ(g.base_branches, Lines{"main"});
+  EXPECT_EQ(g.landed_sha, "base_head");
+  EXPECT_TRUE(g.push_refs.empty());
+  EXPECT_TRUE(g.nightly_command.empty());
+  EXPECT_EQ(g.nightly_sha_pattern, R"(\(([0-9a-f]{40})\))");
+  EXPECT_EQ(r.config->report.relay, "crcr");
+  EXPECT_EQ(r.config->report.max_attempts, 5);
+  EXPECT_EQ(r.config->report.audience, "pytorch-cross-repo-ci-relay");
+  EXPECT_EQ(r.config->report.token_file, "");
+}
+
+TEST(BackendConfig, GateErrorsNamePositionAndPath) {
+  std::string path = write_config(R"(backend: {name: ref, device_type: privateuseone}
+test_configs: [c.yaml]
+gate:
+  pull_request:
+    actions: [opened, merged]
+    require_merged: maybe
+    release_pin: torch-nightly
+    landed_sha: tip
+    base_branch: [main]
+  push: {refs: refs/heads/main}
+  nightly:
+    sha_pattern: '[0-9a-f]{40}'
+  base_head_command: git ls-remote
+)");
+  BackendConfigResult r = load_backend_config(path, fake_env({{"TORCH_ROOT", "/t"}}));
+  EXPECT_FALSE(r.config);
+  EXPECT_EQ(r.errors,
+            (Lines{
+                path + ":5:23: gate.pull_request.actions[1]: unknown action 'merged' (expected "
+                       "opened, synchronize, reopened, closed, labeled, unlabeled, edited or "
+                       "ready_for_review)",
+                path + ":6:21: gate.pull_request.require_merged: expected true or false",
+                path + ":7:18: gate.pull_request.release_pin: no MAJOR.MINOR version in "
+                       "'torch-nightly' (for example torch~=2.14.0)",
+                path + ":8:17: gate.pull_request.landed_sha: unknown landed_sha 'tip' (expected "
+                       "head, merge_commit or base_head)",
+                path + ":9:5: gate.pull_request.base_branch: unknown key",
+                path + ":10:16: gate.push.refs: expected a list of strings",
+                path + ":13:22: gate.base_head_command: expected a list of strings",
+                path + ":12:18: gate.nightly.sha_pattern: the pattern needs a group, (...), "
+                       "around the SHA",
+            }));
+}
+
+TEST(BackendConfig, GateRejectsAnInvalidRegex) {
+  std::string path = write_config(
+      "backend: {name: ref, device_type: privateuseone}\ntest_configs: [c.yaml]\n"
+      "gate: {nightly: {sha_pattern: '(['}}\n");
+  BackendConfigResult r = load_backend_config(path, fake_env({{"TORCH_ROOT", "/t"}}));
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_EQ(
+      r.errors[0].rfind(path + ":3:31: gate.nightly.sha_pattern: invalid regular expression: ", 0),
+      0u)
+      << r.errors[0];
+}
+
+TEST(BackendConfig, ReportErrorsNamePositionAndPath) {
+  std::string path = write_config(R"(backend: {name: ref, device_type: privateuseone}
+test_configs: [c.yaml]
+report:
+  callback_url: relay.example/github/callback
+  relay: pytorch
+  max_attempts: 21
+  timeout_s: soon
+  token_command: mint
+  retries: 3
+gate: [pull_request]
+)");
+  BackendConfigResult r = load_backend_config(path, fake_env({{"TORCH_ROOT", "/t"}}));
+  EXPECT_FALSE(r.config);
+  EXPECT_EQ(r.errors,
+            (Lines{
+                path + ":10:7: gate: expected a mapping",
+                path + ":4:17: report.callback_url: expected an http:// or https:// URL, not "
+                       "'relay.example/github/callback'",
+                path + ":5:10: report.relay: unknown relay 'pytorch' (expected ootci or crcr)",
+                path + ":6:17: report.max_attempts: must be between 1 and 20",
+                path + ":7:14: report.timeout_s: expected an integer",
+                path + ":8:18: report.token_command: expected a list of strings",
+                path + ":9:3: report.retries: unknown key",
+            }));
+}
+
 TEST(BackendConfig, UnreadableFile) {
   BackendConfigResult r = load_backend_config("/nonexistent/ootci.yaml", fake_env({}));
   EXPECT_EQ(r.errors, Lines{"/nonexistent/ootci.yaml: cannot open file"});

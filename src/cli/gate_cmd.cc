@@ -1,8 +1,90 @@
-// Placeholder until the command lands.
+// `ootci gate`: whether a CRCR dispatch (or tonight's nightly) deserves a build, as
+// $GITHUB_OUTPUT lines for the workflow's next jobs (docs/dispatch.md).
+#include <fmt/format.h>
+
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "base/error.h"
 #include "cli/commands.h"
+#include "dispatch/gate.h"
 
 namespace ootci {
+namespace {
 
-void add_gate_commands(CLI::App&) {}
+struct GateArgs {
+  std::string payload, config, github_output;
+  bool nightly = false;
+};
+
+// The client_payload in `path`: what toJSON(github.event.client_payload) writes, or a whole
+// repository_dispatch body {"event_type": ..., "client_payload": {...}}.
+nlohmann::json read_client_payload(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(fmt::format("{}: cannot open file", path));
+  std::stringstream text;
+  text << in.rdbuf();
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(text.str());
+  } catch (const nlohmann::json::parse_error& e) {
+    throw Error(fmt::format("{}: invalid JSON: {}", path, e.what()));
+  }
+  if (!doc.is_object())
+    throw Error(fmt::format("{}: expected a JSON object, not {}", path, doc.type_name()));
+  auto wrapped = doc.find("client_payload");
+  if (wrapped != doc.end() && wrapped->is_object()) return *wrapped;
+  return doc;
+}
+
+void append_outputs(const std::string& path, const std::string& lines) {
+  std::ofstream out(path, std::ios::binary | std::ios::app);
+  out << lines;
+  out.flush();
+  if (!out) throw Error(fmt::format("cannot write {}", path));
+}
+
+void gate(const GateArgs& a) {
+  if (a.payload.empty() && !a.nightly) throw CLI::RequiredError("--payload (or --nightly)");
+  BackendConfig config = load_backend_or_exit(a.config);
+  GateDecision decision;
+  if (a.nightly) {
+    if (config.gate.nightly_command.empty())
+      throw Error(fmt::format("gate.nightly.command is not set in {}", config.path));
+    decision = decide_nightly(config.gate);
+  } else {
+    nlohmann::json client_payload = read_client_payload(a.payload);
+    try {
+      decision = decide_gate(config.gate, config.device_type, client_payload,
+                             command_branch_head_resolver(config.gate));
+    } catch (const Error& e) {
+      throw Error(fmt::format("{}: {}", a.payload, e.what()));
+    }
+  }
+  std::string lines = format_gate_outputs(decision);
+  std::cout << lines << std::flush;
+  std::string output = a.github_output;
+  if (output.empty()) output = process_env("GITHUB_OUTPUT").value_or("");
+  if (!output.empty()) append_outputs(output, lines);
+}
+
+}  // namespace
+
+void add_gate_commands(CLI::App& app) {
+  static GateArgs args;
+  auto* cmd = app.add_subcommand(
+      "gate", "Decide whether a CRCR dispatch or the nightly builds, and which upstream SHA");
+  auto* payload = cmd->add_option(
+      "--payload", args.payload,
+      "client_payload JSON (toJSON(github.event.client_payload)) or a repository_dispatch body");
+  cmd->add_option("--config", args.config, "ootci.yaml (its gate: section)")->required();
+  cmd->add_flag("--nightly", args.nightly, "run gate.nightly.command instead of reading a payload")
+      ->excludes(payload);
+  cmd->add_option("--github-output", args.github_output,
+                  "append the outputs here too (default: $GITHUB_OUTPUT when set)");
+  cmd->callback([] { gate(args); });
+}
 
 }  // namespace ootci
