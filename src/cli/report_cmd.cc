@@ -1,8 +1,211 @@
-// Placeholder until the command lands.
+// `ootci report`: the CRCR callback for a dispatch, in_progress at the start of a job and
+// completed at its end, with a run's verdict and failing tests.
+#include <fmt/format.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "backend/evidence_path.h"
+#include "base/callback_caps.h"
+#include "base/error.h"
 #include "cli/commands.h"
+#include "dispatch/callback_report.h"
 
 namespace ootci {
+namespace {
 
-void add_report_commands(CLI::App&) {}
+// The conclusions GitHub accepts for a check run: the relay passes ours on as is.
+const std::vector<std::string> kConclusions = {"success", "failure", "cancelled",       "timed_out",
+                                               "neutral", "skipped", "action_required", "stale"};
+
+struct ReportArgs {
+  std::string status, payload, config, run, evidence, conclusion, triage;
+  std::string callback_url, token_file, audience, relay;
+  int max_attempts = 0;
+  std::string workflow_name, workflow_url, run_id, run_attempt, job_name, check_run_id;
+  std::string started_at, completed_at, artifact_url;
+  bool dry_run = false;
+};
+
+std::string read_text(const std::string& path, const char* flag) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(fmt::format("{} {}: cannot read it", flag, path));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+nlohmann::json read_json(const std::string& path, const char* flag) {
+  std::string text = read_text(path, flag);
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw Error(fmt::format("{} {}: invalid JSON: {}", flag, path, e.what()));
+  }
+}
+
+// The client_payload itself, or a whole repository_dispatch body around it.
+nlohmann::json read_client_payload(const std::string& path) {
+  nlohmann::json j = read_json(path, "--payload");
+  if (!j.is_object()) throw Error(fmt::format("--payload {}: expected a JSON object", path));
+  if (auto cp = j.find("client_payload"); cp != j.end()) {
+    if (!cp->is_object())
+      throw Error(fmt::format("--payload {}: client_payload: expected an object", path));
+    return *cp;
+  }
+  return j;
+}
+
+nlohmann::json read_triage(const std::string& path) {
+  nlohmann::json j = read_json(path, "--triage");
+  if (!j.is_object()) throw Error(fmt::format("--triage {}: expected a JSON object", path));
+  if (j.dump().size() > kMaxTriageBytes)
+    throw Error(fmt::format("--triage {}: larger than {} bytes", path, kMaxTriageBytes));
+  return j;
+}
+
+void set_if(std::string& field, const std::string& flag) {
+  if (!flag.empty()) field = flag;
+}
+
+// settings from ootci.yaml's report: section, then the flags.
+ReportSettings settings_of(const ReportArgs& a, const std::optional<BackendConfig>& config) {
+  ReportSettings s = config ? config->report : ReportSettings{};
+  set_if(s.callback_url, a.callback_url);
+  set_if(s.token_file, a.token_file);
+  set_if(s.audience, a.audience);
+  set_if(s.relay, a.relay);
+  set_if(s.artifact_url, a.artifact_url);
+  if (a.max_attempts > 0) s.max_attempts = a.max_attempts;
+  return s;
+}
+
+// The flags, then GitHub Actions' environment, then ootci.yaml's workflow name.
+WorkflowIdentity identity_of(const ReportArgs& a, const ReportSettings& s) {
+  WorkflowIdentity w = workflow_from_environment(process_env);
+  if (w.name.empty()) w.name = s.workflow_name;
+  set_if(w.name, a.workflow_name);
+  set_if(w.url, a.workflow_url);
+  set_if(w.run_id, a.run_id);
+  set_if(w.run_attempt, a.run_attempt);
+  set_if(w.job_name, a.job_name);
+  set_if(w.check_run_id, a.check_run_id);
+  set_if(w.started_at, a.started_at);
+  set_if(w.completed_at, a.completed_at);
+  if (w.run_id.empty())
+    throw Error("workflow.run_id: not set: give --run-id or run in GitHub Actions (GITHUB_RUN_ID)");
+  return w;
+}
+
+std::optional<RunOutcome> completed_outcome(const ReportArgs& a,
+                                            const std::optional<BackendConfig>& config) {
+  if (a.status != "completed") {
+    if (!a.run.empty() || !a.conclusion.empty() || !a.triage.empty())
+      throw Error("--run, --conclusion and --triage apply to --status completed");
+    return std::nullopt;
+  }
+  if (a.run.empty() && a.conclusion.empty())
+    throw Error("--status completed needs --run RUN (its verdict) or --conclusion");
+  if (!a.conclusion.empty() &&
+      std::find(kConclusions.begin(), kConclusions.end(), a.conclusion) == kConclusions.end())
+    throw Error(fmt::format("--conclusion {}: expected one of {}", a.conclusion,
+                            fmt::join(kConclusions, ", ")));
+  RunOutcome o;
+  std::string triage = a.triage;
+  if (!a.run.empty()) {
+    std::string db = !a.evidence.empty() ? a.evidence : config ? evidence_path(*config) : "";
+    if (db.empty()) throw Error("--run needs --evidence DB or --config ootci.yaml");
+    if (!std::filesystem::exists(db)) throw Error(fmt::format("no evidence database at {}", db));
+    o = outcome_of_run(*EvidenceStore::open(db), a.run);
+    std::string beside =
+        config ? config->workspace + "/runs/" + a.run + "/triage_verdict.json" : "";
+    if (triage.empty() && !beside.empty() && std::filesystem::exists(beside)) triage = beside;
+  }
+  if (!a.conclusion.empty()) o.conclusion = a.conclusion;
+  if (!triage.empty()) o.triage_verdict = read_triage(triage);
+  return o;
+}
+
+std::string one_line(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
+  return s;
+}
+
+void report(const ReportArgs& a) {
+  // Retry warnings go to stderr: stdout is the one result line (or the body, with --dry-run).
+  spdlog::set_default_logger(spdlog::stderr_color_mt("report"));
+  std::optional<BackendConfig> config;
+  if (!a.config.empty()) config = load_backend_or_exit(a.config);
+  ReportSettings settings = settings_of(a, config);
+  nlohmann::json client_payload = read_client_payload(a.payload);
+  WorkflowIdentity identity = identity_of(a, settings);
+  std::optional<RunOutcome> outcome = completed_outcome(a, config);
+  nlohmann::json body =
+      build_callback_body(client_payload, a.status, identity, outcome, settings.artifact_url);
+  if (a.dry_run) {
+    std::cout << body.dump(2) << "\n";
+    return;
+  }
+  if (settings.callback_url.empty())
+    throw Error("no callback URL: give --callback-url or report.callback_url in ootci.yaml");
+  std::string token = fetch_oidc_token(settings, process_env);
+  PostOutcome sent = post_callback(settings, token, body);
+  std::string answer = sent.status ? fmt::format("HTTP {} {}", sent.status, one_line(sent.body))
+                                   : "no response: " + sent.error;
+  std::cout << fmt::format("report: {} -> {} ({} attempt(s))\n", a.status, answer, sent.attempts);
+  if (!sent.ok()) {
+    std::cerr << fmt::format("error: the relay at {} did not accept the {} callback: {}\n",
+                             settings.callback_url, a.status, answer);
+    throw ExitStatus{1};
+  }
+}
+
+}  // namespace
+
+void add_report_commands(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "report", "Send the CRCR callback (in_progress or completed) for a dispatch to the relay");
+  static ReportArgs a;
+  cmd->add_option("--status", a.status, "in_progress or completed")
+      ->required()
+      ->check(CLI::IsMember({"in_progress", "completed"}));
+  cmd->add_option("--payload", a.payload,
+                  "the client_payload JSON, or an object holding it (e.g. $GITHUB_EVENT_PATH)")
+      ->required();
+  cmd->add_option("--config", a.config, "ootci.yaml: report: settings and the workspace");
+  cmd->add_option("--run", a.run, "completed: the run whose verdict and tests to report");
+  cmd->add_option("--evidence", a.evidence, "evidence.db (default: <workspace>/evidence.db)");
+  cmd->add_option("--conclusion", a.conclusion,
+                  "completed: success, failure, cancelled, ... (overrides the run's)");
+  cmd->add_option("--triage", a.triage,
+                  "triage_verdict JSON (default: <workspace>/runs/<RUN>/triage_verdict.json)");
+  cmd->add_option("--callback-url", a.callback_url, "the relay's <url>/github/callback");
+  cmd->add_option("--token-file", a.token_file, "a file holding the OIDC token to send");
+  cmd->add_option("--audience", a.audience, "OIDC audience (default: pytorch-cross-repo-ci-relay)");
+  cmd->add_option("--relay", a.relay,
+                  "ootci: retry transient failures (idempotent relay); crcr: one attempt")
+      ->check(CLI::IsMember({"ootci", "crcr"}));
+  cmd->add_option("--max-attempts", a.max_attempts, "attempts with --relay ootci (default: 5)")
+      ->check(CLI::Range(1, 100));
+  cmd->add_option("--workflow-name", a.workflow_name, "workflow.name (default: GITHUB_WORKFLOW)");
+  cmd->add_option("--workflow-url", a.workflow_url, "workflow.url (default: the Actions run)");
+  cmd->add_option("--run-id", a.run_id, "workflow.run_id, an integer (default: GITHUB_RUN_ID)");
+  cmd->add_option("--run-attempt", a.run_attempt,
+                  "workflow.run_attempt (default: GITHUB_RUN_ATTEMPT, else 1)");
+  cmd->add_option("--job-name", a.job_name, "workflow.job_name (default: GITHUB_JOB)");
+  cmd->add_option("--check-run-id", a.check_run_id,
+                  "workflow.check_run_id (default: OOTCI_CHECK_RUN_ID, else <run-id>-<attempt>)");
+  cmd->add_option("--started-at", a.started_at,
+                  "workflow.started_at (default: now on in_progress)");
+  cmd->add_option("--completed-at", a.completed_at,
+                  "workflow.completed_at (default: now on completed)");
+  cmd->add_option("--artifact-url", a.artifact_url, "workflow.artifact_url");
+  cmd->add_flag("--dry-run", a.dry_run, "print the body and send nothing");
+  cmd->callback([] { report(a); });
+}
 
 }  // namespace ootci

@@ -32,13 +32,6 @@ std::string str(const nlohmann::json& obj, const char* key) {
 
 }  // namespace
 
-std::string truncate_utf8(const std::string& s, size_t max_bytes) {
-  if (s.size() <= max_bytes) return s;
-  size_t cut = max_bytes;
-  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
-  return s.substr(0, cut);
-}
-
 std::string CallbackBody::state_key(const std::string& repo) const {
   return fmt::format("{}:{}:{}:{}:{}", delivery_id, repo, run_id, run_attempt, job_name);
 }

@@ -5,13 +5,10 @@
 #include <variant>
 #include <vector>
 
-namespace ootci {
+#include "base/callback_caps.h"
+#include "base/utf8.h"
 
-// RFC-0054 caps on failed_tests_detail.
-constexpr size_t kMaxFailedTests = 1000;
-constexpr size_t kMaxTestMessageBytes = 1024;
-constexpr size_t kMaxTestStacktraceBytes = 4096;
-constexpr size_t kMaxTriageBytes = 16 * 1024;
+namespace ootci {
 
 // A callback body (schema version "1"), as CRCR's callback action sends it, plus the additive
 // failed_tests_detail and triage_verdict.
@@ -47,8 +44,5 @@ std::variant<CallbackBody, std::string> parse_callback_body(const std::string& t
 
 // Empty if valid; otherwise why the verdict is dropped.
 std::string validate_triage_verdict(const nlohmann::json& verdict);
-
-// Cuts at a UTF-8 character boundary at or below max_bytes.
-std::string truncate_utf8(const std::string& s, size_t max_bytes);
 
 }  // namespace ootci
