@@ -309,6 +309,39 @@ TEST_P(ReportIntegration, CrcrModeMakesOneAttemptAndFailsOnADroppedResponse) {
   EXPECT_EQ(j->status, "completed");
 }
 
+TEST_P(ReportIntegration, SettingsComeFromTheReportSectionOfOotciYaml) {
+  start_relay();
+  json cp = dispatch_pr("d-yaml", "acme/two");
+  prepare(cp, "acme/two");
+  DroppingProxy proxy(relay_->url());
+  // token_file is relative to ootci.yaml; relay: ootci is what makes the dropped response safe.
+  std::string yaml =
+      read_file(work_ + "/ootci.yaml") + fmt::format(
+                                             "report:\n  callback_url: {}\n  relay: ootci\n"
+                                             "  max_attempts: 2\n  token_file: token\n"
+                                             "  workflow_name: CI from yaml\n",
+                                             proxy.url());
+  write_file(work_ + "/ootci.yaml", yaml);
+  auto run = [&](const std::vector<std::string>& extra) {
+    std::vector<std::string> args = {
+        "report",   "--payload", work_ + "/dispatch.json", "--config", work_ + "/ootci.yaml",
+        "--run-id", "42",        "--run-attempt",          "1",        "--job-name",
+        "test"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_ootci(args, {{"OOTCI_CHECK_RUN_ID", ""}, {"GITHUB_WORKFLOW", ""}});
+  };
+  CliRun started = run({"--status", "in_progress"});
+  ASSERT_EQ(started.code, 0) << started.err;
+  CliRun done = run({"--status", "completed", "--run", "r-red"});
+  ASSERT_EQ(done.code, 0) << done.err;
+  EXPECT_NE(done.out.find("(2 attempt(s))"), std::string::npos) << done.out;
+  std::optional<JobRecord> j = job(cp, "test");
+  ASSERT_TRUE(j);
+  EXPECT_EQ(j->workflow_name, "CI from yaml");
+  EXPECT_EQ(j->conclusion, "failure");
+  EXPECT_EQ(j->tests_total, 5);
+}
+
 TEST_P(ReportIntegration, DryRunPrintsTheBodyAndSendsNothing) {
   start_relay();
   json cp = dispatch_pr("d-dry", "acme/two");

@@ -190,7 +190,7 @@ void add_report_commands(CLI::App& app) {
                   "ootci: retry transient failures (idempotent relay); crcr: one attempt")
       ->check(CLI::IsMember({"ootci", "crcr"}));
   cmd->add_option("--max-attempts", a.max_attempts, "attempts with --relay ootci (default: 5)")
-      ->check(CLI::Range(1, 100));
+      ->check(CLI::Range(1, 20));
   cmd->add_option("--workflow-name", a.workflow_name, "workflow.name (default: GITHUB_WORKFLOW)");
   cmd->add_option("--workflow-url", a.workflow_url, "workflow.url (default: the Actions run)");
   cmd->add_option("--run-id", a.run_id, "workflow.run_id, an integer (default: GITHUB_RUN_ID)");
