@@ -1,0 +1,314 @@
+// `ootci agent` end to end: the real relay dispatches a real GitHub webhook through the generic
+// webhook transport to the real agent, which runs a real upstream PyTorch test file on the
+// reference backend and reports back with OIDC tokens from the local issuer. The relay's stored
+// job record is then checked field by field. Also: restart with a queued job, and a newer
+// dispatch for the same PR cancelling the older one.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <thread>
+
+#include "base/subprocess.h"
+#include "base/time.h"
+#include "net/crypto.h"
+#include "store/store.h"
+#include "testing/relay_fixture.h"
+#include "testing/test_env.h"
+
+namespace fs = std::filesystem;
+
+namespace ootci {
+namespace {
+
+constexpr const char* kAgentSecret = "agent-secret-for-tests";
+constexpr const char* kHeadSha = "ec26c3e57ca3a959ca5aad62de7213c562f8c821";
+
+class AgentIntegration : public RelayFixture {
+ protected:
+  void SetUp() override {
+    RelayFixture::SetUp();
+    const char* torch_root = std::getenv("TORCH_ROOT");
+    if (!torch_root || !*torch_root) torch_root = OOTCI_TORCH_ROOT;
+    if (!fs::exists(fs::path(torch_root) / "test/test_view_ops.py"))
+      FAIL() << "TORCH_ROOT must name the upstream PyTorch tree (scripts/setup prepares it)";
+    torch_root_ = torch_root;
+    agent_port_ = free_port();
+  }
+
+  void TearDown() override { stop_agent(); }
+
+  // The reference backend with one upstream file (test_view_ops.py: 260 variants, ~10 s), a gate
+  // for the fixtures' `master` base, and callbacks to the relay with issuer-minted tokens.
+  void write_backend(const std::string& prepare_command = "") {
+    std::string ref = source_dir() + "/examples/reference-backend";
+    write_file(dir_ + "/ootci.yaml",
+               fmt::format(R"(backend:
+  name: reference
+  device_type: privateuseone
+  python: /usr/bin/python3
+  modules: [ootci_reference_backend]
+  pythonpath: [{ref}]
+upstream:
+  torch_root: {torch}
+  device_root: {ref}
+test_configs:
+  - {ref}/configs/test_view_ops.yaml
+workspace: ws
+gate:
+  pull_request:
+    base_branches: [master]
+report:
+  callback_url: {relay}/github/callback
+  relay: ootci
+  token_command: [/usr/bin/curl, -sf, "{issuer}/token?repository=acme/two"]
+)",
+                           fmt::arg("ref", ref), fmt::arg("torch", torch_root_),
+                           fmt::arg("relay", relay_->url()), fmt::arg("issuer", oidc_->issuer())));
+    write_file(dir_ + "/agent.yaml",
+               fmt::format("listen: 127.0.0.1:{}\nsecret_env: TEST_AGENT_SECRET\nbackend: "
+                           "ootci.yaml\nstate: agent/queue.db\nconcurrency: 1\n{}",
+                           agent_port_, prepare_command));
+  }
+
+  void start_relay_to_agent() {
+    start_relay(fmt::format("downstreams:\n  acme/two:\n    transport: webhook\n    url: "
+                            "http://127.0.0.1:{}/dispatch\n    secret_env: TEST_AGENT_SECRET\n",
+                            agent_port_),
+                {{"TEST_AGENT_SECRET", kAgentSecret}});
+  }
+
+  void start_agent() {
+    SpawnOptions o;
+    o.argv = {binary_dir() + "/ootci", "agent", "--config", dir_ + "/agent.yaml"};
+    o.env = {{"TEST_AGENT_SECRET", kAgentSecret}};
+    o.output_file = dir_ + "/agent.log";
+    agent_ = Subprocess::spawn(o);
+    for (int i = 0; i < 200; ++i) {
+      if (agent_get("/healthz").status == 200) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    FAIL() << "agent did not start:\n" << agent_log();
+  }
+
+  void kill_agent() {
+    if (agent_) agent_->kill_group();
+    if (agent_) agent_->wait();
+    agent_.reset();
+  }
+
+  void stop_agent() {
+    if (!agent_) return;
+    agent_->signal(SIGTERM);
+    agent_->wait();
+    agent_.reset();
+  }
+
+  std::string agent_log() {
+    try {
+      return read_file(dir_ + "/agent.log");
+    } catch (...) {
+      return "";
+    }
+  }
+
+  HttpResult agent_get(const std::string& path) {
+    HttpRequest req;
+    req.url = fmt::format("http://127.0.0.1:{}{}", agent_port_, path);
+    req.timeout_ms = 5000;
+    return http_send(req);
+  }
+
+  nlohmann::json jobs() {
+    HttpResult r = agent_get("/api/jobs");
+    if (r.status != 200) return nlohmann::json::array();
+    return nlohmann::json::parse(r.body);
+  }
+
+  nlohmann::json job_for(const std::string& delivery) {
+    for (const auto& j : jobs())
+      if (j["delivery_id"] == delivery) return j;
+    return nullptr;
+  }
+
+  // Waits until the agent's job for `delivery` is in one of `states`.
+  nlohmann::json wait_job(const std::string& delivery, std::set<std::string> states,
+                          int timeout_s = 240) {
+    for (int i = 0; i < timeout_s * 10; ++i) {
+      nlohmann::json j = job_for(delivery);
+      if (!j.is_null() && states.count(j["state"].get<std::string>())) return j;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    ADD_FAILURE() << "job for " << delivery << " never reached the state; jobs: " << jobs().dump()
+                  << "\nagent log:\n"
+                  << agent_log();
+    return nullptr;
+  }
+
+  // A pull_request webhook for PR #2 (or `number`) with head `sha`, signed as GitHub signs it.
+  void send_pr(const std::string& delivery, const std::string& action, const std::string& sha,
+               int number = 2) {
+    auto body = nlohmann::json::parse(fixture("pull_request.synchronize.json"));
+    body["action"] = action;
+    body["number"] = number;
+    body["pull_request"]["number"] = number;
+    body["pull_request"]["head"]["sha"] = sha;
+    ASSERT_EQ(send("pull_request", delivery, body.dump()).status, 200) << relay_->log();
+  }
+
+  // A dispatch posted straight to the agent, as the relay's webhook transport sends it.
+  HttpResult post_dispatch(const nlohmann::json& client_payload,
+                           const std::string& secret = kAgentSecret) {
+    HttpRequest req;
+    req.method = "POST";
+    req.url = fmt::format("http://127.0.0.1:{}/dispatch", agent_port_);
+    req.body = nlohmann::json{{"event_type", client_payload["event_type"]},
+                              {"client_payload", client_payload}}
+                   .dump();
+    req.headers = {{"X-Ootci-Signature-256", github_signature(secret, req.body)}};
+    return http_send(req);
+  }
+
+  std::optional<JobRecord> relay_job(const std::string& delivery, int64_t job_id) {
+    auto store = open_store(store_uri_);
+    return store->get_job(fmt::format("{}:acme/two:{}:1:ootci-agent", delivery, job_id));
+  }
+
+  std::string torch_root_;
+  int agent_port_ = 0;
+  std::optional<Subprocess> agent_;
+};
+
+TEST_P(AgentIntegration, PullRequestBecomesAVerdictOnTheRelayFieldByField) {
+  start_relay_to_agent();
+  write_backend();
+  start_agent();
+  send_pr("d-e2e", "opened", kHeadSha);
+  nlohmann::json job = wait_job("d-e2e", {"done", "cancelled"});
+  ASSERT_FALSE(job.is_null());
+  EXPECT_EQ(job["state"], "done");
+  EXPECT_EQ(job["conclusion"], "success") << agent_log();
+  EXPECT_EQ(job["upstream_sha"], kHeadSha);
+  EXPECT_EQ(job["pr_number"], 2);
+  EXPECT_EQ(job["error"], "") << agent_log();
+  int64_t id = job["id"];
+
+  auto record = relay_job("d-e2e", id);
+  ASSERT_TRUE(record) << relay_->log();
+  EXPECT_EQ(record->status, "completed");
+  EXPECT_EQ(record->conclusion, "success");
+  EXPECT_EQ(record->repo, "acme/two");
+  EXPECT_EQ(record->level, "L2");
+  EXPECT_EQ(record->event_type, "pull_request");
+  EXPECT_EQ(record->pr_number, 2);
+  EXPECT_EQ(record->head_sha, kHeadSha);
+  EXPECT_EQ(record->run_id, id);
+  EXPECT_EQ(record->run_attempt, 1);
+  EXPECT_EQ(record->job_name, "ootci-agent");
+  EXPECT_EQ(record->workflow_name, "ootci");
+  EXPECT_EQ(record->check_run_id, fmt::format("{}-1", id));
+  EXPECT_EQ(record->workflow_url, fmt::format("http://127.0.0.1:{}/jobs/{}", agent_port_, id));
+  EXPECT_GE(record->queue_time_ms, 0);
+  EXPECT_GT(record->execution_time_ms, 1000);  // a real pytest run happened in between
+  // test_view_ops on the reference backend: 207 mandatory passes and 53 expected failures.
+  EXPECT_EQ(record->tests_total, 260);
+  EXPECT_EQ(record->tests_failed, 0);
+  EXPECT_EQ(record->tests_skipped, 0);
+  EXPECT_EQ(record->tests_passed, 260);
+  EXPECT_FALSE(record->in_progress_hash.empty());
+  EXPECT_FALSE(record->completed_hash.empty());
+  EXPECT_EQ(record->failed_tests_json, "");
+
+  // The same delivery again (a relay retry) is not a second job, and a forged one is refused.
+  nlohmann::json cp = {{"event_type", "pull_request"},
+                       {"delivery_id", "d-e2e"},
+                       {"payload", nlohmann::json::parse(fixture("pull_request.opened.json"))}};
+  HttpResult again = post_dispatch(cp);
+  EXPECT_EQ(again.status, 200) << again.body;
+  EXPECT_EQ(nlohmann::json::parse(again.body)["duplicate"], true);
+  EXPECT_EQ(post_dispatch(cp, "wrong secret").status, 401);
+  EXPECT_EQ(jobs().size(), 1u);
+  HttpResult metrics = agent_get("/metrics");
+  EXPECT_NE(metrics.body.find("ootci_agent_dispatches_total{result=\"bad_signature\"} 1"),
+            std::string::npos)
+      << metrics.body;
+  EXPECT_NE(metrics.body.find("ootci_agent_reports_total{status=\"completed\",result=\"ok\"} 1"),
+            std::string::npos)
+      << metrics.body;
+}
+
+TEST_P(AgentIntegration, AgentKilledWithAQueuedJobRunsItAfterRestart) {
+  start_relay_to_agent();
+  // The first job blocks in its prepare step, so the second stays queued behind it.
+  write_backend("prepare_command: [/bin/sh, -c, 'test \"$OOTCI_PR_NUMBER\" != 2 || sleep 600']\n");
+  start_agent();
+  send_pr("d-blocker", "opened", kHeadSha, 2);
+  ASSERT_FALSE(wait_job("d-blocker", {"running"}).is_null());
+  send_pr("d-queued", "opened", "1111111111111111111111111111111111111111", 3);
+  ASSERT_EQ(wait_job("d-queued", {"queued"})["state"], "queued");
+
+  kill_agent();     // SIGKILL: no chance to clean up
+  write_backend();  // the blocker no longer blocks
+  start_agent();
+  nlohmann::json queued = wait_job("d-queued", {"done", "cancelled"});
+  nlohmann::json blocker = wait_job("d-blocker", {"done", "cancelled"});
+  ASSERT_FALSE(queued.is_null());
+  EXPECT_EQ(queued["conclusion"], "success") << agent_log();
+  EXPECT_EQ(blocker["conclusion"], "success") << agent_log();
+  auto record = relay_job("d-queued", queued["id"]);
+  ASSERT_TRUE(record);
+  EXPECT_EQ(record->status, "completed");
+  EXPECT_EQ(record->pr_number, 3);
+  EXPECT_EQ(record->tests_total, 260);
+  // The interrupted job kept its identity: one in_progress (before the kill), one completed.
+  auto resumed = relay_job("d-blocker", blocker["id"]);
+  ASSERT_TRUE(resumed);
+  EXPECT_EQ(resumed->status, "completed");
+  EXPECT_EQ(resumed->conclusion, "success");
+}
+
+TEST_P(AgentIntegration, NewerDispatchForTheSamePrCancelsTheOlderOne) {
+  start_relay_to_agent();
+  // Only the first head blocks; the newer head runs straight through.
+  write_backend(fmt::format(
+      "prepare_command: [/bin/sh, -c, 'test \"$OOTCI_UPSTREAM_SHA\" != {} || sleep 600']\n",
+      kHeadSha));
+  start_agent();
+  send_pr("d-old", "opened", kHeadSha);
+  ASSERT_FALSE(wait_job("d-old", {"running"}).is_null());
+  // A label that builds nothing leaves the running job alone. (CRCR forwards no `labeled`
+  // events today; a relay that does must not make them cancel work.)
+  nlohmann::json labeled = {
+      {"event_type", "pull_request"},
+      {"delivery_id", "d-label"},
+      {"payload", nlohmann::json::parse(fixture("pull_request.labeled.json"))}};
+  HttpResult skipped = post_dispatch(labeled);
+  ASSERT_EQ(skipped.status, 202) << skipped.body;
+  EXPECT_EQ(nlohmann::json::parse(skipped.body)["should_build"], false);
+  EXPECT_EQ(job_for("d-label")["state"], "skipped");
+  EXPECT_EQ(job_for("d-old")["state"], "running");
+
+  send_pr("d-new", "synchronize", "2222222222222222222222222222222222222222");
+  nlohmann::json old_job = wait_job("d-old", {"done", "cancelled"}, 60);
+  EXPECT_EQ(old_job["state"], "cancelled");
+  EXPECT_EQ(old_job["conclusion"], "cancelled");
+  nlohmann::json new_job = wait_job("d-new", {"done", "cancelled"});
+  EXPECT_EQ(new_job["state"], "done");
+  EXPECT_EQ(new_job["conclusion"], "success") << agent_log();
+
+  auto old_record = relay_job("d-old", old_job["id"]);
+  ASSERT_TRUE(old_record);
+  EXPECT_EQ(old_record->status, "completed");
+  EXPECT_EQ(old_record->conclusion, "cancelled");
+  auto new_record = relay_job("d-new", new_job["id"]);
+  ASSERT_TRUE(new_record);
+  EXPECT_EQ(new_record->conclusion, "success");
+  EXPECT_EQ(new_record->head_sha, "2222222222222222222222222222222222222222");
+}
+
+INSTANTIATE_TEST_SUITE_P(Sqlite, AgentIntegration, ::testing::Values("sqlite"),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace
+}  // namespace ootci
