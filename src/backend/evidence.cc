@@ -49,6 +49,24 @@ CREATE TABLE results (
 );
 CREATE INDEX results_by_test ON results(test_id, finished_ms);
 )sql",
+      // Execution evidence for `ootci discover` and `ootci select`.
+      R"sql(
+ALTER TABLE results ADD COLUMN base TEXT NOT NULL DEFAULT '';
+CREATE TABLE test_ops (
+  run_id TEXT NOT NULL REFERENCES runs(id),
+  test_id TEXT NOT NULL,
+  ops TEXT NOT NULL,
+  PRIMARY KEY (run_id, test_id)
+);
+CREATE TABLE discovered_files (
+  relpath TEXT NOT NULL,
+  file_hash TEXT NOT NULL,
+  backend_rev TEXT NOT NULL,
+  run_id TEXT NOT NULL REFERENCES runs(id),
+  discovered_ms INTEGER NOT NULL,
+  PRIMARY KEY (relpath, file_hash, backend_rev)
+);
+)sql",
   };
   return steps;
 }
@@ -66,12 +84,15 @@ constexpr const char* kRunColumns =
     "id, backend, config_hash, shard, status, verdict, started_ms, ended_ms, manifest";
 constexpr const char* kResultColumns =
     "test_id, file, class, name, device, dtype, op, mode, outcome, duration_s, error_class, "
-    "message, reruns, flaky, finished_ms";
+    "message, reruns, flaky, finished_ms, base";
 
 constexpr const char* kInsertResultSql =
     "INSERT OR REPLACE INTO results (run_id, test_id, file, class, name, device, dtype, op, mode, "
-    "outcome, duration_s, error_class, message, reruns, flaky, finished_ms) "
-    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
+    "outcome, duration_s, error_class, message, reruns, flaky, finished_ms, base) "
+    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
+// Ops as one space-separated text: they are read back per run, never queried one by one.
+constexpr const char* kInsertOpsSql =
+    "INSERT OR REPLACE INTO test_ops (run_id, test_id, ops) VALUES (?,?,?)";
 
 // Mean duration per test over its newest `window` results in finished runs.
 // Mean of the last N results per test in finished runs. Results from whole (unsharded) runs are
@@ -122,6 +143,7 @@ TestResult read_result(SqliteStmt& s) {
   t.reruns = static_cast<int>(s.i64(i++));
   t.flaky = s.i64(i++) != 0;
   t.finished_ms = s.i64(i++);
+  t.base = s.text(i++);
   return t;
 }
 
@@ -130,7 +152,17 @@ void bind_result(SqliteStmt& s, const std::string& run_id, const TestResult& t) 
   auto b = [&](const auto& v) { s.bind(++i, v); };
   b(run_id), b(t.test_id), b(t.file), b(t.cls), b(t.name), b(t.device), b(t.dtype), b(t.op);
   b(t.mode), b(t.outcome), b(t.duration_s), b(t.error_class), b(t.message), b(t.reruns);
-  b(t.flaky), b(t.finished_ms);
+  b(t.flaky), b(t.finished_ms), b(t.base);
+}
+
+std::string join_ops(const std::vector<std::string>& ops) {
+  std::string out;
+  for (const auto& op : ops) out += (out.empty() ? "" : " ") + op;
+  return out;
+}
+
+DiscoveredFile read_discovered(SqliteStmt& s) {
+  return {s.text(0), s.text(1), s.text(2), s.text(3), s.i64(4)};
 }
 
 class SqliteEvidenceStore : public EvidenceStore {
@@ -173,17 +205,25 @@ class SqliteEvidenceStore : public EvidenceStore {
   void record(const std::string& run_id, const TestResult& result) override {
     std::lock_guard lock(mu_);
     // One statement outside BEGIN is its own committed transaction.
-    SqliteStmt s(cache_, kInsertResultSql);
-    bind_result(s, run_id, result);
-    step_or_explain(s, [&] { return fmt::format("record {} in run {}", result.test_id, run_id); });
+    if (result.ops.empty()) {
+      SqliteStmt s(cache_, kInsertResultSql);
+      bind_result(s, run_id, result);
+      step_or_explain(s,
+                      [&] { return fmt::format("record {} in run {}", result.test_id, run_id); });
+      return;
+    }
+    in_transaction([&] { insert_with_ops(run_id, result); });
   }
 
   void forget(const std::string& run_id, const std::string& test_id) override {
     std::lock_guard lock(mu_);
-    SqliteStmt s(cache_, "DELETE FROM results WHERE run_id = ? AND test_id = ?");
-    s.bind(1, run_id);
-    s.bind(2, test_id);
-    step_or_explain(s, [&] { return fmt::format("forget {} in run {}", test_id, run_id); });
+    for (const char* sql : {"DELETE FROM results WHERE run_id = ? AND test_id = ?",
+                            "DELETE FROM test_ops WHERE run_id = ? AND test_id = ?"}) {
+      SqliteStmt s(cache_, sql);
+      s.bind(1, run_id);
+      s.bind(2, test_id);
+      step_or_explain(s, [&] { return fmt::format("forget {} in run {}", test_id, run_id); });
+    }
   }
 
   void record_batch(const std::string& run_id, const std::vector<TestResult>& results) override {
@@ -191,6 +231,10 @@ class SqliteEvidenceStore : public EvidenceStore {
     in_transaction([&] {
       SqliteStmt s(cache_, kInsertResultSql);
       for (const TestResult& r : results) {
+        if (!r.ops.empty()) {
+          insert_with_ops(run_id, r);
+          continue;
+        }
         s.reset();
         bind_result(s, run_id, r);
         step_or_explain(s, [&] { return fmt::format("record {} in run {}", r.test_id, run_id); });
@@ -291,7 +335,69 @@ class SqliteEvidenceStore : public EvidenceStore {
     return out;
   }
 
+  std::map<std::string, std::vector<std::string>> ops_of_run(const std::string& run_id) override {
+    std::lock_guard lock(mu_);
+    SqliteStmt s(cache_, "SELECT test_id, ops FROM test_ops WHERE run_id = ?");
+    s.bind(1, run_id);
+    std::map<std::string, std::vector<std::string>> out;
+    while (s.step()) {
+      std::vector<std::string>& ops = out[s.text(0)];
+      std::string text = s.text(1);
+      for (size_t i = 0; i < text.size();) {
+        size_t end = text.find(' ', i);
+        if (end == std::string::npos) end = text.size();
+        if (end > i) ops.push_back(text.substr(i, end - i));
+        i = end + 1;
+      }
+    }
+    return out;
+  }
+
+  void mark_discovered(const DiscoveredFile& f) override {
+    std::lock_guard lock(mu_);
+    SqliteStmt s(cache_,
+                 "INSERT OR REPLACE INTO discovered_files (relpath, file_hash, backend_rev, "
+                 "run_id, discovered_ms) VALUES (?,?,?,?,?)");
+    s.bind(1, f.relpath).bind(2, f.file_hash).bind(3, f.backend_rev).bind(4, f.run_id);
+    s.bind(5, f.discovered_ms);
+    step_or_explain(s, [&] { return fmt::format("mark {} discovered", f.relpath); });
+  }
+
+  std::optional<DiscoveredFile> discovered(const std::string& relpath, const std::string& file_hash,
+                                           const std::string& backend_rev) override {
+    std::lock_guard lock(mu_);
+    SqliteStmt s(cache_,
+                 "SELECT relpath, file_hash, backend_rev, run_id, discovered_ms FROM "
+                 "discovered_files WHERE relpath = ? AND file_hash = ? AND backend_rev = ?");
+    s.bind(1, relpath).bind(2, file_hash).bind(3, backend_rev);
+    if (!s.step()) return std::nullopt;
+    return read_discovered(s);
+  }
+
+  std::vector<DiscoveredFile> latest_discoveries() override {
+    std::lock_guard lock(mu_);
+    SqliteStmt s(cache_,
+                 "SELECT relpath, file_hash, backend_rev, run_id, discovered_ms FROM ("
+                 "  SELECT *, ROW_NUMBER() OVER (PARTITION BY relpath"
+                 "    ORDER BY discovered_ms DESC, run_id DESC) AS n FROM discovered_files)"
+                 " WHERE n = 1 ORDER BY relpath");
+    std::vector<DiscoveredFile> out;
+    while (s.step()) out.push_back(read_discovered(s));
+    return out;
+  }
+
  private:
+  // Inside a transaction: the result row and its ops land together or not at all.
+  void insert_with_ops(const std::string& run_id, const TestResult& r) {
+    SqliteStmt s(cache_, kInsertResultSql);
+    bind_result(s, run_id, r);
+    step_or_explain(s, [&] { return fmt::format("record {} in run {}", r.test_id, run_id); });
+    SqliteStmt o(cache_, kInsertOpsSql);
+    o.bind(1, run_id).bind(2, r.test_id).bind(3, join_ops(r.ops));
+    step_or_explain(o,
+                    [&] { return fmt::format("record ops of {} in run {}", r.test_id, run_id); });
+  }
+
   static void bind_or_null(SqliteStmt& s, int i, const std::string& v) {
     if (v.empty())
       s.bind_null(i);

@@ -27,6 +27,22 @@ struct TestResult {
   int reruns = 0;
   bool flaky = false;
   int64_t finished_ms = 0;
+  // The test-suite config name this variant comes from, "Class::method" (the generic class and
+  // the template method; "method" outside a class), so evidence maps back to config entries.
+  std::string base;
+  // Aten ops the variant called on the device ("aten::add.Tensor"), sorted; recorded only by
+  // `ootci discover` (the op recorder), empty otherwise. Stored apart from the result row.
+  std::vector<std::string> ops;
+};
+
+// An upstream file whose variants `ootci discover` ran, keyed by what makes evidence stale: the
+// file's content and the backend's revision.
+struct DiscoveredFile {
+  std::string relpath;
+  std::string file_hash;    // sha256 of the file's bytes
+  std::string backend_rev;  // manifest backend revision (git describe --dirty, or tree digest)
+  std::string run_id;       // the run that holds its results and ops
+  int64_t discovered_ms = 0;
 };
 
 struct RunInfo {
@@ -71,6 +87,17 @@ class EvidenceStore {
   // sum of those means.
   virtual std::map<std::string, double> test_durations(int window = 5) = 0;
   virtual std::map<std::string, double> file_durations(int window = 5) = 0;
+
+  // Execution evidence (`ootci discover`). record()/record_batch() store a result's ops too.
+  // Ops per test id of one run (tests without recorded ops are absent).
+  virtual std::map<std::string, std::vector<std::string>> ops_of_run(const std::string& run_id) = 0;
+  virtual void mark_discovered(const DiscoveredFile& file) = 0;
+  // The discovery of this exact file content on this backend revision, if any.
+  virtual std::optional<DiscoveredFile> discovered(const std::string& relpath,
+                                                   const std::string& file_hash,
+                                                   const std::string& backend_rev) = 0;
+  // The newest discovery of every file ever discovered, by relpath.
+  virtual std::vector<DiscoveredFile> latest_discoveries() = 0;
 };
 
 }  // namespace ootci

@@ -54,6 +54,7 @@ void expect_same(const TestResult& a, const TestResult& b) {
   EXPECT_EQ(a.reruns, b.reruns);
   EXPECT_EQ(a.flaky, b.flaky);
   EXPECT_EQ(a.finished_ms, b.finished_ms);
+  EXPECT_EQ(a.base, b.base);
 }
 
 class EvidenceTest : public ::testing::Test {
@@ -301,7 +302,7 @@ TEST_F(EvidenceTest, RecordsTheSchemaVersionAndRefusesANewerOne) {
   sqlite3_stmt* s = nullptr;
   sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'schema_version'", -1, &s, nullptr);
   ASSERT_EQ(sqlite3_step(s), SQLITE_ROW);
-  EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(s, 0)), "1");
+  EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(s, 0)), "2");
   sqlite3_finalize(s);
   ASSERT_EQ(sqlite3_exec(db, "UPDATE meta SET value = '99' WHERE key = 'schema_version'", nullptr,
                          nullptr, nullptr),
@@ -312,8 +313,60 @@ TEST_F(EvidenceTest, RecordsTheSchemaVersionAndRefusesANewerOne) {
     FAIL() << "opened a database from a newer ootci";
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()),
-              path_ + ": evidence schema version 99 is newer than this ootci (1)");
+              path_ + ": evidence schema version 99 is newer than this ootci (2)");
   }
+}
+
+TEST_F(EvidenceTest, OpsAndBaseNamesAreStoredWithTheResultAndForgottenWithIt) {
+  store_->begin_run(run_info("r-1", 100));
+  TestResult a = result("a.py::C::test_add_privateuseone_float32", "passed");
+  a.base = "TestC::test_add";
+  a.ops = {"aten::add.Tensor", "aten::empty.memory_format"};
+  TestResult b = result("a.py::C::test_mul_privateuseone", "failed");
+  b.base = "TestC::test_mul";
+  store_->record("r-1", a);
+  store_->record_batch("r-1", {b, result("a.py::C::test_sub", "passed")});
+  auto ops = store_->ops_of_run("r-1");
+  ASSERT_EQ(ops.size(), 1u);
+  EXPECT_EQ(ops[a.test_id], a.ops);
+  EXPECT_EQ(store_->results("r-1")[0].base, "TestC::test_add");
+  store_->forget("r-1", a.test_id);
+  EXPECT_TRUE(store_->ops_of_run("r-1").empty());
+}
+
+TEST_F(EvidenceTest, DiscoveriesAreKeyedByFileContentAndBackendRevision) {
+  finished_run("r-1", 100, {});
+  finished_run("r-2", 200, {});
+  store_->mark_discovered({"test/a.py", "h-old", "rev1", "r-1", 100});
+  store_->mark_discovered({"test/a.py", "h-new", "rev1", "r-2", 200});
+  store_->mark_discovered({"test/b.py", "h-b", "rev1", "r-1", 100});
+  EXPECT_EQ(store_->discovered("test/a.py", "h-old", "rev1")->run_id, "r-1");
+  EXPECT_FALSE(store_->discovered("test/a.py", "h-old", "rev2"));
+  auto latest = store_->latest_discoveries();
+  ASSERT_EQ(latest.size(), 2u);
+  EXPECT_EQ(latest[0].relpath, "test/a.py");
+  EXPECT_EQ(latest[0].run_id, "r-2");
+  EXPECT_EQ(latest[1].relpath, "test/b.py");
+}
+
+// A database written by the first schema gains the new column and tables in place.
+TEST_F(EvidenceTest, MigratesAVersionOneDatabase) {
+  finished_run("r-1", 100, {result("a.py::t", "passed")});
+  store_.reset();
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db,
+                         "DROP TABLE test_ops; DROP TABLE discovered_files; "
+                         "ALTER TABLE results DROP COLUMN base; "
+                         "UPDATE meta SET value = '1' WHERE key = 'schema_version'",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  store_ = EvidenceStore::open(path_);
+  EXPECT_EQ(store_->results("r-1").size(), 1u);
+  EXPECT_EQ(store_->results("r-1")[0].base, "");
+  store_->mark_discovered({"a.py", "h", "rev", "r-1", 1});
+  EXPECT_TRUE(store_->discovered("a.py", "h", "rev"));
 }
 
 // Two connections on one file (a runner and an ingest in one process), writing at the same time.
