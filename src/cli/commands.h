@@ -15,6 +15,8 @@ void add_gate_commands(CLI::App& app);
 void add_report_commands(CLI::App& app);
 void add_agent_commands(CLI::App& app);
 void add_init_commands(CLI::App& app);
+void add_discover_commands(CLI::App& app);
+void add_select_commands(CLI::App& app);
 
 // Thrown by a command that has already told the user what went wrong (for example every error
 // of `ootci plan check`), so main exits with `code` and prints nothing more.

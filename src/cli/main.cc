@@ -16,6 +16,8 @@ int main(int argc, char** argv) {
   ootci::add_report_commands(app);
   ootci::add_agent_commands(app);
   ootci::add_init_commands(app);
+  ootci::add_discover_commands(app);
+  ootci::add_select_commands(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

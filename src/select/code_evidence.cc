@@ -1,0 +1,1 @@
+#include "select/code_evidence.h"
