@@ -163,4 +163,14 @@ std::string format_verdict(const Verdict& v) {
   return out;
 }
 
+std::optional<RunInfo> last_green_before(EvidenceStore& store, const RunInfo& run) {
+  std::optional<RunInfo> green = store.last_green_run(run.backend, run.config_hash);
+  if (!green || green->id != run.id) return green;
+  for (const RunInfo& r : store.runs(run.backend))  // newest first
+    if (r.id != run.id && r.config_hash == run.config_hash && r.status == "finished" &&
+        r.verdict == "success")
+      return r;
+  return std::nullopt;
+}
+
 }  // namespace ootci

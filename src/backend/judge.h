@@ -1,6 +1,7 @@
 #pragma once
 // The judge rule of docs/run.md: whether a run's results make it a success.
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -28,6 +29,10 @@ struct Verdict {
   bool compared_to_green = false;    // a last green run was given, so `newly` means something
   bool success() const { return conclusion == "success"; }
 };
+
+// The last green run of the same backend and config hash to compare `run` with: never `run`
+// itself, which may be green already.
+std::optional<RunInfo> last_green_before(EvidenceStore& store, const RunInfo& run);
 
 // `last_green` is the last green run's results for the same backend and config_hash, or null.
 Verdict judge(const std::vector<TestResult>& results, const std::vector<TestResult>* last_green);

@@ -123,17 +123,6 @@ void ingest(const IngestArgs& a) {
   std::cout << fmt::format("verdict: {}\n", verdict.conclusion);
 }
 
-// The last green run to compare `run` with: never `run` itself.
-std::optional<RunInfo> green_before(EvidenceStore& store, const RunInfo& run) {
-  std::optional<RunInfo> green = store.last_green_run(run.backend, run.config_hash);
-  if (!green || green->id != run.id) return green;
-  for (const RunInfo& r : store.runs(run.backend))  // newest first
-    if (r.id != run.id && r.config_hash == run.config_hash && r.status == "finished" &&
-        r.verdict == "success")
-      return r;
-  return std::nullopt;
-}
-
 struct HistoryArgs {
   std::string test_id, evidence, config;
   int limit = 20;
@@ -167,7 +156,7 @@ void judge_run(const JudgeArgs& a) {
   if (!run) throw Error(fmt::format("run {} not found in {}", a.run, db));
 
   std::vector<TestResult> results = store->results(run->id);
-  std::optional<RunInfo> green = green_before(*store, *run);
+  std::optional<RunInfo> green = last_green_before(*store, *run);
   std::vector<TestResult> green_results;
   if (green) green_results = store->results(green->id);
   Verdict verdict = judge(results, green ? &green_results : nullptr);

@@ -1,15 +1,13 @@
 #include <fmt/format.h>
-#include <signal.h>
-#include <spdlog/spdlog.h>
 
 #include <fstream>
 #include <iostream>
-#include <thread>
 
 #include "base/error.h"
 #include "base/time.h"
 #include "base/yaml_doc.h"
 #include "cli/commands.h"
+#include "cli/stop_signals.h"
 #include "hud/hud_routes.h"
 #include "hud/seed.h"
 #include "relay/allowlist.h"
@@ -20,26 +18,12 @@
 namespace ootci {
 namespace {
 
-RelayServer* g_server = nullptr;
-
 void serve(const std::string& config_path) {
   RelayServer server(load_relay_config(config_path));
   server.add_routes(register_hud_routes);
-  g_server = &server;
   // SIGTERM/SIGINT stop the listener and let in-flight dispatch attempts finish; rows not yet
   // delivered stay in the outbox for the next start.
-  std::thread([] {
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    int sig = 0;
-    sigwait(&set, &sig);
-    spdlog::info("signal {}: shutting down", sig);
-    if (g_server) g_server->stop();
-  }).detach();
-  server.run();
-  g_server = nullptr;
+  serve_until_stop_signal([&] { server.run(); }, [&] { server.stop(); });
 }
 
 void allowlist_check(const std::string& path) {
@@ -82,12 +66,7 @@ void add_relay_commands(CLI::App& app) {
   static std::string config_path;
   serve_cmd->add_option("--config", config_path, "relay.yaml")->required();
   serve_cmd->callback([] {
-    // Block the stop signals before any thread starts so only the waiter receives them.
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &set, nullptr);
+    block_stop_signals();
     serve(config_path);
   });
 

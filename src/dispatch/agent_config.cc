@@ -4,6 +4,7 @@
 
 #include <filesystem>
 
+#include "base/host_port.h"
 #include "base/yaml_doc.h"
 
 namespace fs = std::filesystem;
@@ -11,11 +12,11 @@ namespace fs = std::filesystem;
 namespace ootci {
 
 std::string AgentConfig::listen_host() const {
-  return listen.substr(0, listen.rfind(':'));
+  return parse_host_port(listen)->host;
 }
 
 int AgentConfig::listen_port() const {
-  return std::stoi(listen.substr(listen.rfind(':') + 1));
+  return parse_host_port(listen)->port;
 }
 
 AgentConfig load_agent_config(const std::string& path) {
@@ -29,16 +30,7 @@ AgentConfig load_agent_config(const std::string& path) {
   };
 
   if (auto v = root.str("listen")) {
-    size_t colon = v->rfind(':');
-    int port = -1;
-    if (colon != std::string::npos && colon > 0) {
-      try {
-        port = std::stoi(v->substr(colon + 1));
-      } catch (...) {
-      }
-    }
-    if (port < 0 || port > 65535)
-      yaml_fail(doc, root.raw("listen"), "listen", "expected host:port");
+    if (!parse_host_port(*v)) yaml_fail(doc, root.raw("listen"), "listen", "expected host:port");
     c.listen = *v;
   }
   if (auto v = root.str("secret_env")) c.secret_env = *v;

@@ -54,17 +54,6 @@ bool is_decimal(const std::string& s) {
          std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
-// The last green run to compare `run` with: never `run` itself, which may be green already.
-std::optional<RunInfo> green_before(EvidenceStore& store, const RunInfo& run) {
-  std::optional<RunInfo> green = store.last_green_run(run.backend, run.config_hash);
-  if (!green || green->id != run.id) return green;
-  for (const RunInfo& r : store.runs(run.backend))  // newest first
-    if (r.id != run.id && r.config_hash == run.config_hash && r.status == "finished" &&
-        r.verdict == "success")
-      return r;
-  return std::nullopt;
-}
-
 std::string url_encode(const std::string& s) {
   std::string out;
   for (unsigned char c : s) {
@@ -158,7 +147,7 @@ RunOutcome outcome_of_run(EvidenceStore& store, const std::string& run_id) {
   std::optional<RunInfo> run = store.run(run_id);
   if (!run) throw Error(fmt::format("run {} not found in the evidence store", run_id));
   std::vector<TestResult> results = store.results(run->id);
-  std::optional<RunInfo> green = green_before(store, *run);
+  std::optional<RunInfo> green = last_green_before(store, *run);
   std::vector<TestResult> green_results;
   if (green) green_results = store.results(green->id);
   Verdict verdict = judge(results, green ? &green_results : nullptr);

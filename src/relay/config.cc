@@ -4,6 +4,7 @@
 
 #include <filesystem>
 
+#include "base/host_port.h"
 #include "base/yaml_doc.h"
 
 namespace ootci {
@@ -17,10 +18,10 @@ std::string resolve(const std::string& base_dir, const std::string& p) {
 }  // namespace
 
 std::string RelayConfig::listen_host() const {
-  return listen.substr(0, listen.rfind(':'));
+  return parse_host_port(listen)->host;
 }
 int RelayConfig::listen_port() const {
-  return std::stoi(listen.substr(listen.rfind(':') + 1));
+  return parse_host_port(listen)->port;
 }
 
 RelayConfig load_relay_config(const std::string& path) {
@@ -31,17 +32,7 @@ RelayConfig load_relay_config(const std::string& path) {
   std::string dir = std::filesystem::path(path).parent_path().string();
 
   if (auto v = root.str("listen")) {
-    size_t colon = v->rfind(':');
-    bool ok = colon != std::string::npos && colon > 0;
-    if (ok) {
-      try {
-        int port = std::stoi(v->substr(colon + 1));
-        ok = port >= 0 && port <= 65535;
-      } catch (...) {
-        ok = false;
-      }
-    }
-    if (!ok) yaml_fail(doc, root.raw("listen"), "listen", "expected host:port");
+    if (!parse_host_port(*v)) yaml_fail(doc, root.raw("listen"), "listen", "expected host:port");
     c.listen = *v;
   }
   if (auto v = root.str("upstream_repo")) c.upstream_repo = *v;
