@@ -1,0 +1,220 @@
+#include "select/changed.h"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "backend/plan_resolve.h"
+#include "base/error.h"
+#include "net/crypto.h"
+#include "select/native_functions.h"
+
+namespace ootci {
+namespace {
+
+// At most this many reasons per selected test or file: the first ones say why, the count says
+// how much more.
+constexpr size_t kMaxReasons = 8;
+
+void add_reason(std::vector<std::string>& reasons, const std::string& why) {
+  if (std::find(reasons.begin(), reasons.end(), why) != reasons.end()) return;
+  if (reasons.size() < kMaxReasons) {
+    reasons.push_back(why);
+  } else if (reasons.size() == kMaxReasons) {
+    reasons.push_back("... and more");
+  }
+}
+
+std::string file_sha256(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return "";
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return sha256_hex(ss.str());
+}
+
+bool failed(const TestResult& r) {
+  return r.outcome == "failed" || r.outcome == "error";
+}
+
+}  // namespace
+
+void ChangeFacts::merge(const ChangeFacts& other) {
+  full_plan.insert(full_plan.end(), other.full_plan.begin(), other.full_plan.end());
+  for (const auto& [op, why] : other.ops) ops[op].insert(ops[op].end(), why.begin(), why.end());
+  for (const auto& [f, why] : other.files) files[f].insert(files[f].end(), why.begin(), why.end());
+}
+
+nlohmann::json ChangedSelection::to_json() const {
+  return {{"files", files}, {"tests", tests}, {"reasons", reasons}, {"summary", summary}};
+}
+
+ChangedSelection select_from_facts(const ChangeFacts& facts, const std::vector<PlanFileRef>& plan,
+                                   EvidenceStore& store) {
+  ChangedSelection s;
+  s.summary = facts.summary;
+  nlohmann::json touched = nlohmann::json::array();
+  for (const auto& [op, _] : facts.ops) touched.push_back(op);
+  s.summary["touched_ops"] = touched;
+  s.summary["full_plan"] = facts.full_plan;
+  s.summary["plan_files"] = plan.size();
+
+  if (!facts.full_plan.empty()) {
+    for (const auto& f : plan) {
+      s.files.insert(f.relpath);
+      for (const auto& why : facts.full_plan) add_reason(s.reasons[f.relpath], "full plan: " + why);
+    }
+  } else {
+    for (const auto& f : plan) {
+      auto it = facts.files.find(f.relpath);
+      if (it == facts.files.end()) continue;
+      s.files.insert(f.relpath);
+      for (const auto& why : it->second) add_reason(s.reasons[f.relpath], why);
+    }
+  }
+
+  size_t undiscovered = 0, stale = 0, unrecorded = 0;
+  if (facts.full_plan.empty() && !facts.ops.empty()) {
+    // op family -> (touched op, why)
+    std::map<std::string, std::vector<std::pair<std::string, std::string>>> families;
+    for (const auto& [op, why] : facts.ops)
+      for (const auto& w : why) families[op_family(op)].emplace_back(op, w);
+    std::map<std::string, DiscoveredFile> discovered;
+    for (auto& d : store.latest_discoveries()) discovered[d.relpath] = d;
+    std::map<std::string, std::map<std::string, std::vector<std::string>>> ops_by_run;
+    std::map<std::string, std::vector<TestResult>> results_by_run;
+
+    for (const auto& f : plan) {
+      if (s.files.count(f.relpath)) continue;
+      auto d = discovered.find(f.relpath);
+      if (d == discovered.end()) {
+        ++undiscovered;
+        s.files.insert(f.relpath);
+        add_reason(s.reasons[f.relpath],
+                   "no execution evidence: the file was never discovered (ootci discover), so it "
+                   "runs whole");
+        continue;
+      }
+      if (d->second.file_hash != file_sha256(f.path)) {
+        ++stale;
+        s.files.insert(f.relpath);
+        add_reason(s.reasons[f.relpath],
+                   fmt::format("stale execution evidence: the file changed since its discovery "
+                               "(run {}), so it runs whole",
+                               d->second.run_id));
+        continue;
+      }
+      const std::string& run = d->second.run_id;
+      if (!ops_by_run.count(run)) ops_by_run[run] = store.ops_of_run(run);
+      if (!results_by_run.count(run)) results_by_run[run] = store.results(run);
+      const auto& ops = ops_by_run[run];
+      std::string prefix = f.relpath + "::";
+      for (auto it = ops.lower_bound(prefix); it != ops.end() && it->first.rfind(prefix, 0) == 0;
+           ++it) {
+        std::set<std::string> done;  // touched ops already explained for this test
+        for (const auto& called : it->second) {
+          auto fam = families.find(op_family(called));
+          if (fam == families.end()) continue;
+          s.tests.insert(it->first);
+          for (const auto& [op, why] : fam->second) {
+            if (done.count(op + why)) continue;
+            done.insert(op + why);
+            add_reason(s.reasons[it->first], fmt::format("{}; the test called {}", why, called));
+          }
+        }
+      }
+      // A variant that failed in discovery without recorded ops (a crash loses them): unknown,
+      // so it runs.
+      for (const auto& r : results_by_run[run]) {
+        if (r.file != f.relpath || r.name.empty() || !failed(r) || ops.count(r.test_id)) continue;
+        ++unrecorded;
+        s.tests.insert(r.test_id);
+        add_reason(s.reasons[r.test_id],
+                   fmt::format("no ops recorded: it {} in discovery ({}), so it may call any op",
+                               r.outcome == "error" ? "errored" : "failed",
+                               r.error_class.empty() ? r.outcome : r.error_class));
+      }
+    }
+  }
+  s.summary["undiscovered_files"] = undiscovered;
+  s.summary["stale_files"] = stale;
+  s.summary["unrecorded_tests"] = unrecorded;
+  s.summary["selected_files"] = s.files.size();
+  s.summary["selected_tests"] = s.tests.size();
+  return s;
+}
+
+ChangedSelection select_changed(const ChangedRequest& req) {
+  if (req.backend_range.empty() && req.upstream_range.empty())
+    throw Error(
+        "nothing changed to select for: give --backend FROM..TO and/or --upstream FROM..TO");
+  PlanResult plan = resolve_plan(req.backend);
+  if (!plan.ok())
+    throw Error(fmt::format("{}: the plan has errors (ootci plan check): {}", req.backend.path,
+                            plan.errors.front()));
+  std::vector<PlanFileRef> files;
+  std::set<std::string> relpaths;
+  for (const auto& f : plan.plan["files"]) {
+    files.push_back({f["relpath"].get<std::string>(), f["path"].get<std::string>()});
+    relpaths.insert(files.back().relpath);
+  }
+  ChangeFacts facts;
+  if (!req.backend_range.empty()) {
+    ChangeFacts b =
+        backend_changes(req.backend_repo.empty() ? req.backend.device_root : req.backend_repo,
+                        req.backend_range, req.dispatch_key);
+    facts.merge(b);
+    facts.summary["backend"] = b.summary;
+  }
+  if (!req.upstream_range.empty()) {
+    ChangeFacts u =
+        upstream_changes(req.upstream_repo.empty() ? req.backend.torch_root : req.upstream_repo,
+                         req.upstream_range, relpaths);
+    facts.merge(u);
+    facts.summary["upstream"] = u.summary;
+  }
+  auto store = EvidenceStore::open(req.evidence_path);
+  return select_from_facts(facts, files, *store);
+}
+
+std::string format_changed_summary(const ChangedSelection& s) {
+  std::string out;
+  for (const char* side : {"backend", "upstream"}) {
+    if (!s.summary.contains(side)) continue;
+    const auto& r = s.summary[side];
+    std::map<std::string, int> effects;
+    for (const auto& f : r["files"]) ++effects[f.value("effect", "")];
+    std::string counts;
+    for (const auto& [effect, n] : effects)
+      counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", n, effect);
+    out += fmt::format("{} {}: {} files changed{}\n", side, r["range"].get<std::string>(),
+                       r["files"].size(), counts.empty() ? "" : " (" + counts + ")");
+  }
+  const auto& full = s.summary["full_plan"];
+  if (!full.empty()) {
+    out += "full plan:\n";
+    for (const auto& why : full) out += fmt::format("  {}\n", why.get<std::string>());
+  }
+  const auto& ops = s.summary["touched_ops"];
+  if (!ops.empty()) {
+    std::vector<std::string> names;
+    for (const auto& op : ops) names.push_back(op.get<std::string>());
+    out += fmt::format("touched ops: {}\n", fmt::join(names, ", "));
+  }
+  out += fmt::format("selected: {} whole files of {}, {} tests", s.files.size(),
+                     s.summary.value("plan_files", 0), s.tests.size());
+  std::vector<std::string> fail_open;
+  for (auto [key, what] : {std::pair{"undiscovered_files", "files never discovered"},
+                           std::pair{"stale_files", "files changed since discovery"},
+                           std::pair{"unrecorded_tests", "tests without recorded ops"}}) {
+    int n = s.summary.value(key, 0);
+    if (n) fail_open.push_back(fmt::format("{} {}", n, what));
+  }
+  if (!fail_open.empty())
+    out += fmt::format(" (run for lack of evidence: {})", fmt::join(fail_open, ", "));
+  out += "\n";
+  return out;
+}
+
+}  // namespace ootci
