@@ -147,6 +147,8 @@ class PlanDeviceTestBase(DeviceTypeTestBase):  # noqa: F821  (defined by common_
             "op": op_name,
             "dtype": ",".join(_dtype_names(kwargs)) or None,
             "rule": decision.rule.source if decision.rule else None,
+            # The config name the variant comes from, so evidence maps back to config entries.
+            "base": f"{generic_name}::{method}",
         }
         wrapped = _mark(wrapped, decision)
         setattr(cls, variant, wrapped)

@@ -92,6 +92,12 @@ def pytest_make_collect_report(collector):
     yield
 
 
+def _plain_base(item):
+    """'Class::method' (or 'method' outside a class): the name the plan decides a plain test by."""
+    method = getattr(item, "originalname", None) or item.name
+    return f"{item.cls.__name__}::{method}" if item.cls is not None else method
+
+
 def _plain_decision(fp, item):
     cls_name = item.cls.__name__ if item.cls is not None else ""
     method = getattr(item, "originalname", None) or item.name
@@ -118,8 +124,9 @@ def pytest_collection_modifyitems(session, config, items):
                 item.add_marker(pytest.mark.xfail(strict=decision.mode == "xfail_strict",
                                                   reason=f"ootci plan: {decision.mode}"))
             info = {"mode": decision.mode, "op": None, "dtype": None,
-                    "rule": decision.rule.source if decision.rule else None}
-        for key in ("mode", "op", "dtype", "rule"):
+                    "rule": decision.rule.source if decision.rule else None,
+                    "base": _plain_base(item)}
+        for key in ("mode", "op", "dtype", "rule", "base"):
             if info.get(key):
                 item.user_properties.append((f"ootci.{key}", info[key]))
         kept.append(item)

@@ -5,10 +5,17 @@ starts and finishes, as JSON lines appended (and flushed) to $OOTCI_RUN_EVENTS. 
 that file while the process runs: a test that started but never finished is the one that crashed
 or hung, and every finished result is stored before the process can take it down with it.
 
-Events: {"e": "collected", "tests": [id, ...]}, {"e": "start", "id", "mode", "op", "dtype"},
+Events: {"e": "collected", "tests": [id, ...]},
+        {"e": "start", "id", "mode", "op", "dtype", "base"},
         {"e": "called", "id", "outcome", ...} (the call phase is over; teardown may still crash),
-        {"e": "result", "id", "outcome", "duration", "mode", "op", "dtype", "error_class", "message"},
+        {"e": "result", "id", "outcome", "duration", "mode", "op", "dtype", "base", "error_class",
+         "message", "ops"},
         {"e": "collect_error", "message": text}
+"base" is the config name of the variant ("Class::method"). "ops" (only with OOTCI_RECORD_OPS=1)
+lists the aten ops the test called on the device during setup and call (op_recorder.py).
+
+OOTCI_RUN_ONLY names a file of test ids to run, OOTCI_RUN_ONLY_BASES one of "relpath::Class::method"
+lines whose variants run; with both, a test runs if either names it. OOTCI_RUN_SKIP ids never run.
 """
 import json
 import os
@@ -16,12 +23,15 @@ import re
 
 import pytest
 
+from ootci_torch import op_recorder as _op_recorder
 from ootci_torch import plan as _plan
 
 _MESSAGE_LIMIT = 2000
 _events = None
 _items = {}     # nodeid -> (test id, plan properties)
 _reports = {}   # nodeid -> [TestReport, ...]
+_ops = {}       # nodeid -> set of ops recorded so far (OOTCI_RECORD_OPS=1)
+_record_ops = False
 
 
 def _text(value):
@@ -37,7 +47,7 @@ def _emit(event):
 def _props(nodeid):
     tid, props = _items[nodeid]
     return {"id": tid, "mode": props.get("ootci.mode", ""), "op": props.get("ootci.op", ""),
-            "dtype": props.get("ootci.dtype", "")}
+            "dtype": props.get("ootci.dtype", ""), "base": props.get("ootci.base", "")}
 
 
 def _read_ids(env_name):
@@ -56,10 +66,11 @@ def test_id(item) -> str:
 
 
 def pytest_configure(config):
-    global _events
+    global _events, _record_ops
     path = os.environ.get("OOTCI_RUN_EVENTS")
     if path:
         _events = open(path, "a", encoding="utf-8")
+        _record_ops = _op_recorder.enabled()
 
 
 def pytest_collectreport(report):
@@ -72,18 +83,55 @@ def pytest_collection_modifyitems(session, config, items):
     if _events is None:
         return
     only, skip = _read_ids("OOTCI_RUN_ONLY"), _read_ids("OOTCI_RUN_SKIP") or set()
+    only_bases = _read_ids("OOTCI_RUN_ONLY_BASES")
     kept, dropped = [], []
     for item in items:
         tid = test_id(item)
-        if (only is not None and tid not in only) or tid in skip:
+        props = dict(item.user_properties)
+        if tid in skip or not _wanted(tid, props, only, only_bases):
             dropped.append(item)
             continue
-        _items[item.nodeid] = (tid, dict(item.user_properties))
+        _items[item.nodeid] = (tid, props)
         kept.append(item)
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = kept
     _emit({"e": "collected", "tests": [_items[i.nodeid][0] for i in kept]})
+
+
+def _wanted(tid, props, only, only_bases):
+    """No list: every test. Otherwise a test runs if either list names it (its id, its base)."""
+    if only is None and only_bases is None:
+        return True
+    return (only is not None and tid in only) or (
+        only_bases is not None and _base_id(tid, props) in only_bases)
+
+
+def _base_id(tid, props):
+    """'relpath::Class::method' for a test id and its properties; '' without a known base."""
+    base = props.get("ootci.base")
+    return f"{tid.split('::', 1)[0]}::{base}" if base else ""
+
+
+def _recorded(item):
+    """Records the ops of one test phase when asked to; a hookwrapper body."""
+    if not _record_ops or item.nodeid not in _items:
+        yield
+        return
+    with _op_recorder.Recording() as rec:
+        yield
+    if rec.ops is not None:
+        _ops.setdefault(item.nodeid, set()).update(rec.ops)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_setup(item):
+    yield from _recorded(item)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    yield from _recorded(item)
 
 
 def pytest_runtest_logstart(nodeid, location):
@@ -104,9 +152,12 @@ def pytest_runtest_logreport(report):
         _reports.setdefault(report.nodeid, []).append(report)
         if report.when == "call":
             outcome, error_class, message = _classify(_reports[report.nodeid])
-            _emit({"e": "called", **_props(report.nodeid), "outcome": outcome,
-                   "duration": sum(r.duration for r in _reports[report.nodeid]),
-                   "error_class": error_class, "message": _text(message)})
+            event = {"e": "called", **_props(report.nodeid), "outcome": outcome,
+                     "duration": sum(r.duration for r in _reports[report.nodeid]),
+                     "error_class": error_class, "message": _text(message)}
+            if _record_ops:
+                event["ops"] = sorted(_ops.get(report.nodeid, ()))
+            _emit(event)
 
 
 def _classify(reports):
@@ -151,6 +202,9 @@ def pytest_runtest_logfinish(nodeid, location):
         return
     reports = _reports.pop(nodeid, [])
     outcome, error_class, message = _classify(reports)
-    _emit({"e": "result", **_props(nodeid), "outcome": outcome,
-           "duration": sum(r.duration for r in reports),
-           "error_class": error_class, "message": _text(message)})
+    event = {"e": "result", **_props(nodeid), "outcome": outcome,
+             "duration": sum(r.duration for r in reports),
+             "error_class": error_class, "message": _text(message)}
+    if _record_ops:
+        event["ops"] = sorted(_ops.pop(nodeid, ()))
+    _emit(event)

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstring>
@@ -113,6 +114,10 @@ TestResult result_from_event(const nlohmann::json& e) {
   r.mode = field<std::string>(e, "mode", "");
   r.op = field<std::string>(e, "op", "");
   r.dtype = field<std::string>(e, "dtype", "");
+  r.base = field<std::string>(e, "base", "");
+  r.ops = field<std::vector<std::string>>(e, "ops", {});
+  std::sort(r.ops.begin(), r.ops.end());
+  r.ops.erase(std::unique(r.ops.begin(), r.ops.end()), r.ops.end());
   r.error_class = field<std::string>(e, "error_class", "");
   r.message = field<std::string>(e, "message", "");
   r.finished_ms = now_ms();
@@ -137,6 +142,10 @@ PytestOutcome run_pytest(const PytestRequest& req,
   if (req.only) {
     write_ids(req.work_dir + "/only.txt", *req.only);
     spawn.env["OOTCI_RUN_ONLY"] = req.work_dir + "/only.txt";
+  }
+  if (req.only_bases) {
+    write_ids(req.work_dir + "/only_bases.txt", *req.only_bases);
+    spawn.env["OOTCI_RUN_ONLY_BASES"] = req.work_dir + "/only_bases.txt";
   }
   if (!req.skip.empty()) {
     write_ids(req.work_dir + "/skip.txt", {req.skip.begin(), req.skip.end()});

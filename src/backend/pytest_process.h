@@ -19,7 +19,9 @@ struct PytestRequest {
   std::string cwd;
   std::string work_dir;                          // events, id lists and log go here
   std::optional<std::vector<std::string>> only;  // run just these test ids
-  std::set<std::string> skip;                    // never run these (already finished)
+  // Also run (with `only`: the union; alone: just) the variants of these relpath::Class::method.
+  std::optional<std::vector<std::string>> only_bases;
+  std::set<std::string> skip;  // never run these (already finished)
   int stall_timeout_s = 300;
   int test_timeout_s = 900;
 };

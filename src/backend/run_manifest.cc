@@ -2,8 +2,10 @@
 
 #include <fmt/format.h>
 #include <sys/utsname.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -49,6 +51,17 @@ std::string git_revision(const std::string& dir, const std::string& scratch) {
                         scratch);
 }
 
+// A dirty backend checkout also names its uncommitted changes ("<sha>-dirty+<digest>"), so two
+// different edits of the same commit are two revisions (`ootci discover` re-runs on either).
+std::string backend_git_revision(const std::string& dir, const std::string& scratch) {
+  std::string rev = git_revision(dir, scratch);
+  const std::string dirty = "-dirty";
+  if (rev.size() < dirty.size() || rev.compare(rev.size() - dirty.size(), dirty.size(), dirty))
+    return rev;
+  std::string diff = command_output({"git", "-C", dir, "diff", "HEAD", "--binary"}, scratch);
+  return rev + "+" + sha256_hex(diff).substr(0, 16);
+}
+
 // Not a git checkout: a digest of the backend's files, so two manifests still say whether the
 // same backend ran. Hidden folders and the workspace are left out; very large trees are not hashed.
 std::string tree_digest(const std::string& dir, const std::string& workspace) {
@@ -84,11 +97,22 @@ std::string cpu_model() {
 }
 
 std::string backend_revision(const BackendConfig& backend, const std::string& scratch) {
-  std::string rev = git_revision(backend.device_root, scratch);
+  std::string rev = backend_git_revision(backend.device_root, scratch);
   return rev.empty() ? tree_digest(backend.device_root, backend.workspace) : rev;
 }
 
 }  // namespace
+
+std::string backend_revision(const BackendConfig& backend) {
+  static std::atomic<int> counter{0};
+  std::string scratch =
+      (fs::temp_directory_path() / fmt::format("ootci-revision-{}-{}", getpid(), counter++))
+          .string();
+  std::string rev = backend_revision(backend, scratch);
+  std::error_code ec;
+  fs::remove(scratch, ec);
+  return rev;
+}
 
 std::string plan_config_hash(const nlohmann::json& plan) {
   nlohmann::json canonical = nlohmann::json::array();

@@ -33,17 +33,18 @@ Selection load_selection(const std::string& path) {
   if (!in) throw Error(fmt::format("{}: cannot open selection", path));
   nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
   if (j.is_discarded() || !j.is_object())
-    throw Error(
-        fmt::format("{}: a selection is a JSON object with \"files\" and/or \"tests\"", path));
+    throw Error(fmt::format(
+        "{}: a selection is a JSON object with \"files\", \"tests\" and/or \"bases\"", path));
   Selection s;
-  for (const char* key : {"files", "tests"}) {
+  for (const char* key : {"files", "tests", "bases"}) {
     if (!j.contains(key)) continue;
     if (!j[key].is_array())
       throw Error(fmt::format("{}: \"{}\" must be a list of strings", path, key));
     for (const auto& v : j[key]) {
       if (!v.is_string())
         throw Error(fmt::format("{}: \"{}\" must be a list of strings", path, key));
-      (std::string(key) == "files" ? s.files : s.tests).insert(v.get<std::string>());
+      std::string k = key;
+      (k == "files" ? s.files : k == "tests" ? s.tests : s.bases).insert(v.get<std::string>());
     }
   }
   return s;
@@ -55,6 +56,9 @@ struct PlanFile {
   std::string path;                              // absolute
   std::string relpath;                           // test ids start with it
   std::optional<std::vector<std::string>> only;  // from a selection of single tests
+  // From a selection of bases: their variants run too (with `only`, the union). Variants exist
+  // only once pytest collects them, so this applies until the file's test ids are known.
+  std::optional<std::vector<std::string>> bases;
 };
 
 bool is_crash_or_timeout(const TestResult& r) {
@@ -153,7 +157,8 @@ class Runner {
 
   PytestOutcome attempt(const PlanFile& f, std::optional<std::vector<std::string>> only,
                         const std::set<std::string>& skip,
-                        const std::function<void(const TestResult&)>& on_result) {
+                        const std::function<void(const TestResult&)>& on_result,
+                        std::optional<std::vector<std::string>> only_bases = std::nullopt) {
     PytestRequest p;
     p.command = {req_.backend.python, "-m", "pytest",     f.path, "-p",
                  "no:cacheprovider",  "-q", "--color=no", "-p",   "ootci_torch.run_reporter"};
@@ -163,6 +168,7 @@ class Runner {
     p.cwd = run_dir_;
     p.work_dir = fmt::format("{}/work/{}", run_dir_, attempt_counter_++);
     p.only = std::move(only);
+    p.only_bases = std::move(only_bases);
     p.skip = skip;
     p.stall_timeout_s = req_.backend.run.stall_timeout_s;
     p.test_timeout_s = req_.backend.run.test_timeout_s;
@@ -254,7 +260,9 @@ class Runner {
     bool stall_retried = false;
     int passes_without_progress = 0;
     for (;;) {
-      PytestOutcome out = attempt(f, only, st.done, [&](const TestResult& r) { keep(st, r); });
+      PytestOutcome out = attempt(
+          f, only, st.done, [&](const TestResult& r) { keep(st, r); },
+          st.all.empty() ? f.bases : std::nullopt);
       for (const auto& [k, v] : out.started) st.started.emplace(k, v);
       if (out.collected && st.all.empty()) {
         st.all = *out.collected;
@@ -379,13 +387,17 @@ class Runner {
 std::vector<PlanFile> plan_files(const nlohmann::json& plan, const std::optional<Selection>& sel) {
   std::vector<PlanFile> out;
   for (const auto& f : plan["files"]) {
-    PlanFile pf{f["path"].get<std::string>(), f["relpath"].get<std::string>(), std::nullopt};
+    PlanFile pf{f["path"].get<std::string>(), f["relpath"].get<std::string>(), std::nullopt,
+                std::nullopt};
     if (sel && !sel->files.count(pf.relpath)) {
-      std::vector<std::string> tests;
+      std::vector<std::string> tests, bases;
       for (const auto& id : sel->tests)
         if (id.rfind(pf.relpath + "::", 0) == 0) tests.push_back(id);
-      if (tests.empty()) continue;
+      for (const auto& base : sel->bases)
+        if (base.rfind(pf.relpath + "::", 0) == 0) bases.push_back(base);
+      if (tests.empty() && bases.empty()) continue;
       pf.only = tests;
+      if (!bases.empty()) pf.bases = bases;
     }
     out.push_back(std::move(pf));
   }
@@ -422,6 +434,7 @@ void record_files(nlohmann::json& manifest, const std::vector<PlanFile>& files) 
   for (const auto& f : files) {
     nlohmann::json entry = {{"relpath", f.relpath}};
     if (f.only) entry["tests"] = *f.only;
+    if (f.bases) entry["bases"] = *f.bases;
     list.push_back(entry);
   }
   manifest["files"] = list;
@@ -437,6 +450,7 @@ std::vector<PlanFile> files_of_manifest(const nlohmann::json& plan,
     auto it = wanted.find(f.relpath);
     if (it == wanted.end()) continue;
     if (it->second.contains("tests")) f.only = it->second["tests"].get<std::vector<std::string>>();
+    if (it->second.contains("bases")) f.bases = it->second["bases"].get<std::vector<std::string>>();
     out.push_back(std::move(f));
   }
   return out;
@@ -454,7 +468,11 @@ std::string run_verdict(EvidenceStore& store, const RunInfo& info,
 
 RunReport run_plan(const RunRequest& req) {
   const BackendConfig& backend = req.backend;
-  PlanResult resolved = resolve_plan(backend);
+  PlanResult resolved;
+  if (req.plan_override)
+    resolved.plan = *req.plan_override;
+  else
+    resolved = resolve_plan(backend);
   if (!resolved.ok()) {
     std::string all;
     for (const auto& e : resolved.errors) all += e + "\n";
@@ -519,6 +537,10 @@ RunReport run_plan(const RunRequest& req) {
   order_longest_first(files, store->file_durations());
 
   auto env = plan_environment(backend, plan_path, ootci_python_dir(), process_env("PYTHONPATH"));
+  if (req.record_ops) {
+    env["OOTCI_RECORD_OPS"] = "1";
+    env["OOTCI_DEVICE_TYPE"] = backend.device_type;
+  }
   int workers = req.workers > 0 ? req.workers : backend.run.workers;
   Progress progress(req.tty, store->test_durations(), workers);
   for (const auto& f : files) progress.expect_from_history(f.relpath);

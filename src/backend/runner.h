@@ -2,6 +2,7 @@
 // `ootci run`: runs a resolved plan's upstream test files on the device, isolates crashes and
 // hangs, reruns failures, and records every result in the evidence store as it finishes.
 #include <atomic>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
@@ -12,10 +13,12 @@
 
 namespace ootci {
 
-// What to run: whole files and single tests (ids), from `--select FILE` (docs/run.md).
+// What to run: whole files, single tests (ids), and every variant of a config name ("bases",
+// relpath::Class::method, e.g. from `ootci select delta`), from `--select FILE` (docs/run.md).
 struct Selection {
   std::set<std::string> files;  // relpaths
   std::set<std::string> tests;  // test ids
+  std::set<std::string> bases;  // relpath::Class::method (or relpath::method)
 };
 Selection load_selection(const std::string& path);
 
@@ -28,6 +31,10 @@ struct RunRequest {
   std::string resume_run;     // continue this run instead of starting one
   std::string run_id;         // the new run's id (default: new_run_id), e.g. chosen by the agent
   bool tty = false;           // a live progress line instead of periodic plain lines
+  // Run this resolved plan (docs/plan.md, JSON v1) instead of resolving the backend's
+  // test_configs, e.g. `ootci discover`'s; the config hash comes from its content.
+  std::optional<nlohmann::json> plan_override;
+  bool record_ops = false;  // record each test's device ops (OOTCI_RECORD_OPS=1)
 };
 
 struct RunReport {

@@ -1,8 +1,100 @@
-// Placeholder until the command lands.
+// `ootci discover`: run upstream test files on the device with every variant mandatory and the op
+// recorder on, keeping each variant's raw outcome and device ops as evidence (docs/select.md).
+#include <fmt/format.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <iostream>
+
+#include "backend/evidence_path.h"
+#include "backend/runner.h"
+#include "base/time.h"
 #include "cli/commands.h"
+#include "select/discover.h"
 
 namespace ootci {
+namespace {
 
-void add_discover_commands(CLI::App&) {}
+struct DiscoverArgs {
+  std::string config;
+  std::vector<std::string> files;
+  bool force = false;
+  int workers = 0;
+  std::string evidence;
+};
+
+void on_stop_signal(int) {
+  g_run_stop = true;
+}
+
+std::string outcome_counts(const DiscoverySummary& s) {
+  std::string out;
+  for (const char* outcome : {"passed", "failed", "error", "skipped", "xfailed", "xpassed"}) {
+    auto it = s.outcomes.find(outcome);
+    int n = it == s.outcomes.end() ? 0 : it->second;
+    if (n == 0 && std::string(outcome) == "xpassed") continue;  // only under xfail marks
+    out += fmt::format("{}{} {}", out.empty() ? "" : ", ", n, outcome);
+  }
+  return out;
+}
+
+void discover_command(const DiscoverArgs& a) {
+  DiscoverRequest req;
+  req.backend = load_backend_or_exit(a.config);
+  req.evidence_path = a.evidence.empty() ? evidence_path(req.backend) : a.evidence;
+  req.file_globs = a.files;
+  req.force = a.force;
+  req.workers = a.workers;
+  req.tty = isatty(STDERR_FILENO);
+
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+
+  DiscoverReport report = discover(req);
+  std::cout << fmt::format("backend revision: {}\n", report.backend_rev);
+  for (const auto& f : report.up_to_date)
+    std::cout << fmt::format("up to date: {} (run {}, {})\n", f.relpath, f.run_id,
+                             iso8601_utc(f.discovered_ms));
+  if (!report.run) {
+    std::cout << fmt::format(
+        "discover: nothing to run ({} files up to date; --force runs them again)\n",
+        report.up_to_date.size());
+    return;
+  }
+  for (const auto& s : report.files) {
+    std::cout << fmt::format("{}: {} variants ({}); {} distinct device ops\n", s.relpath,
+                             s.variants, outcome_counts(s), s.distinct_ops);
+    for (const auto& e : s.file_errors) std::cout << fmt::format("  file error: {}\n", e);
+  }
+  std::cout << fmt::format("evidence: {}\n", req.evidence_path);
+  if (report.run->status == "interrupted") {
+    std::cout << fmt::format("discover: run {} interrupted; its files stay undiscovered\n",
+                             report.run->run_id);
+    throw ExitStatus{130};
+  }
+  std::cout << fmt::format("discover: run {}\n", report.run->run_id);
+}
+
+}  // namespace
+
+void add_discover_commands(CLI::App& app) {
+  static DiscoverArgs args;
+  auto* cmd = app.add_subcommand(
+      "discover",
+      "Run test files on the device with every variant mandatory and record each variant's "
+      "outcome and device ops (execution evidence)");
+  cmd->add_option("--config", args.config, "ootci.yaml")->required();
+  cmd->add_option(
+      "--files", args.files,
+      "test files or globs relative to upstream.torch_root (default: the plan's files)");
+  cmd->add_flag("--force", args.force,
+                "run files already discovered for this content and revision");
+  cmd->add_option("--workers", args.workers, "test files in parallel (default: run.workers)")
+      ->check(CLI::Range(1, 256));
+  cmd->add_option("--evidence", args.evidence, "evidence database (default: workspace)");
+  cmd->callback([] { discover_command(args); });
+}
 
 }  // namespace ootci

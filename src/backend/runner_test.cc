@@ -1,0 +1,42 @@
+#include "backend/runner.h"
+
+#include <gtest/gtest.h>
+
+#include "base/error.h"
+#include "testing/test_env.h"
+
+namespace ootci {
+namespace {
+
+std::string selection_file(const std::string& json) {
+  std::string path = make_temp_dir() + "/selection.json";
+  write_file(path, json);
+  return path;
+}
+
+TEST(LoadSelection, ReadsFilesTestsAndBases) {
+  Selection s = load_selection(selection_file(R"({
+    "files": ["test/test_a.py"],
+    "tests": ["test/test_b.py::TestBPRIVATEUSEONE::test_x_privateuseone"],
+    "bases": ["test/test_c.py::TestC::test_y", "test/test_c.py::test_plain"],
+    "reasons": {"test/test_c.py::TestC::test_y": "new test"}})"));
+  EXPECT_EQ(s.files, std::set<std::string>{"test/test_a.py"});
+  EXPECT_EQ(s.tests,
+            std::set<std::string>{"test/test_b.py::TestBPRIVATEUSEONE::test_x_privateuseone"});
+  EXPECT_EQ(s.bases,
+            (std::set<std::string>{"test/test_c.py::TestC::test_y", "test/test_c.py::test_plain"}));
+}
+
+TEST(LoadSelection, BasesMustBeAListOfStrings) {
+  try {
+    load_selection(selection_file(R"({"bases": ["a::B::c", 3]})"));
+    FAIL() << "a number among bases must be an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("\"bases\" must be a list of strings"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(load_selection(selection_file(R"({"bases": "a::B::c"})")), Error);
+}
+
+}  // namespace
+}  // namespace ootci

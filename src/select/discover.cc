@@ -1,0 +1,185 @@
+#include "select/discover.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "backend/path_glob.h"
+#include "backend/plan_json.h"
+#include "backend/plan_resolve.h"
+#include "backend/run_manifest.h"
+#include "base/error.h"
+#include "base/time.h"
+#include "net/crypto.h"
+
+namespace fs = std::filesystem;
+
+namespace ootci {
+namespace {
+
+std::string file_sha256(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(fmt::format("{}: cannot read file", path));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return sha256_hex(ss.str());
+}
+
+std::string first_line(const std::string& text) {
+  return text.substr(0, text.find('\n'));
+}
+
+}  // namespace
+
+std::vector<DiscoveryCandidate> discovery_candidates(const BackendConfig& backend,
+                                                     const std::vector<std::string>& globs) {
+  std::map<std::string, DiscoveryCandidate> by_path;
+  if (globs.empty()) {
+    PlanResult resolved = resolve_plan(backend);
+    if (!resolved.ok()) {
+      std::string all;
+      for (const auto& e : resolved.errors) all += e + "\n";
+      throw Error(all + "the plan has errors; give --files or fix the configs");
+    }
+    for (const auto& f : resolved.plan["files"]) {
+      std::string path = f["path"];
+      by_path[path] = {path, f["relpath"], f["sha256"]};
+    }
+  }
+  for (const auto& glob : globs) {
+    std::string pattern = fs::path(glob).is_absolute() ? glob : backend.torch_root + "/" + glob;
+    size_t matched = 0;
+    for (const auto& p : expand_glob(pattern)) {
+      std::error_code ec;
+      if (!fs::is_regular_file(p, ec)) continue;
+      fs::path canonical = fs::canonical(p, ec);
+      std::string path = ec ? p : canonical.string();
+      ++matched;
+      if (by_path.count(path)) continue;
+      by_path[path] = {path, plan_relpath(path, backend.torch_root, backend.device_root),
+                       file_sha256(path)};
+    }
+    if (matched == 0) throw Error(fmt::format("--files {}: no file matches {}", glob, pattern));
+  }
+  std::vector<DiscoveryCandidate> out;
+  for (auto& [path, c] : by_path) out.push_back(std::move(c));
+  return out;
+}
+
+StaleSplit split_stale(EvidenceStore& store, const std::vector<DiscoveryCandidate>& candidates,
+                       const std::string& backend_rev, bool force) {
+  StaleSplit split;
+  for (const auto& c : candidates) {
+    std::optional<DiscoveredFile> known =
+        force ? std::nullopt : store.discovered(c.relpath, c.sha256, backend_rev);
+    if (known)
+      split.up_to_date.push_back(*known);
+    else
+      split.to_run.push_back(c);
+  }
+  return split;
+}
+
+nlohmann::json discovery_plan(const BackendConfig& backend,
+                              const std::vector<DiscoveryCandidate>& files) {
+  std::vector<DiscoveryCandidate> sorted = files;
+  std::sort(sorted.begin(), sorted.end(),
+            [](const auto& a, const auto& b) { return a.path < b.path; });
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& f : sorted) {
+    list.push_back({
+        {"path", f.path},
+        {"relpath", f.relpath},
+        {"sha256", f.sha256},
+        {"declared_as", {f.path}},
+        {"configs", nlohmann::json::array()},
+        {"labels", nlohmann::json::array()},
+        {"unlisted_test_mode", "mandatory_success"},
+        {"supported_dtypes", nullptr},
+        {"supported_ops", nullptr},
+        {"rules", nlohmann::json::array()},
+        {"extra", nlohmann::json::object()},
+    });
+  }
+  return {
+      {"schema", kPlanSchema},
+      {"version", kPlanVersion},
+      {"backend",
+       {{"name", backend.name},
+        {"device_type", backend.device_type},
+        {"python", backend.python},
+        {"modules", backend.modules},
+        {"pythonpath", backend.pythonpath},
+        {"env", backend.env}}},
+      {"upstream", {{"torch_root", backend.torch_root}, {"device_root", backend.device_root}}},
+      {"configs", nlohmann::json::array()},
+      {"files", list},
+  };
+}
+
+std::vector<DiscoverySummary> summarize_discovery(
+    const std::vector<DiscoveryCandidate>& files, const std::vector<TestResult>& results,
+    const std::map<std::string, std::vector<std::string>>& ops_by_test) {
+  std::map<std::string, DiscoverySummary> by_file;
+  std::map<std::string, std::set<std::string>> ops_by_file;
+  for (const auto& f : files) by_file[f.relpath].relpath = f.relpath;
+  for (const auto& r : results) {
+    auto it = by_file.find(r.file);
+    if (it == by_file.end()) continue;
+    if (r.name.empty()) {
+      it->second.file_errors.push_back(fmt::format("{}: {}", r.error_class, first_line(r.message)));
+      continue;
+    }
+    ++it->second.variants;
+    ++it->second.outcomes[r.outcome];
+    auto ops = ops_by_test.find(r.test_id);
+    if (ops != ops_by_test.end())
+      ops_by_file[r.file].insert(ops->second.begin(), ops->second.end());
+  }
+  std::vector<DiscoverySummary> out;
+  for (auto& [relpath, s] : by_file) {
+    s.distinct_ops = ops_by_file[relpath].size();
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+DiscoverReport discover(const DiscoverRequest& req) {
+  DiscoverReport report;
+  std::vector<DiscoveryCandidate> candidates = discovery_candidates(req.backend, req.file_globs);
+  if (candidates.empty()) throw Error("discover: no test files (the plan lists none; use --files)");
+  report.backend_rev = backend_revision(req.backend);
+  StaleSplit split;
+  {
+    auto store = EvidenceStore::open(req.evidence_path);
+    split = split_stale(*store, candidates, report.backend_rev, req.force);
+  }
+  report.up_to_date = split.up_to_date;
+  if (split.to_run.empty()) return report;
+
+  RunRequest run;
+  run.backend = req.backend;
+  run.evidence_path = req.evidence_path;
+  run.workers = req.workers;
+  run.tty = req.tty;
+  run.plan_override = discovery_plan(req.backend, split.to_run);
+  run.record_ops = true;
+  report.run = run_plan(run);
+
+  auto store = EvidenceStore::open(req.evidence_path);
+  report.files =
+      summarize_discovery(split.to_run, report.run->results, store->ops_of_run(report.run->run_id));
+  // An interrupted run has not seen every test; its files stay undiscovered.
+  if (report.run->status == "finished") {
+    int64_t now = now_ms();
+    for (const auto& f : split.to_run)
+      store->mark_discovered({f.relpath, f.sha256, report.backend_rev, report.run->run_id, now});
+  }
+  return report;
+}
+
+}  // namespace ootci

@@ -1,0 +1,216 @@
+"""Acceptance tests of execution evidence (issue 8): the op recorder, `ootci discover` on real
+upstream files with the reference backend, and `ootci select delta` on two upstream trees."""
+import json
+import os
+import re
+import sqlite3
+import subprocess
+import textwrap
+
+import pytest
+
+from conftest import BACKEND_DIR, OOTCI, SOURCE_DIR, torch_root
+
+VIEW_OPS = "test/test_view_ops.py"
+FIXTURE = SOURCE_DIR / "tests" / "backend" / "fixtures" / "test_runner_fixture.py"
+SWITCHED_OFF = "add"  # the reference backend's fallback raises NotImplementedError for it
+
+
+class Discovery:
+    def __init__(self, ws, proc):
+        self.ws = ws
+        self.returncode = proc.returncode
+        self.output = proc.stdout + proc.stderr
+        self.stdout = proc.stdout
+        last = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else ""
+        m = re.fullmatch(r"discover: run (\S+)", last)
+        self.run_id = m.group(1) if m else None
+
+    def results(self):
+        """{"Class::name": (outcome, error_class, message, mode, base, ops)} of this run."""
+        db = sqlite3.connect(self.ws.path / ".ootci" / "evidence.db")
+        ops = dict(db.execute("SELECT test_id, ops FROM test_ops WHERE run_id = ?", (self.run_id,)))
+        rows = db.execute("SELECT test_id, outcome, error_class, message, mode, base FROM results "
+                          "WHERE run_id = ?", (self.run_id,)).fetchall()
+        return {"::".join(r[0].split("::")[1:]) or r[0]:
+                r[1:] + (set((ops.get(r[0]) or "").split()),) for r in rows}
+
+
+def discover(ws, *args, timeout=900):
+    proc = subprocess.run([str(OOTCI), "discover", "--config", "ootci.yaml", *args],
+                          capture_output=True, text=True, cwd=ws.path, timeout=timeout)
+    return Discovery(ws, proc)
+
+
+def runs_in(ws):
+    db = sqlite3.connect(ws.path / ".ootci" / "evidence.db")
+    return [r[0] for r in db.execute("SELECT id FROM runs ORDER BY started_ms")]
+
+
+def discoveries(ws):
+    """The newest discovery of each file: {relpath: (file_hash, backend_rev, run_id)}."""
+    db = sqlite3.connect(ws.path / ".ootci" / "evidence.db")
+    return {r[0]: r[1:] for r in db.execute(
+        "SELECT relpath, file_hash, backend_rev, run_id FROM discovered_files "
+        "ORDER BY discovered_ms, run_id")}
+
+
+def git(repo, *args):
+    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True)
+
+
+@pytest.fixture
+def backend_repo(tmp_path):
+    """The backend's device_root as a git checkout, so its revision is a commit."""
+    repo = tmp_path / "backend-src"
+    repo.mkdir()
+    (repo / "kernels.cpp").write_text("// add: not implemented yet\n")
+    git(repo, "init", "-q")
+    git(repo, "add", "kernels.cpp")
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "kernels")
+    return repo
+
+
+def with_device_root(ws, repo):
+    text = (ws.path / "ootci.yaml").read_text()
+    (ws.path / "ootci.yaml").write_text(text.replace("upstream:\n", f"upstream:\n  device_root: {repo}\n"))
+
+
+def test_discover_keeps_raw_outcomes_bases_and_device_ops_and_reruns_only_what_changed(
+        ws, backend_repo):
+    ws.ootci_yaml(env={"OOTCI_REF_DISABLED_OPS": SWITCHED_OFF}, run={"reruns": 0})
+    with_device_root(ws, backend_repo)
+    # The backend's own plan runs one fixture test and skips the rest; discovery runs them all.
+    ws.config("test_suite_config:\n  files:\n"
+              f"    - path: {FIXTURE}\n"
+              "      unlisted_test_mode: skip\n"
+              "      tests:\n"
+              "        - names: [TestRunnerFixture::test_pass_a]\n")
+
+    first = discover(ws, "--files", "test/test_view_o*s.py")
+    assert first.returncode == 0, first.output[-3000:]
+    assert first.run_id, first.output[-3000:]
+    results = first.results()
+    assert len(results) > 200  # every variant of the file, whatever the backend's configs say
+    assert {r[3] for r in results.values()} == {"mandatory_success"}
+    summary = re.search(r"^test/test_view_ops\.py: (\d+) variants \((\d+) passed, (\d+) failed, "
+                        r"(\d+) error, (\d+) skipped, (\d+) xfailed\); (\d+) distinct device ops$",
+                        first.stdout, re.M)
+    assert summary, first.stdout
+    assert int(summary.group(1)) == len(results)
+    assert int(summary.group(2)) == sum(r[0] == "passed" for r in results.values())
+    assert int(summary.group(3)) == sum(r[0] == "failed" for r in results.values())
+    assert int(summary.group(7)) == len(set().union(*(r[5] for r in results.values())))
+
+    # Every variant names the config entry it comes from: generic class and template method.
+    for test, r in results.items():
+        cls, name = test.split("::")
+        base_cls, method = r[4].split("::")
+        assert cls == base_cls + "PRIVATEUSEONE" and name.startswith(method + "_"), (test, r[4])
+    assert results["TestOldViewOpsPRIVATEUSEONE::test_view_empty_privateuseone"][4] == \
+        "TestOldViewOps::test_view_empty"
+    assert results["TestOldViewOpsPRIVATEUSEONE::test_broadcast_to_privateuseone_float32"][4] == \
+        "TestOldViewOps::test_broadcast_to"
+
+    # A passing variant records the device ops it called.
+    view_empty = results["TestOldViewOpsPRIVATEUSEONE::test_view_empty_privateuseone"]
+    assert view_empty[0] == "passed"
+    assert {"aten::view", "aten::randn"} <= view_empty[5]
+
+    # Variants that reach the switched-off op fail naming it, and have it among their ops.
+    switched_off = {t: r for t, r in results.items()
+                    if "switched off by OOTCI_REF_DISABLED_OPS" in r[2]}
+    assert len(switched_off) >= 10
+    assert "TestOldViewOpsPRIVATEUSEONE::test_broadcast_to_privateuseone_float32" in switched_off
+    for test, r in switched_off.items():
+        assert (r[0], r[1]) == ("failed", "NotImplementedError"), (test, r[:2])
+        assert f"'aten::{SWITCHED_OFF}'" in r[2], (test, r[2])
+        assert any(op.split(".")[0] == f"aten::{SWITCHED_OFF}" for op in r[5]), (test, r[5])
+    # The integer variants of the same test never add on the device: they pass.
+    assert results["TestOldViewOpsPRIVATEUSEONE::test_broadcast_to_privateuseone_int64"][0] == "passed"
+
+    rev = discoveries(ws)[VIEW_OPS][1]
+    assert re.fullmatch(r"[0-9a-f]{40}", rev), rev  # the clean commit of device_root
+    assert discoveries(ws)[VIEW_OPS][2] == first.run_id
+
+    # Nothing changed: the file is up to date and nothing runs (another spelling of the same file).
+    runs = runs_in(ws)
+    again = discover(ws, "--files", VIEW_OPS)
+    assert again.returncode == 0, again.output[-3000:]
+    assert runs_in(ws) == runs
+    assert f"up to date: {VIEW_OPS} (run {first.run_id}," in again.stdout
+    assert again.stdout.strip().endswith("(1 files up to date; --force runs them again)")
+
+    # Without --files: the plan's files (the fixture), every variant mandatory.
+    plan_files = discover(ws)
+    assert plan_files.returncode == 0, plan_files.output[-3000:]
+    fixture = plan_files.results()
+    assert {t.split("::")[0] for t in fixture} == {
+        "TestRunnerFixturePRIVATEUSEONE", "TestSlowFixturePRIVATEUSEONE",
+        "TestTeardownFixturePRIVATEUSEONE"}
+    assert fixture["TestRunnerFixturePRIVATEUSEONE::test_pass_b_privateuseone"][0] == "passed"
+    assert fixture["TestRunnerFixturePRIVATEUSEONE::test_fails_privateuseone"][0] == "failed"
+    assert str(FIXTURE) in discoveries(ws)
+    assert discover(ws).run_id is None  # up to date
+
+    # --force runs it again; a new backend revision (an edited kernel) too.
+    forced = discover(ws, "--force")
+    assert forced.run_id and forced.run_id != plan_files.run_id, forced.output[-2000:]
+    (backend_repo / "kernels.cpp").write_text("// add: implemented\n")
+    edited = discover(ws)
+    assert edited.run_id and edited.run_id not in (plan_files.run_id, forced.run_id), \
+        edited.output[-2000:]
+    new_rev = discoveries(ws)[str(FIXTURE)][1]
+    assert new_rev.startswith(rev + "-dirty+"), new_rev
+    # The view ops discovery is still the one from the old revision: it was not asked for.
+    assert discoveries(ws)[VIEW_OPS][1:] == (rev, first.run_id)
+
+
+def test_discover_refuses_a_glob_matching_nothing(ws):
+    ws.config("test_suite_config:\n  files:\n"
+              f"    - path: {FIXTURE}\n")
+    bad = discover(ws, "--files", "test/test_no_such_*.py")
+    assert bad.returncode == 1
+    assert "--files test/test_no_such_*.py: no file matches" in bad.output
+
+
+RECORDER_PROBE = textwrap.dedent("""
+    import json, os, sys
+    import torch, ootci_reference_backend
+    from ootci_torch import op_recorder
+    device = os.environ["OOTCI_DEVICE_TYPE"]
+    out = {}
+    with op_recorder.Recording() as rec:
+        cpu = torch.arange(6.0).reshape(2, 3)
+        cpu_only = torch.cumsum(cpu, 0)                # never touches the device
+        on_device = torch.ones(2, 3, device=device)    # a factory: only device= names the device
+        moved = cpu.to(device)                         # CPU input, device result
+        both = on_device.mul(moved)
+        try:
+            both.add(1)                                # switched off: raises, still recorded
+        except NotImplementedError:
+            out["raised"] = True
+    out["ops"] = rec.ops
+    if sys.argv[1] == "broken":
+        op_recorder.op_name = lambda func: 1 / 0       # the recorder fails inside the mode
+        with op_recorder.Recording() as rec:
+            value = torch.ones(2, device=device).mul(3).sum().item()
+        out["broken"] = [rec.ops, value]
+    print(json.dumps(out))
+""")
+
+
+def test_recorder_records_only_device_ops_and_never_fails_a_test(ws):
+    env = {**os.environ, "OOTCI_DEVICE_TYPE": "privateuseone", "OOTCI_REF_DISABLED_OPS": "add",
+           "PYTHONPATH": f"{SOURCE_DIR / 'python'}:{BACKEND_DIR}"}
+    proc = subprocess.run(["/usr/bin/python3", "-c", RECORDER_PROBE, "broken"], capture_output=True,
+                          text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["raised"]
+    ops = set(out["ops"])
+    assert {"aten::ones", "aten::_to_copy", "aten::mul.Tensor", "aten::add.Tensor"} <= ops
+    assert not ops & {"aten::cumsum", "aten::arange.start", "aten::arange.start_out"}, ops
+    assert out["ops"] == sorted(out["ops"])
+    # A recorder that fails records nothing, and the computation is unchanged.
+    assert out["broken"] == [None, 6.0]
