@@ -97,6 +97,10 @@ class BackendReader {
       read_report(*report, c.report);
       report->finish();
     }
+    if (auto select = root.map("select")) {
+      read_select(*select, c.select);
+      select->finish();
+    }
     root.finish();
 
     BackendConfigResult r;
@@ -237,6 +241,19 @@ class BackendReader {
     if (auto v = m.str_list("token_command")) r.token_command = *v;
     if (auto v = m.str("workflow_name")) r.workflow_name = *v;
     if (auto v = m.str("artifact_url")) r.artifact_url = *v;
+  }
+
+  // select: the external agent `ootci select propose` may consult.
+  static void read_select(YamlMap& m, SelectSettings& s) {
+    if (auto v = m.str_list("agent_command")) {
+      if (v->empty())
+        m.fail(m.raw("agent_command"), m.child_path("agent_command"),
+               "expected a non-empty list (the command and its arguments)");
+      else
+        s.agent_command = *v;
+    }
+    s.agent_timeout_s =
+        static_cast<int>(m.integer("agent_timeout_s", 1, 86400).value_or(s.agent_timeout_s));
   }
 
   // ${VAR} from the environment; an unset variable is an error at the value's position.

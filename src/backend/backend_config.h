@@ -23,7 +23,7 @@ struct GatePolicy {
   // pull_request actions that build. `closed` is special: it builds only when the PR landed
   // (closed and (merged or merged_label)), because PyTorch's merge bot closes with merged=false.
   std::vector<std::string> pr_actions = {"opened", "synchronize", "reopened", "closed"};
-  bool require_merged = false;        // only landed PRs build (Torch Spyre's policy)
+  bool require_merged = false;  // only landed PRs build (Torch Spyre's policy)
   std::string merged_label = "Merged";
   std::vector<std::string> base_branches = {"main"};  // globs on pull_request.base.ref
   // A version pin such as "torch~=2.14.0": its MAJOR.MINOR adds release/MAJOR.MINOR to the bases.
@@ -47,12 +47,20 @@ struct ReportSettings {
   // ootci: the relay's callbacks are idempotent, so transient failures are retried; crcr:
   // PyTorch's relay answers a repeated callback with 400, so nothing is retried.
   std::string relay = "crcr";
-  int max_attempts = 5;     // when retrying
-  int timeout_s = 10;       // per attempt, as CRCR's action's curl --max-time
-  std::string token_file;   // an OIDC token to send, outside GitHub Actions
+  int max_attempts = 5;                    // when retrying
+  int timeout_s = 10;                      // per attempt, as CRCR's action's curl --max-time
+  std::string token_file;                  // an OIDC token to send, outside GitHub Actions
   std::vector<std::string> token_command;  // argv printing an OIDC token ({audience} expands)
   std::string workflow_name = "ootci";     // workflow.name outside GitHub Actions
   std::string artifact_url;
+};
+
+// How `ootci select propose` consults an external agent (the `select:` section; docs/select.md).
+struct SelectSettings {
+  // argv of a command that reads one file's evidence bundle (JSON) on stdin and prints bucket
+  // proposals (JSON) on stdout; empty: no agent, the deterministic buckets stand.
+  std::vector<std::string> agent_command;
+  int agent_timeout_s = 300;  // per upstream file
 };
 
 struct BackendConfig {
@@ -73,6 +81,7 @@ struct BackendConfig {
   RunSettings run;
   GatePolicy gate;
   ReportSettings report;
+  SelectSettings select;
 };
 
 struct BackendConfigResult {

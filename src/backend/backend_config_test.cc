@@ -273,6 +273,44 @@ gate: [pull_request]
             }));
 }
 
+TEST(BackendConfig, SelectSection) {
+  std::string path = write_config(R"(backend: {name: ref, device_type: privateuseone}
+test_configs: [c.yaml]
+select:
+  agent_command: [python3, agent.py, --strict]
+  agent_timeout_s: 60
+)");
+  BackendConfigResult r = load_backend_config(path, fake_env({{"TORCH_ROOT", "/t"}}));
+  ASSERT_TRUE(r.config) << r.errors[0];
+  EXPECT_EQ(r.config->select.agent_command, (Lines{"python3", "agent.py", "--strict"}));
+  EXPECT_EQ(r.config->select.agent_timeout_s, 60);
+
+  path = write_config("backend: {name: ref, device_type: privateuseone}\ntest_configs: [c.yaml]\n");
+  r = load_backend_config(path, fake_env({{"TORCH_ROOT", "/t"}}));
+  ASSERT_TRUE(r.config) << r.errors[0];
+  EXPECT_TRUE(r.config->select.agent_command.empty());
+  EXPECT_EQ(r.config->select.agent_timeout_s, 300);
+}
+
+TEST(BackendConfig, SelectErrorsNamePositionAndPath) {
+  std::string path = write_config(R"(backend: {name: ref, device_type: privateuseone}
+test_configs: [c.yaml]
+select:
+  agent_command: []
+  agent_timeout_s: 0
+  agent: claude
+)");
+  BackendConfigResult r = load_backend_config(path, fake_env({{"TORCH_ROOT", "/t"}}));
+  EXPECT_FALSE(r.config);
+  EXPECT_EQ(r.errors,
+            (Lines{
+                path + ":4:18: select.agent_command: expected a non-empty list (the command and "
+                       "its arguments)",
+                path + ":5:20: select.agent_timeout_s: must be between 1 and 86400",
+                path + ":6:3: select.agent: unknown key",
+            }));
+}
+
 TEST(BackendConfig, UnreadableFile) {
   BackendConfigResult r = load_backend_config("/nonexistent/ootci.yaml", fake_env({}));
   EXPECT_EQ(r.errors, Lines{"/nonexistent/ootci.yaml: cannot open file"});

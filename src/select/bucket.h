@@ -1,0 +1,88 @@
+#pragma once
+// Buckets from execution evidence (docs/select.md, "Buckets"): every variant of an upstream test
+// gets mandatory_success, xfail, xfail_strict or skip with a reason, and each config name
+// ("Class::method") gets the config entries that reproduce those buckets when the config runs.
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "backend/suite_config.h"
+#include "select/decisions.h"
+#include "select/variant_evidence.h"
+
+namespace ootci {
+
+// What the device can do, as far as selection knows.
+struct Capabilities {
+  std::set<std::string> supported_ops;  // aten ops with a device kernel (code evidence)
+  bool has_fallback = false;            // a boxed fallback serves every other op
+  // global.supported_dtypes / supported_ops of the existing configs (nullopt: not declared, no
+  // filter). Variants outside them are never created, so their buckets do not matter.
+  std::optional<std::set<std::string>> supported_dtypes;
+  std::optional<std::set<std::string>> declared_ops;  // OpInfo names
+};
+
+// Why a variant is in its bucket.
+enum class Cause {
+  passed,          // passed in every run that ran it (or in the newest, after failing before)
+  regressed,       // passed in the older runs, failed in the newest: kept mandatory
+  never_ran,       // upstream skipped it every time, or no run ran it
+  not_admitted,    // outside global.supported_dtypes / supported_ops: never created
+  crash,           // killed the test process (SIG*)
+  hang,            // timed out
+  flaky,           // passed and failed across runs, or passed only on a rerun
+  missing_op,      // an error names an aten op the device does not implement
+  missing_dtype,   // an error names a dtype the device does not support
+  dtype_specific,  // fails only for this dtype; other dtypes of the same test pass
+  supported_ops,   // fails although every op it called has a device kernel: xfail_strict
+  failure,         // fails every time, for no reason selection can name
+  agent,           // an external agent's proposal, checked against the evidence
+};
+
+struct Bucket {
+  TestMode mode = TestMode::mandatory_success;
+  Cause cause = Cause::passed;
+  std::string label;     // the reason's first word: the mode's name, "flaky" or "agent"
+  std::string text;      // "aten::transpose.int is not implemented on the device"
+  std::string evidence;  // the error it quotes, "NotImplementedError: ...", or ""
+  std::string op;        // for missing_op: the aten op
+  std::string dtype;     // for missing_dtype and dtype_specific
+  // "<label>: <text> (<evidence>)", or the kept text verbatim.
+  std::string reason() const;
+  // Ran on the device in no run: it takes its test's bucket instead of getting its own.
+  bool neutral() const { return cause == Cause::never_ran || cause == Cause::not_admitted; }
+};
+
+// How each recorded result counts.
+enum class Seen { pass, rerun_pass, fail, crash, hang, skipped, upstream_xfail };
+Seen classify(const TestResult& result);
+
+// Buckets for every variant of `base`, in its order. Rules over its results, newest first (first
+// match wins, docs/select.md): never ran / not admitted: skip, and it follows its test; passed
+// in the older runs (the discovery's alone does not count) and failed (or crashed) in the
+// newest: mandatory_success, a regression candidate; any crash: skip; any timeout: skip; passed
+// every time: mandatory_success; passed in the newest `fixed_after` or more runs after failing
+// before: mandatory_success (fixed); passed and failed otherwise, or passed only on a rerun: xfail
+// (flaky); failed every time: xfail naming the missing op or dtype, xfail_strict when every
+// recorded op has a device kernel, xfail naming the dtype when only that dtype fails, else xfail.
+std::vector<Bucket> bucket_variants(const BaseEvidence& base, const Capabilities& caps,
+                                    size_t fixed_after = 2);
+
+// The names that reproduce `buckets` (one per variant of `base`), faithful to the schema: the
+// base gets the bucket most of its variants share; a dtype (then an op) whose every variant is
+// skip becomes edits.<dtypes|ops>.exclude on it; every other variant whose bucket differs gets
+// a name of its own (the variant's exact name, a full-match regex). Variant names are written
+// after every base name, so they win ("the last rule wins").
+std::vector<NameDecision> represent_base(const BaseEvidence& base,
+                                         const std::vector<Bucket>& buckets);
+
+// "ComplexFloat" -> "complex64" (c10 ScalarType names in error messages), or "".
+std::string dtype_of_scalar_type(const std::string& scalar_type);
+// Every "aten::name[.overload]" in `text`, in order of appearance, without repeats.
+std::vector<std::string> aten_ops_in(const std::string& text);
+// "ErrorClass: first line of message", shortened, without repeating the class.
+std::string quote_error(const std::string& error_class, const std::string& message);
+
+}  // namespace ootci

@@ -1,0 +1,397 @@
+#include "select/config_writer.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
+
+#include "base/error.h"
+
+namespace ootci {
+
+namespace {
+
+constexpr const char* kMarker = "# ootci:";
+constexpr const char* kDefaultItemIndent = "        ";
+
+std::vector<std::string> text_lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    out.push_back(line);
+  }
+  return out;
+}
+
+size_t indent_of(const std::string& line) {
+  size_t n = line.find_first_not_of(' ');
+  return n == std::string::npos ? line.size() : n;
+}
+
+bool is_blank(const std::string& line) {
+  return line.find_first_not_of(" \t") == std::string::npos;
+}
+
+bool is_comment(const std::string& line) {
+  size_t n = line.find_first_not_of(" \t");
+  return n != std::string::npos && line[n] == '#';
+}
+
+// The reason of a `# ootci: <reason>` line, or nullopt for any other line.
+std::optional<std::string> marker_reason(const std::string& line) {
+  size_t n = line.find_first_not_of(" \t");
+  if (n == std::string::npos || line.compare(n, std::strlen(kMarker), kMarker) != 0)
+    return std::nullopt;
+  std::string reason = line.substr(n + std::strlen(kMarker));
+  size_t start = reason.find_first_not_of(' ');
+  return start == std::string::npos ? "" : reason.substr(start);
+}
+
+bool is_item(const std::string& line, size_t indent) {
+  return indent_of(line) == indent && line.size() > indent && line[indent] == '-' &&
+         (line.size() == indent + 1 || line[indent + 1] == ' ');
+}
+
+// A scalar as YAML reads it back unchanged: plain when it is safe, else double-quoted.
+std::string yaml_scalar(const std::string& s) {
+  static const std::regex kPlain(R"([A-Za-z0-9_][A-Za-z0-9_:.\\()+=/-]*)");
+  if (std::regex_match(s, kPlain) && s.back() != ':' && s.find(": ") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string one_line(std::string s) {
+  for (char& c : s)
+    if (c == '\n' || c == '\r' || c == '\t') c = ' ';
+  return s;
+}
+
+std::vector<std::string> default_head(const std::string& relpath) {
+  return {
+      "# Proposed by `ootci select propose` from execution evidence (docs/select.md). An entry",
+      "# under a `# ootci:` comment is rewritten by the next proposal; delete that comment line to",
+      "# make the entry yours: ootci then keeps it as written and leaves its tests alone.",
+      "test_suite_config:",
+      "  labels: [full]",
+      "  files:",
+      "    - path: ${TORCH_ROOT}/" + relpath,
+      "      unlisted_test_mode: skip",
+  };
+}
+
+// Names grouped into entries, in the order they are written.
+std::vector<std::vector<const NameDecision*>> group_entries(
+    const std::vector<NameDecision>& decisions) {
+  std::vector<std::vector<const NameDecision*>> groups;
+  for (const auto& d : decisions) {
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) {
+      return g[0]->is_variant() == d.is_variant() && g[0]->same_settings(d);
+    });
+    if (it == groups.end())
+      groups.push_back({&d});
+    else
+      it->push_back(&d);
+  }
+  for (auto& g : groups)
+    std::sort(g.begin(), g.end(), [](auto* a, auto* b) { return a->name < b->name; });
+  std::sort(groups.begin(), groups.end(), [](const auto& a, const auto& b) {
+    // Base names first, so a variant's own name comes later and wins.
+    if (a[0]->is_variant() != b[0]->is_variant()) return !a[0]->is_variant();
+    if (a[0]->mode != b[0]->mode) return a[0]->mode < b[0]->mode;
+    if (a[0]->name != b[0]->name) return a[0]->name < b[0]->name;
+    return a[0]->reason < b[0]->reason;
+  });
+  return groups;
+}
+
+void render_entry(const std::vector<const NameDecision*>& names, const std::string& in,
+                  std::vector<std::string>& out) {
+  const NameDecision& d = *names[0];
+  out.push_back(in + kMarker + " " + one_line(d.reason));
+  out.push_back(in + "- names:");
+  for (const auto* n : names) out.push_back(in + "    - " + yaml_scalar(n->name));
+  out.push_back(in + "  mode: " + to_string(d.mode));
+  if (d.ops_exclude.empty() && d.dtypes_exclude.empty()) return;
+  out.push_back(in + "  edits:");
+  auto exclude = [&](const char* key, const std::vector<std::string>& list) {
+    if (list.empty()) return;
+    out.push_back(in + "    " + key + ":");
+    out.push_back(in + "      exclude:");
+    for (const auto& x : list) out.push_back(in + "        - name: " + yaml_scalar(x));
+  };
+  exclude("ops", d.ops_exclude);
+  exclude("dtypes", d.dtypes_exclude);
+}
+
+int line_of(const std::string& where) {
+  // "file:line:col": the file name may itself hold colons, so read from the end.
+  size_t col = where.rfind(':');
+  if (col == std::string::npos || col == 0) return 0;
+  size_t line = where.rfind(':', col - 1);
+  if (line == std::string::npos) return 0;
+  return std::atoi(where.substr(line + 1, col - line - 1).c_str());
+}
+
+std::string rule_name(const Rule& r) {
+  return (r.class_name ? *r.class_name + "::" : "") + r.method;
+}
+
+}  // namespace
+
+ConfigLayout split_config(const std::string& name, const std::string& text) {
+  std::vector<std::string> lines = text_lines(text);
+  static const std::regex kTests(R"((\s*)tests:\s*(\S.*)?)");
+  std::vector<size_t> found;
+  for (size_t i = 0; i < lines.size(); ++i)
+    if (!is_comment(lines[i]) && std::regex_match(lines[i], std::regex(kTests))) found.push_back(i);
+  if (found.size() != 1)
+    throw Error(
+        fmt::format("{}: expected one `tests:` list (one upstream file per config), found {}", name,
+                    found.size()));
+  size_t t = found[0];
+  std::smatch m;
+  std::regex_match(lines[t], m, kTests);
+  std::string value = m[2].str();
+  std::string key_indent = m[1].str();
+  bool flow_empty = std::regex_match(value, std::regex(R"(\[\s*\]\s*(#.*)?)"));
+  if (!value.empty() && value[0] != '#' && !flow_empty)
+    throw Error(
+        fmt::format("{}:{}: tests: write the list in block style (one `- names:` item per "
+                    "line) so ootci can edit it",
+                    name, t + 1));
+
+  ConfigLayout layout;
+  layout.head.assign(lines.begin(), lines.begin() + static_cast<long>(t));
+  layout.tests_line = key_indent + "tests:";
+  layout.item_indent = std::string(key_indent.size() + 2, ' ');
+
+  std::vector<std::string> pending;  // comments and blank lines not yet placed
+  size_t i = t + 1;
+  if (!flow_empty) {
+    // The dashes' column: the first content line, if it is an item at or right of the key.
+    for (size_t j = i; j < lines.size(); ++j) {
+      if (is_blank(lines[j]) || is_comment(lines[j])) continue;
+      size_t in = indent_of(lines[j]);
+      if (in >= key_indent.size() && is_item(lines[j], in))
+        layout.item_indent = std::string(in, ' ');
+      else if (in > key_indent.size())
+        throw Error(
+            fmt::format("{}:{}: tests: write the list in block style (one `- names:` item "
+                        "per line) so ootci can edit it",
+                        name, j + 1));
+      break;
+    }
+    size_t dash = layout.item_indent.size();
+    bool in_list = true;
+    for (; i < lines.size() && in_list; ++i) {
+      const std::string& line = lines[i];
+      if (is_blank(line) || is_comment(line)) {
+        pending.push_back(line);
+        continue;
+      }
+      size_t in = indent_of(line);
+      if (is_item(line, dash)) {
+        ConfigLayout::Entry e;
+        for (const auto& p : pending) {
+          if (auto reason = marker_reason(p); reason && !e.generated) {
+            e.generated = true;
+            e.reason = *reason;
+          }
+        }
+        e.leading = pending.size();
+        e.lines = std::move(pending);
+        pending.clear();
+        e.lines.push_back(line);
+        e.first_line = e.last_line = static_cast<int>(i + 1);
+        layout.entries.push_back(std::move(e));
+      } else if (in > dash && !layout.entries.empty()) {
+        auto& e = layout.entries.back();
+        e.lines.insert(e.lines.end(), pending.begin(), pending.end());
+        pending.clear();
+        e.lines.push_back(line);
+        e.last_line = static_cast<int>(i + 1);
+      } else {
+        in_list = false;
+        --i;  // this line starts the tail
+      }
+    }
+  }
+  layout.tail = std::move(pending);
+  layout.tail.insert(layout.tail.end(),
+                     lines.begin() + static_cast<long>(std::min(i, lines.size())), lines.end());
+  return layout;
+}
+
+namespace {
+
+// The file with only ootci's entries, or only people's, and where each entry's item lies in it.
+// Each half must validate on its own; together they may name a test twice, which the rewrite
+// resolves (a person's entry wins).
+struct Half {
+  std::string text;
+  std::vector<const ConfigLayout::Entry*> entries;
+  std::vector<std::pair<int, int>> lines;  // 1-based first and last line of each entry's item
+};
+
+Half half_of(const ConfigLayout& layout, bool generated) {
+  Half h;
+  std::vector<std::string> out = layout.head;
+  size_t tests_at = out.size();
+  out.push_back(layout.tests_line);
+  for (const auto& e : layout.entries) {
+    if (e.generated != generated) continue;
+    int first = static_cast<int>(out.size() + e.leading) + 1;
+    int last = first + (e.last_line - e.first_line);
+    out.insert(out.end(), e.lines.begin(), e.lines.end());
+    h.entries.push_back(&e);
+    h.lines.emplace_back(first, last);
+  }
+  if (h.entries.empty()) out[tests_at] += " []";
+  out.insert(out.end(), layout.tail.begin(), layout.tail.end());
+  for (const auto& line : out) h.text += line + "\n";
+  return h;
+}
+
+SuiteConfigResult parse_text(const std::string& path, const std::string& text) {
+  try {
+    return parse_suite_config(load_yaml_text(path, text));
+  } catch (const Error& e) {
+    SuiteConfigResult r;
+    r.errors.push_back(e.what());
+    return r;
+  }
+}
+
+[[noreturn]] void invalid(const std::string& path, const std::vector<std::string>& errors) {
+  std::string all;
+  for (const auto& e : errors) all += "\n  " + e;
+  throw Error(
+      fmt::format("{} is not a valid test-suite config, so it is left alone:{}", path, all));
+}
+
+}  // namespace
+
+ExistingConfig read_existing_config(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(fmt::format("{}: cannot open file", path));
+  std::stringstream text;
+  text << in.rdbuf();
+  SuiteConfigResult whole = parse_text(path, text.str());  // its errors name the real lines
+  ExistingConfig c;
+  c.path = path;
+  try {
+    c.layout = split_config(path, text.str());
+  } catch (const Error&) {
+    if (!whole.ok()) invalid(path, whole.errors);
+    throw;
+  }
+  for (const auto& e : c.layout.entries) c.human_entries += !e.generated;
+  for (bool generated : {true, false}) {
+    Half half = half_of(c.layout, generated);
+    SuiteConfigResult parsed = parse_text(path, half.text);
+    if (!parsed.ok()) invalid(path, whole.ok() ? parsed.errors : whole.errors);
+    if (parsed.config.files.size() != 1)
+      throw Error(
+          fmt::format("{}: expected one entry under files (one upstream file per config), "
+                      "found {}",
+                      path, parsed.config.files.size()));
+    for (const Rule& r : parsed.config.files[0].rules) {
+      int line = line_of(r.source);
+      size_t i = 0;
+      while (i < half.lines.size() &&
+             !(half.lines[i].first <= line && line <= half.lines[i].second))
+        ++i;
+      if (i == half.lines.size())
+        throw Error(
+            fmt::format("{}: a test name is in no entry of the `tests:` list (is the list "
+                        "indented consistently?)",
+                        path));
+      if (!generated) {
+        c.human_rules.push_back(r);
+        continue;
+      }
+      NameDecision d;
+      d.name = rule_name(r);
+      d.base = d.name;
+      d.mode = r.mode;
+      d.ops_exclude = r.ops_exclude;
+      d.dtypes_exclude = r.dtypes_exclude;
+      std::sort(d.ops_exclude.begin(), d.ops_exclude.end());
+      std::sort(d.dtypes_exclude.begin(), d.dtypes_exclude.end());
+      d.reason = half.entries[i]->reason;
+      c.generated.push_back(std::move(d));
+    }
+  }
+  return c;
+}
+
+std::string config_file_name(const std::string& relpath) {
+  std::string p = relpath;
+  if (p.rfind("test/", 0) == 0) p = p.substr(5);
+  if (p.size() > 3 && p.compare(p.size() - 3, 3, ".py") == 0) p.resize(p.size() - 3);
+  std::replace(p.begin(), p.end(), '/', '.');
+  return p + ".yaml";
+}
+
+std::vector<NameDecision> without_human(const std::vector<NameDecision>& decisions,
+                                        const std::vector<Rule>& human_rules) {
+  if (human_rules.empty()) return decisions;
+  std::vector<NameDecision> out;
+  for (const auto& d : decisions)
+    if (!human_owns(human_rules, d)) out.push_back(d);
+  return out;
+}
+
+size_t entry_count(const std::vector<NameDecision>& decisions) {
+  return group_entries(decisions).size();
+}
+
+std::string render_config(const std::string& relpath, const std::vector<NameDecision>& decisions,
+                          const ExistingConfig* existing, bool overwrite_human) {
+  std::vector<std::string> out = existing ? existing->layout.head : default_head(relpath);
+  std::string tests_line = existing ? existing->layout.tests_line : "      tests:";
+  std::string indent = existing ? existing->layout.item_indent : kDefaultItemIndent;
+
+  std::vector<std::string> body;
+  for (const auto& group : group_entries(decisions)) render_entry(group, indent, body);
+  if (existing && !overwrite_human)
+    for (const auto& e : existing->layout.entries)
+      if (!e.generated) body.insert(body.end(), e.lines.begin(), e.lines.end());
+  out.push_back(body.empty() ? tests_line + " []" : tests_line);
+  out.insert(out.end(), body.begin(), body.end());
+  if (existing) out.insert(out.end(), existing->layout.tail.begin(), existing->layout.tail.end());
+
+  std::string text;
+  for (const auto& line : out) text += line + "\n";
+  return text;
+}
+
+ConfigDiff diff_decisions(const std::vector<NameDecision>& before,
+                          const std::vector<NameDecision>& after) {
+  std::map<std::string, const NameDecision*> old_names, new_names;
+  for (const auto& d : before) old_names[d.name] = &d;
+  for (const auto& d : after) new_names[d.name] = &d;
+  ConfigDiff diff;
+  for (const auto& [name, d] : new_names) {
+    auto it = old_names.find(name);
+    if (it == old_names.end())
+      diff.added.push_back({name, std::nullopt, *d});
+    else if (!it->second->same_settings(*d))
+      diff.changed.push_back({name, *it->second, *d});
+  }
+  for (const auto& [name, d] : old_names)
+    if (!new_names.count(name)) diff.removed.push_back({name, *d, std::nullopt});
+  return diff;
+}
+
+}  // namespace ootci

@@ -1,0 +1,371 @@
+#include "select/config_writer.h"
+
+#include <gtest/gtest.h>
+
+#include "base/error.h"
+#include "testing/test_env.h"
+
+namespace ootci {
+namespace {
+
+NameDecision name(const std::string& n, TestMode mode, const std::string& reason,
+                  std::vector<std::string> dtypes_exclude = {}, const std::string& variant = "",
+                  std::vector<std::string> ops_exclude = {}) {
+  NameDecision d;
+  d.name = n;
+  d.base = n;
+  d.variant = variant;
+  d.mode = mode;
+  d.reason = reason;
+  d.dtypes_exclude = std::move(dtypes_exclude);
+  d.ops_exclude = std::move(ops_exclude);
+  return d;
+}
+
+std::vector<NameDecision> proposal() {
+  std::vector<NameDecision> d = {
+      name("TestViewOps::test_view", TestMode::mandatory_success,
+           "mandatory_success: passed in 1 of 1 run"),
+      name("TestViewOps::test_t_view", TestMode::xfail,
+           "xfail: aten::transpose.int is not implemented on the device"),
+      name("TestOldViewOps::test_T", TestMode::mandatory_success,
+           "mandatory_success: passed in 1 of 1 run"),
+      name("TestViewOps::test_conj_view", TestMode::skip,
+           "skip: crashes the test process with SIGSEGV in 1 of 1 run"),
+      name("TestOldViewOps::test_transposes", TestMode::mandatory_success,
+           "mandatory_success: passed in 1 of 1 run; excluded dtype complex64: crashes",
+           {"complex64"}, "", {"conj"}),
+  };
+  NameDecision v = name("TestOldViewOps::test_transposes_privateuseone_complex128", TestMode::xfail,
+                        "xfail: dtype complex128 is not supported on the device");
+  v.base = "TestOldViewOps::test_transposes";
+  v.variant = "test_transposes_privateuseone_complex128";
+  d.push_back(v);
+  return d;
+}
+
+const char* kGolden =
+    R"(# Proposed by `ootci select propose` from execution evidence (docs/select.md). An entry
+# under a `# ootci:` comment is rewritten by the next proposal; delete that comment line to
+# make the entry yours: ootci then keeps it as written and leaves its tests alone.
+test_suite_config:
+  labels: [full]
+  files:
+    - path: ${TORCH_ROOT}/test/test_view_ops.py
+      unlisted_test_mode: skip
+      tests:
+        # ootci: mandatory_success: passed in 1 of 1 run
+        - names:
+            - TestOldViewOps::test_T
+            - TestViewOps::test_view
+          mode: mandatory_success
+        # ootci: mandatory_success: passed in 1 of 1 run; excluded dtype complex64: crashes
+        - names:
+            - TestOldViewOps::test_transposes
+          mode: mandatory_success
+          edits:
+            ops:
+              exclude:
+                - name: conj
+            dtypes:
+              exclude:
+                - name: complex64
+        # ootci: xfail: aten::transpose.int is not implemented on the device
+        - names:
+            - TestViewOps::test_t_view
+          mode: xfail
+        # ootci: skip: crashes the test process with SIGSEGV in 1 of 1 run
+        - names:
+            - TestViewOps::test_conj_view
+          mode: skip
+        # ootci: xfail: dtype complex128 is not supported on the device
+        - names:
+            - TestOldViewOps::test_transposes_privateuseone_complex128
+          mode: xfail
+)";
+
+TEST(ConfigWriter, NewFileGolden) {
+  std::string text = render_config("test/test_view_ops.py", proposal(), nullptr, false);
+  EXPECT_EQ(text, kGolden);
+  EXPECT_EQ(entry_count(proposal()), 5u);
+}
+
+TEST(ConfigWriter, TheWrittenFileValidatesAndReadsBackAsWritten) {
+  std::string path = make_temp_dir() + "/test_view_ops.yaml";
+  write_file(path, render_config("test/test_view_ops.py", proposal(), nullptr, false));
+  SuiteConfigResult parsed = load_suite_config(path);
+  ASSERT_TRUE(parsed.ok()) << parsed.errors[0];
+  EXPECT_TRUE(parsed.warnings.empty());
+  ASSERT_EQ(parsed.config.files.size(), 1u);
+  EXPECT_EQ(parsed.config.files[0].path, "${TORCH_ROOT}/test/test_view_ops.py");
+  EXPECT_EQ(parsed.config.files[0].unlisted_test_mode, TestMode::skip);
+  const auto& rules = parsed.config.files[0].rules;
+  ASSERT_EQ(rules.size(), 6u);
+  // The variant's own name comes last, so it wins over its test's entry.
+  EXPECT_EQ(rules.back().method, "test_transposes_privateuseone_complex128");
+  EXPECT_EQ(rules.back().mode, TestMode::xfail);
+
+  ExistingConfig back = read_existing_config(path);
+  EXPECT_EQ(back.human_entries, 0u);
+  EXPECT_TRUE(back.human_rules.empty());
+  std::vector<NameDecision> expected = proposal();
+  ASSERT_EQ(back.generated.size(), expected.size());
+  EXPECT_TRUE(diff_decisions(expected, back.generated).empty());
+}
+
+TEST(ConfigWriter, EmptyProposalWritesAnEmptyListThatValidates) {
+  std::string path = make_temp_dir() + "/t.yaml";
+  write_file(path, render_config("test/test_x.py", {}, nullptr, false));
+  SuiteConfigResult parsed = load_suite_config(path);
+  ASSERT_TRUE(parsed.ok()) << parsed.errors[0];
+  ExistingConfig back = read_existing_config(path);
+  EXPECT_TRUE(back.layout.entries.empty());
+  EXPECT_EQ(render_config("test/test_x.py", {}, &back, false), read_file(path));
+}
+
+// A file ootci wrote, then edited by hand: a human entry between generated ones, a generated
+// entry adopted (its `# ootci:` line deleted), a regex name, a global section, and a trailing
+// comment.
+const char* kHandEdited = R"(# Reviewed by the device team.
+test_suite_config:
+  labels: [trunk]
+  files:
+    - path: ${TORCH_ROOT}/test/test_view_ops.py
+      unlisted_test_mode: skip
+      tests:
+        # ootci: mandatory_success: passed in 1 of 1 run
+        - names:
+            - TestOldViewOps::test_T
+            - TestViewOps::test_view
+          mode: mandatory_success
+
+        # Our kernel for this is being rewritten (ISSUE-12).
+        # Keep it skipped until then.
+        - names: [TestViewOps::test_t_view]
+          mode: skip   # not xfail: it is slow
+        # ootci: skip: crashes the test process with SIGSEGV in 1 of 1 run
+        - names:
+            - TestViewOps::test_conj_view
+          mode: skip
+        # adopted: we know why
+        - names:
+            - TestOldViewOps::test_transposes
+          mode: mandatory_success
+          edits:
+            dtypes:
+              exclude:
+                - name: complex64
+                - name: complex128
+        - names: ['TestViewOps::test_view_as_.*']
+          mode: xfail
+        # end of list
+  global:
+    supported_dtypes: [{name: float32}, {name: complex64}]
+)";
+
+TEST(ConfigWriter, HumanEntriesAreKeptVerbatimAndTheirTestsLeftAlone) {
+  std::string path = make_temp_dir() + "/test_view_ops.yaml";
+  write_file(path, kHandEdited);
+  ExistingConfig existing = read_existing_config(path);
+  EXPECT_EQ(existing.human_entries, 3u);
+  EXPECT_EQ(existing.generated.size(), 3u);
+  ASSERT_EQ(existing.human_rules.size(), 3u);
+  EXPECT_EQ(existing.human_rules[2].method, "test_view_as_.*");
+
+  std::vector<NameDecision> fresh = proposal();
+  NameDecision real = name("TestViewOps::test_view_as_real", TestMode::mandatory_success,
+                           "mandatory_success: passed in 1 of 1 run");
+  fresh.push_back(real);
+  std::vector<NameDecision> kept = without_human(fresh, existing.human_rules);
+  std::vector<std::string> names;
+  for (const auto& d : kept) names.push_back(d.name);
+  // test_t_view, test_transposes (and its variant's name) and test_view_as_real are people's.
+  EXPECT_EQ(names, (std::vector<std::string>{"TestViewOps::test_view", "TestOldViewOps::test_T",
+                                             "TestViewOps::test_conj_view"}));
+
+  std::string text = render_config("test/test_view_ops.py", kept, &existing, false);
+  EXPECT_EQ(text, R"(# Reviewed by the device team.
+test_suite_config:
+  labels: [trunk]
+  files:
+    - path: ${TORCH_ROOT}/test/test_view_ops.py
+      unlisted_test_mode: skip
+      tests:
+        # ootci: mandatory_success: passed in 1 of 1 run
+        - names:
+            - TestOldViewOps::test_T
+            - TestViewOps::test_view
+          mode: mandatory_success
+        # ootci: skip: crashes the test process with SIGSEGV in 1 of 1 run
+        - names:
+            - TestViewOps::test_conj_view
+          mode: skip
+
+        # Our kernel for this is being rewritten (ISSUE-12).
+        # Keep it skipped until then.
+        - names: [TestViewOps::test_t_view]
+          mode: skip   # not xfail: it is slow
+        # adopted: we know why
+        - names:
+            - TestOldViewOps::test_transposes
+          mode: mandatory_success
+          edits:
+            dtypes:
+              exclude:
+                - name: complex64
+                - name: complex128
+        - names: ['TestViewOps::test_view_as_.*']
+          mode: xfail
+        # end of list
+  global:
+    supported_dtypes: [{name: float32}, {name: complex64}]
+)");
+  write_file(path, text);
+  SuiteConfigResult parsed = load_suite_config(path);
+  ASSERT_TRUE(parsed.ok()) << parsed.errors[0];
+  EXPECT_TRUE(parsed.warnings.empty()) << parsed.warnings[0];
+
+  // Rewriting the rewritten file changes nothing.
+  ExistingConfig again = read_existing_config(path);
+  EXPECT_EQ(render_config("test/test_view_ops.py", without_human(fresh, again.human_rules), &again,
+                          false),
+            text);
+
+  // --overwrite-human: people's entries go, and their tests get generated entries.
+  std::string overwritten = render_config("test/test_view_ops.py", fresh, &again, true);
+  EXPECT_EQ(overwritten.find("ISSUE-12"), std::string::npos);
+  EXPECT_NE(overwritten.find("            - TestViewOps::test_t_view\n          mode: xfail"),
+            std::string::npos)
+      << overwritten;
+  EXPECT_NE(overwritten.find("supported_dtypes: [{name: float32}"), std::string::npos);
+}
+
+TEST(ConfigWriter, APersonNamingAGeneratedTestAgainWins) {
+  std::string path = make_temp_dir() + "/t.yaml";
+  std::string generated = render_config(
+      "test/test_x.py", {name("TestX::test_a", TestMode::xfail, "xfail: x")}, nullptr, false);
+  // As a file this names TestX::test_a twice with different modes: the parser says so...
+  write_file(path, generated + "        - names: [TestX::test_a]\n          mode: skip\n");
+  EXPECT_FALSE(load_suite_config(path).ok());
+  // ...but each side is valid, so ootci reads it and the rewrite keeps the person's entry only.
+  ExistingConfig existing = read_existing_config(path);
+  ASSERT_EQ(existing.human_rules.size(), 1u);
+  EXPECT_EQ(existing.human_rules[0].mode, TestMode::skip);
+  ASSERT_EQ(existing.generated.size(), 1u);
+  EXPECT_EQ(existing.generated[0].reason, "xfail: x");
+  std::vector<NameDecision> kept =
+      without_human({name("TestX::test_a", TestMode::xfail, "xfail: x")}, existing.human_rules);
+  EXPECT_TRUE(kept.empty());
+  write_file(path, render_config("test/test_x.py", kept, &existing, false));
+  SuiteConfigResult parsed = load_suite_config(path);
+  ASSERT_TRUE(parsed.ok()) << parsed.errors[0];
+  ASSERT_EQ(parsed.config.files[0].rules.size(), 1u);
+  EXPECT_EQ(parsed.config.files[0].rules[0].mode, TestMode::skip);
+
+  // A person's own conflict is theirs to fix: the file is left alone, with the parser's errors.
+  write_file(path, generated +
+                       "        - names: [TestX::test_b]\n          mode: skip\n"
+                       "        - names: [TestX::test_b]\n          mode: xfail\n");
+  try {
+    read_existing_config(path);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("conflicting duplicate: 'TestX::test_b'"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(ConfigWriter, ListsIndentedLikeTheKeyAreEditedInPlace) {
+  std::string path = make_temp_dir() + "/t.yaml";
+  write_file(path, R"(test_suite_config:
+  files:
+  - path: ${TORCH_ROOT}/test/test_x.py
+    tests:
+    - names: [TestX::test_mine]
+      mode: xfail
+    - names: [TestX::test_b]   # ootci: not a marker, the comment must lead the entry
+      mode: skip
+)");
+  ExistingConfig existing = read_existing_config(path);
+  EXPECT_EQ(existing.layout.item_indent, "    ");
+  EXPECT_EQ(existing.human_entries, 2u);
+  std::string text =
+      render_config("test/test_x.py",
+                    {name("TestX::test_a", TestMode::mandatory_success, "mandatory_success: ok")},
+                    &existing, false);
+  EXPECT_EQ(text, R"(test_suite_config:
+  files:
+  - path: ${TORCH_ROOT}/test/test_x.py
+    tests:
+    # ootci: mandatory_success: ok
+    - names:
+        - TestX::test_a
+      mode: mandatory_success
+    - names: [TestX::test_mine]
+      mode: xfail
+    - names: [TestX::test_b]   # ootci: not a marker, the comment must lead the entry
+      mode: skip
+)");
+  write_file(path, text);
+  EXPECT_TRUE(load_suite_config(path).ok());
+}
+
+TEST(ConfigWriter, LayoutsOotciCannotEditAreRefused) {
+  EXPECT_THROW(split_config("a.yaml",
+                            "test_suite_config:\n  files:\n    - path: x\n      tests: "
+                            "[{names: [a]}]\n"),
+               Error);
+  try {
+    split_config("b.yaml",
+                 "test_suite_config:\n  files:\n    - path: x\n      tests:\n    - path: y\n"
+                 "      tests:\n");
+    FAIL() << "two lists";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(),
+                 "b.yaml: expected one `tests:` list (one upstream file per config), found 2");
+  }
+  std::string path = make_temp_dir() + "/bad.yaml";
+  write_file(path,
+             "test_suite_config:\n  files:\n    - path: x\n      tests:\n        - names: "
+             "[a]\n          mode: xfial\n");
+  try {
+    read_existing_config(path);
+    FAIL() << "invalid config";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("is not a valid test-suite config, so it is left alone"),
+              std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("unknown mode 'xfial'"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ConfigWriter, NamesThatNeedQuotingAreQuoted) {
+  std::string path = make_temp_dir() + "/q.yaml";
+  NameDecision odd =
+      name("TestX::test_a_\\(1, 2\\)_privateuseone", TestMode::xfail, "xfail: odd #1\nsecond line");
+  write_file(path, render_config("test/test_x.py", {odd}, nullptr, false));
+  EXPECT_NE(read_file(path).find("# ootci: xfail: odd #1 second line\n"), std::string::npos);
+  SuiteConfigResult parsed = load_suite_config(path);
+  ASSERT_TRUE(parsed.ok()) << parsed.errors[0];
+  EXPECT_EQ(parsed.config.files[0].rules[0].method, "test_a_\\(1, 2\\)_privateuseone");
+}
+
+TEST(ConfigWriter, FileNamesAndDiffs) {
+  EXPECT_EQ(config_file_name("test/test_view_ops.py"), "test_view_ops.yaml");
+  EXPECT_EQ(config_file_name("test/nn/test_pooling.py"), "nn.test_pooling.yaml");
+  std::vector<NameDecision> before = {name("A::a", TestMode::xfail, "xfail: x"),
+                                      name("A::b", TestMode::skip, "skip: y")};
+  std::vector<NameDecision> after = {name("A::a", TestMode::mandatory_success, "ok"),
+                                     name("A::c", TestMode::skip, "skip: y")};
+  ConfigDiff diff = diff_decisions(before, after);
+  ASSERT_EQ(diff.added.size(), 1u);
+  EXPECT_EQ(diff.added[0].name, "A::c");
+  ASSERT_EQ(diff.changed.size(), 1u);
+  EXPECT_EQ(diff.changed[0].before->mode, TestMode::xfail);
+  EXPECT_EQ(diff.changed[0].after->mode, TestMode::mandatory_success);
+  ASSERT_EQ(diff.removed.size(), 1u);
+  EXPECT_EQ(diff.removed[0].name, "A::b");
+}
+
+}  // namespace
+}  // namespace ootci

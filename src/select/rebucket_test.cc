@@ -1,0 +1,243 @@
+#include "select/rebucket.h"
+
+#include <gtest/gtest.h>
+
+#include "select/config_writer.h"
+#include "testing/test_env.h"
+
+namespace ootci {
+namespace {
+
+const std::string kFile = "test/test_view_ops.py";
+
+TestResult result(const std::string& base, const std::string& variant, const std::string& mode,
+                  const std::string& outcome, const std::string& error_class = "",
+                  const std::string& message = "", bool flaky = false) {
+  TestResult r;
+  r.file = kFile;
+  r.cls = split_base(base).first + "PRIVATEUSEONE";
+  r.name = variant;
+  r.test_id = kFile + "::" + r.cls + "::" + variant;
+  r.base = base;
+  r.mode = mode;
+  r.outcome = outcome;
+  r.error_class = error_class;
+  r.message = message;
+  r.flaky = flaky;
+  return r;
+}
+
+TEST(Rebucket, MandatoryFailuresAreRegressionCandidatesNeverMoves) {
+  std::vector<TestResult> run = {
+      result("TestViewOps::test_b", "test_b_privateuseone", "mandatory_success", "failed",
+             "RuntimeError", "boom"),
+      result("TestViewOps::test_a", "test_a_privateuseone", "mandatory_success", "error", "SIGSEGV",
+             ""),
+      result("TestViewOps::test_c", "test_c_privateuseone", "xfail", "xfailed"),
+      result("TestViewOps::test_d", "test_d_privateuseone", "mandatory_success", "passed"),
+      result("TestViewOps::test_e", "test_e_privateuseone", "mandatory_success", "passed", "", "",
+             true),
+  };
+  std::vector<Regression> r = regressions_in("r-2", run);
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[0].test_id, kFile + "::TestViewOpsPRIVATEUSEONE::test_a_privateuseone");
+  EXPECT_EQ(r[0].error_class, "SIGSEGV");
+  EXPECT_EQ(regressions_json(r)[1],
+            (nlohmann::json{{"test_id", kFile + "::TestViewOpsPRIVATEUSEONE::test_b_privateuseone"},
+                            {"base", "TestViewOps::test_b"},
+                            {"error_class", "RuntimeError"},
+                            {"message", "boom"},
+                            {"run_id", "r-2"}}));
+  auto no_history = [](const TestResult& r) { return std::vector<TestResult>{r}; };
+  EXPECT_TRUE(promotions(run, no_history, 1).empty());
+}
+
+TEST(Rebucket, PromotionNeedsCleanPassesInTheLastNRuns) {
+  TestResult xpass = result("TestViewOps::test_t", "test_t_privateuseone", "xfail", "xpassed");
+  TestResult strict = result("TestViewOps::test_s", "test_s_privateuseone", "xfail_strict",
+                             "failed", "XPASS(strict)", "[XPASS(strict)] ootci plan");
+  TestResult once = result("TestViewOps::test_o", "test_o_privateuseone", "xfail", "xpassed");
+  TestResult mixed = result("TestViewOps::test_m", "test_m_privateuseone", "xfail", "xpassed");
+  TestResult rerun = result("TestViewOps::test_r", "test_r_privateuseone", "xfail", "xpassed");
+  TestResult still = result("TestViewOps::test_f", "test_f_privateuseone", "xfail", "xfailed");
+  std::map<std::string, std::vector<TestResult>> history = {
+      {xpass.test_id,
+       {xpass,
+        result("TestViewOps::test_t", "test_t_privateuseone", "mandatory_success", "passed")}},
+      {strict.test_id,
+       {strict, result("TestViewOps::test_s", "test_s_privateuseone", "xfail", "xpassed")}},
+      {once.test_id, {once}},
+      {mixed.test_id,
+       {mixed, result("TestViewOps::test_m", "test_m_privateuseone", "xfail", "xfailed")}},
+      {rerun.test_id,
+       {rerun, result("TestViewOps::test_r", "test_r_privateuseone", "mandatory_success", "passed",
+                      "", "", true)}},
+      {still.test_id, {still, still}},
+  };
+  auto lookup = [&](const TestResult& r) { return history.at(r.test_id); };
+  std::vector<Move> moves = promotions({xpass, strict, once, mixed, rerun, still}, lookup, 2);
+  ASSERT_EQ(moves.size(), 2u);
+  EXPECT_EQ(moves[0].test_id, strict.test_id);
+  EXPECT_EQ(moves[0].from, TestMode::xfail_strict);
+  EXPECT_EQ(moves[0].to, TestMode::mandatory_success);
+  EXPECT_EQ(moves[0].base, "TestViewOps::test_s");
+  EXPECT_EQ(moves[0].variant, "test_s_privateuseone");
+  EXPECT_EQ(moves[0].reason,
+            "mandatory_success: promoted from xfail_strict: passed in the last 2 runs it ran in");
+  EXPECT_EQ(moves[1].test_id, xpass.test_id);
+  // With N = 1 the run alone is enough, but never a rerun-only pass or a failure.
+  moves = promotions({xpass, strict, once, mixed, rerun, still}, lookup, 1);
+  EXPECT_EQ(moves.size(), 5u);
+}
+
+VariantEvidence variant(const std::string& name, const std::string& dtype,
+                        std::vector<std::string> ops, const std::string& outcome = "failed") {
+  VariantEvidence v;
+  v.name = name;
+  v.test_id = kFile + "::TestViewOpsPRIVATEUSEONE::" + name;
+  v.dtype = dtype;
+  v.ops = std::move(ops);
+  TestResult r;
+  r.test_id = v.test_id;
+  r.outcome = outcome;
+  r.mode = "mandatory_success";
+  v.results.push_back(r);
+  return v;
+}
+
+NameDecision decision(const std::string& name, TestMode mode, const std::string& reason,
+                      std::vector<std::string> dtypes_exclude = {}) {
+  NameDecision d;
+  d.name = d.base = name;
+  d.mode = mode;
+  d.reason = reason;
+  d.dtypes_exclude = std::move(dtypes_exclude);
+  return d;
+}
+
+ConfigState view_ops_state() {
+  ConfigState s;
+  s.relpath = kFile;
+  s.evidence.relpath = kFile;
+  s.evidence.bases = {
+      {"TestViewOps::test_crash",
+       {variant("test_crash_privateuseone", "", {"aten::view", "aten::conj"}, "error")}},
+      {"TestViewOps::test_mixed",
+       {variant("test_mixed_privateuseone_complex64", "complex64", {"aten::view"}),
+        variant("test_mixed_privateuseone_float32", "float32", {"aten::view"}, "passed")}},
+      {"TestViewOps::test_t",
+       {variant("test_t_privateuseone_float32", "float32", {"aten::transpose.int", "aten::view"}),
+        variant("test_t_privateuseone_int64", "int64",
+                {"aten::transpose.int", "aten::view", "aten::add.Tensor"}),
+        variant("test_t_privateuseone_bool", "bool", {}, "skipped")}},
+  };
+  s.generated = {
+      decision("TestViewOps::test_crash", TestMode::skip,
+               "skip: crashes the test process with SIGSEGV in 1 of 1 run"),
+      decision("TestViewOps::test_mixed", TestMode::mandatory_success,
+               "mandatory_success: passed in 1 of 1 run; excluded dtype complex64: "
+               "aten::view_as_real is not implemented on the device",
+               {"complex64"}),
+      decision("TestViewOps::test_t", TestMode::xfail,
+               "xfail: aten::transpose.int is not implemented on the device (NotImplementedError: "
+               "Could not run 'aten::transpose.int')"),
+  };
+  return s;
+}
+
+TEST(Rebucket, ANewlySupportedOpAdmitsTheVariantsWhoseOpsAreAllSupported) {
+  ConfigState s = view_ops_state();
+  Capabilities caps;
+  caps.supported_ops = {"aten::view", "aten::conj"};
+  EXPECT_TRUE(admissions(s, caps, {}).empty());  // no op named in a reason has a kernel yet
+
+  caps.supported_ops.insert("aten::transpose.int");
+  std::vector<Move> moves = admissions(s, caps, {});
+  ASSERT_EQ(moves.size(), 1u);  // int64 also calls aten::add.Tensor; bool recorded nothing
+  EXPECT_EQ(moves[0].kind, Move::admit);
+  EXPECT_EQ(moves[0].variant, "test_t_privateuseone_float32");
+  EXPECT_EQ(moves[0].from, TestMode::xfail);
+  EXPECT_EQ(moves[0].reason,
+            "mandatory_success: admitted: aten::transpose.int now has a device kernel, and so "
+            "does every op it calls");
+  EXPECT_TRUE(admissions(s, caps, {moves[0].test_id}).empty());
+
+  // An excluded dtype whose reason names the op is admitted as well.
+  caps.supported_ops.insert("aten::view_as_real");
+  moves = admissions(s, caps, {});
+  ASSERT_EQ(moves.size(), 2u);
+  EXPECT_EQ(moves[0].variant, "test_mixed_privateuseone_complex64");
+  EXPECT_EQ(moves[0].from, TestMode::skip);
+}
+
+TEST(Rebucket, MovesRewriteATestWhoseEveryVariantMovesElseNameTheVariants) {
+  ConfigState s = view_ops_state();
+  Move all;
+  all.relpath = kFile;
+  all.base = "TestViewOps::test_crash";
+  all.variant = "test_crash_privateuseone";
+  all.reason = "mandatory_success: promoted from xfail: passed in the last 2 runs it ran in";
+  Move one = all;
+  one.base = "TestViewOps::test_t";
+  one.variant = "test_t_privateuseone_float32";
+  Move excluded = all;
+  excluded.base = "TestViewOps::test_mixed";
+  excluded.variant = "test_mixed_privateuseone_complex64";
+  std::vector<NameDecision> after = apply_moves(s, {all, one, excluded});
+  attach_to_evidence(after, s.evidence);
+  ASSERT_EQ(after.size(), 5u);
+  EXPECT_EQ(after[0].name, "TestViewOps::test_crash");
+  EXPECT_EQ(after[0].mode, TestMode::mandatory_success);
+  EXPECT_EQ(after[0].reason, all.reason);
+  EXPECT_EQ(after[2].mode, TestMode::xfail);  // test_t keeps its name: int64 still fails
+
+  DecisionIndex index(after);
+  const auto& t = s.evidence.bases[2];
+  EXPECT_EQ(index.mode(t.base, t.variants[0]), TestMode::mandatory_success);
+  EXPECT_EQ(index.mode(t.base, t.variants[1]), TestMode::xfail);
+  const auto& m = s.evidence.bases[1];
+  EXPECT_EQ(index.mode(m.base, m.variants[0]), TestMode::mandatory_success);
+
+  // Written out, the plan sees the same: the variants' names come after their tests'.
+  std::string path = make_temp_dir() + "/test_view_ops.yaml";
+  write_file(path, render_config(kFile, after, nullptr, false));
+  SuiteConfigResult parsed = load_suite_config(path);
+  ASSERT_TRUE(parsed.ok()) << parsed.errors[0];
+  const auto& rules = parsed.config.files[0].rules;
+  ASSERT_EQ(rules.size(), 5u);
+  EXPECT_EQ(rules[3].method, "test_mixed_privateuseone_complex64");
+  EXPECT_EQ(rules[4].method, "test_t_privateuseone_float32");
+
+  // A second move of the same variant updates its name.
+  ConfigState again = s;
+  again.generated = after;
+  one.reason = "mandatory_success: admitted: x";
+  std::vector<NameDecision> twice = apply_moves(again, {one});
+  EXPECT_EQ(twice.size(), 5u);
+  EXPECT_EQ(twice[4].reason, "mandatory_success: admitted: x");
+}
+
+TEST(Rebucket, MovesAHumanEntryDecidesArePrintedNotWritten) {
+  ConfigState s = view_ops_state();
+  Rule r;
+  r.class_name = "TestViewOps";
+  r.method = "test_t_.*";
+  s.human_rules = {r};
+  Move m;
+  m.relpath = kFile;
+  m.base = "TestViewOps::test_t";
+  m.variant = "test_t_privateuseone_float32";
+  Move other = m;
+  other.base = "TestViewOps::test_crash";
+  other.variant = "test_crash_privateuseone";
+  std::vector<Move> moves = {m, other};
+  mark_human(s, moves);
+  EXPECT_TRUE(moves[0].human);
+  EXPECT_FALSE(moves[1].human);
+  std::vector<NameDecision> after = apply_moves(s, moves);
+  EXPECT_EQ(after.size(), 3u);
+  EXPECT_EQ(after[2].mode, TestMode::xfail);
+}
+
+}  // namespace
+}  // namespace ootci
