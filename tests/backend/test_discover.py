@@ -214,3 +214,155 @@ def test_recorder_records_only_device_ops_and_never_fails_a_test(ws):
     assert out["ops"] == sorted(out["ops"])
     # A recorder that fails records nothing, and the computation is unchanged.
     assert out["broken"] == [None, 6.0]
+
+
+# --- `ootci select delta` -------------------------------------------------------------------
+
+DELTA_FILES = ("test/test_view_ops.py", "test/test_bundled_images.py",
+               "test/test_numba_integration.py")
+
+
+def count_tests(path):
+    """def test* at module level or in module-level classes: an oracle independent of ootci."""
+    import ast
+    tree = ast.parse(path.read_text())
+    body = list(tree.body) + [m for n in tree.body if isinstance(n, ast.ClassDef) for m in n.body]
+    return sum(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name.startswith("test")
+               for n in body)
+
+
+def function_lines(source, cls, name):
+    """(first, last) 1-based lines of Class::name, decorators included."""
+    import ast
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.ClassDef) and node.name == cls:
+            for member in node.body:
+                if getattr(member, "name", None) == name:
+                    first = min([member.lineno] + [d.lineno for d in member.decorator_list])
+                    return first, member.end_lineno
+    raise AssertionError(f"{cls}::{name} not found")
+
+
+def edit_view_ops(text):
+    """One body edited, one test added, one removed, one changed in comments/whitespace only."""
+    edited = text.replace("        v = t.view(25)\n", "        v = t.view(-1)\n", 1)
+    assert edited != text
+    first, last = function_lines(edited, "TestViewOps", "test_unfold_view")
+    lines = edited.splitlines(keepends=True)
+    edited = "".join(lines[:first - 1] + lines[last:])
+    before = edited
+    edited = edited.replace(
+        "        v = torch.reshape(t, (25,))\n",
+        "        # only a comment and spacing change here\n        v = torch.reshape( t, (25, ) )\n\n", 1)
+    assert edited != before
+    return edited.replace(
+        "class TestOldViewOps(TestCase):\n",
+        "class TestOldViewOps(TestCase):\n    def test_delta_added(self, device):\n"
+        "        self.assertTrue(True)\n\n", 1)
+
+
+@pytest.fixture
+def trees(tmp_path):
+    """Two upstream trees built from the real suite: `from` as shipped, `to` edited."""
+    old, new = tmp_path / "from", tmp_path / "to"
+    for relpath in DELTA_FILES:
+        for root in (old, new):
+            (root / relpath).parent.mkdir(parents=True, exist_ok=True)
+            (root / relpath).write_text((torch_root() / relpath).read_text())
+    view_ops = new / DELTA_FILES[0]
+    view_ops.write_text(edit_view_ops(view_ops.read_text()))
+    bundled = new / DELTA_FILES[1]  # a module-level helper changes
+    text = bundled.read_text()
+    assert "def model_size(sm):\n" in text
+    bundled.write_text(text.replace("def model_size(sm):\n", "def model_size(sm):\n    sm = sm\n", 1))
+    numba = new / DELTA_FILES[2]  # a module-level helper is added
+    numba.write_text(numba.read_text().replace("\nimport torch\n",
+                                               "\nimport torch\n\n\ndef _helper():\n    return 1\n", 1))
+    return old, new
+
+
+def expected_delta(old):
+    view_ops, bundled, numba = (count_tests(old / f) for f in DELTA_FILES)
+    assert view_ops > 50 and bundled == 1 and numba == 8
+    return {"new": 1, "changed": 1 + bundled + numba, "removed": 1,
+            "unchanged": view_ops - 2, "view_ops": view_ops}
+
+
+def delta(ws, *args):
+    return subprocess.run([str(OOTCI), "select", "delta", *args], capture_output=True, text=True,
+                          cwd=ws.path, timeout=300)
+
+
+def test_delta_counts_new_changed_removed_and_ignores_comments_and_formatting(ws, trees):
+    old, new = trees
+    want = expected_delta(old)
+    proc = delta(ws, "--from", str(old), "--to", str(new), "-o", "selection.json")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert (f"total: {want['new']} new, {want['changed']} changed, {want['removed']} removed, "
+            f"{want['unchanged']} unchanged tests (3 of 3 files changed)") in out, out
+    assert (f"test/test_view_ops.py: 1 new, 1 changed, 1 removed, {want['view_ops'] - 2} "
+            "unchanged\n") in out, out
+    assert ("test/test_bundled_images.py: 0 new, 1 changed (file-level helpers changed), "
+            "0 removed, 0 unchanged") in out, out
+    assert "test/test_numba_integration.py: 0 new, 8 changed (file-level helpers changed)" in out
+    assert f"to evaluate: {want['new'] + want['changed']} tests" in out
+
+    sel = json.loads((ws.path / "selection.json").read_text())
+    assert sel["files"] == [] and sel["tests"] == []
+    reasons = sel["reasons"]
+    assert sorted(sel["bases"]) == sorted(reasons)
+    assert reasons.pop("test/test_view_ops.py::TestViewOps::test_view_view") == "changed test"
+    assert reasons.pop("test/test_view_ops.py::TestOldViewOps::test_delta_added") == "new test"
+    assert reasons.pop("test/test_bundled_images.py::TestBundledImages::test_single_tensors") == \
+        "file-level helpers changed"
+    assert len(reasons) == 8
+    assert all(k.startswith("test/test_numba_integration.py::TestNumbaIntegration::") and
+               v == "file-level helpers changed" for k, v in reasons.items()), reasons
+    assert sel["removed"] == ["test/test_view_ops.py::TestViewOps::test_unfold_view"]
+    assert "test/test_view_ops.py::TestViewOps::test_reshape_view" not in sel["bases"]
+
+    # The same trees as two commits of a git checkout give the same counts.
+    repo = ws.path / "pytorch"
+    (repo / "test").mkdir(parents=True)
+    revs = []
+    for tree in (old, new):
+        for relpath in DELTA_FILES:
+            (repo / relpath).write_text((tree / relpath).read_text())
+        git(repo, "init", "-q") if not revs else None
+        git(repo, "add", "test")
+        git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "tree")
+        revs.append(subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True,
+                                   text=True, check=True).stdout.strip())
+    from_git = delta(ws, "--repo", str(repo), "--from", revs[0], "--to", revs[1],
+                     "--files", "test/test_view_ops.py")
+    assert from_git.returncode == 0, from_git.stderr
+    assert (f"total: 1 new, 1 changed, 1 removed, {want['view_ops'] - 2} unchanged tests "
+            "(1 of 1 files changed)") in from_git.stdout, from_git.stdout
+
+    unknown = delta(ws, "--repo", str(repo), "--from", "no-such-rev", "--to", revs[1])
+    assert unknown.returncode == 1 and "no-such-rev" in unknown.stderr
+
+
+def test_a_selection_of_bases_runs_exactly_their_variants(ws):
+    ws.ootci_yaml(run={"reruns": 0})
+    ws.config("test_suite_config:\n  files:\n"
+              "    - path: ${TORCH_ROOT}/test/test_view_ops.py\n"
+              "      unlisted_test_mode: mandatory_success\n")
+    view_ops = "test/test_view_ops.py"
+    (ws.path / "selection.json").write_text(json.dumps({
+        "files": [], "tests": [f"{view_ops}::TestViewOpsPRIVATEUSEONE::test_reshape_view_privateuseone"],
+        "bases": [f"{view_ops}::TestViewOps::test_view_view", f"{view_ops}::TestOldViewOps::test_broadcast_to",
+                  f"{view_ops}::TestViewOps::test_no_such_test"]}))
+    proc = subprocess.run([str(OOTCI), "run", "--config", "ootci.yaml", "--select", "selection.json"],
+                          capture_output=True, text=True, cwd=ws.path, timeout=600)
+    run_id = next((line.split()[1] for line in proc.stdout.splitlines() if line.startswith("run ")), None)
+    assert run_id, proc.stdout + proc.stderr
+    db = sqlite3.connect(ws.path / ".ootci" / "evidence.db")
+    ran = {r[0].split("::", 1)[1]: r[1] for r in db.execute(
+        "SELECT test_id, base FROM results WHERE run_id = ?", (run_id,))}
+    broadcast = {t for t in ran if t.startswith("TestOldViewOpsPRIVATEUSEONE::test_broadcast_to_")}
+    assert len(broadcast) > 5  # one variant per dtype
+    assert set(ran) == broadcast | {"TestViewOpsPRIVATEUSEONE::test_view_view_privateuseone",
+                                    "TestViewOpsPRIVATEUSEONE::test_reshape_view_privateuseone"}
+    assert {ran[t] for t in broadcast} == {"TestOldViewOps::test_broadcast_to"}
