@@ -58,6 +58,7 @@ struct Outcome {
   double share = 0;  // of the full plan's test time
   double select_s = 0;
   std::vector<std::string> missed;
+  size_t flaky = 0;  // newly failing, missed, and passing when run again under the fault
 };
 
 // A private copy of build/ootci, so a rebuild during the long run cannot swap it mid-way.
@@ -109,7 +110,7 @@ void write_config(const Options& o, const std::string& bench, const std::string&
                   "workspace: .ootci\n"
                   "run:\n"
                   "  workers: {workers}\n"
-                  "  reruns: 1\n"
+                  "  reruns: 0\n"
                   "  stall_timeout_s: 180\n"
                   "  test_timeout_s: 180\n",
                   fmt::arg("repo", repo), fmt::arg("disabled", disabled), fmt::arg("wrong", wrong),
@@ -136,10 +137,12 @@ void write_suite_configs(const Options& o, const std::string& bench) {
   }
 }
 
-void run_plan(const std::string& bench, const std::string& run_id) {
-  int code =
-      run_logged({ootci_binary(), "run", "--config", bench + "/ootci.yaml", "--run-id", run_id},
-                 bench + "/" + run_id + ".log");
+void run_plan(const std::string& bench, const std::string& run_id,
+              const std::string& selection = "") {
+  std::vector<std::string> argv = {ootci_binary(),        "run",      "--config",
+                                   bench + "/ootci.yaml", "--run-id", run_id};
+  if (!selection.empty()) argv.insert(argv.end(), {"--select", selection});
+  int code = run_logged(argv, bench + "/" + run_id + ".log");
   if (code != 0 && code != 1)
     throw Error(
         fmt::format("ootci run {} exited with {} (see {}/{}.log)", run_id, code, bench, run_id));
@@ -366,18 +369,44 @@ int bench(const Options& o) {
                  f.kind == "op" ? "OOTCI_REF_DISABLED_OPS" : "OOTCI_REF_WRONG_RESULTS",
                  f.kind == "op" ? f.op : f.op + ":" + f.dtype + ":1");
     run_plan(bench, run_id);
-    write_config(o, bench, repo, "", "");
-    git(repo, {"checkout", "-q", "--detach", base});
 
-    Outcome out{f, 0, 0, sel_tests.size(), sel_files.size(), 0, select_s, {}};
+    Outcome out{f, 0, 0, sel_tests.size(), sel_files.size(), 0, select_s, {}, 0};
+    std::vector<std::string> missed;
     for (const auto& r : store->results(run_id)) {
       if (!failing(r) || failing_before.count(r.test_id)) continue;
       ++out.failing;
       if (selected(r.test_id))
         ++out.caught;
       else
-        out.missed.push_back(r.test_id);
+        missed.push_back(r.test_id);
     }
+    // Runs are without reruns (hundreds of failures would each cost a fresh process), so a
+    // missed test is run again under the fault: one that passes was a flake, not the fault's.
+    if (!missed.empty()) {
+      nlohmann::json again = {{"files", nlohmann::json::array()},
+                              {"tests", nlohmann::json::array()}};
+      for (const auto& id : missed)
+        again[id.find("::") == std::string::npos ? "files" : "tests"].push_back(id);
+      std::string again_path = fmt::format("{}/missed-{}.json", bench, index);
+      write_file(again_path, again.dump(2));
+      run_plan(bench, run_id + "-again", again_path);
+      std::set<std::string> still;
+      for (const auto& r : store->results(run_id + "-again"))
+        if (failing(r)) still.insert(r.test_id);
+      for (const auto& id : missed) {
+        bool again_failing = still.count(id) > 0;
+        for (const auto& t : still) again_failing = again_failing || t.rfind(id + "::", 0) == 0;
+        if (again_failing) {
+          out.missed.push_back(id);
+        } else {
+          ++out.flaky;
+          --out.failing;
+        }
+      }
+    }
+    write_config(o, bench, repo, "", "");
+    git(repo, {"checkout", "-q", "--detach", base});
+
     double chosen = 0;
     for (const auto& [id, d] : duration)
       if (selected(id)) chosen += d;
@@ -403,7 +432,7 @@ int bench(const Options& o) {
   std::cout << "\n"
             << fmt::format("{:<28} {:<9} {:>8} {:>8} {:>9} {:>6} {:>8}\n", "fault", "kind",
                            "failing", "caught", "selected", "files", "time");
-  size_t fully = 0, failing_total = 0, caught_total = 0;
+  size_t fully = 0, failing_total = 0, caught_total = 0, flaky_total = 0;
   double share_sum = 0, share_max = 0, select_sum = 0;
   for (const auto& r : outcomes) {
     std::string label = r.fault.kind == "op" ? r.fault.op : r.fault.op + ":" + r.fault.dtype;
@@ -415,6 +444,7 @@ int bench(const Options& o) {
     fully += r.caught == r.failing;
     failing_total += r.failing;
     caught_total += r.caught;
+    flaky_total += r.flaky;
     share_sum += r.share;
     share_max = std::max(share_max, r.share);
     select_sum += r.select_s;
@@ -425,8 +455,12 @@ int bench(const Options& o) {
                            harmless.size(), fmt::join(harmless, ", "))
             << fmt::format("recall (faults fully caught / K): {}/{} = {}\n", fully, k,
                            share_text(k ? double(fully) / k : 0))
-            << fmt::format("failing tests caught: {}/{} = {}\n", caught_total, failing_total,
-                           share_text(failing_total ? double(caught_total) / failing_total : 0))
+            << fmt::format(
+                   "failing tests caught: {}/{} = {} ({} missed tests passed when run "
+                   "again under the fault: flakes, left out)\n",
+                   caught_total, failing_total,
+                   share_text(failing_total ? double(caught_total) / failing_total : 0),
+                   flaky_total)
             << fmt::format("selected share of full-plan test time: mean {}, max {}\n",
                            share_text(k ? share_sum / k : 0), share_text(share_max))
             << fmt::format("ootci select changed: mean {:.2f} s per fault\n",
