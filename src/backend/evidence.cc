@@ -263,6 +263,19 @@ class SqliteEvidenceStore : public EvidenceStore {
     return read_run(s);
   }
 
+  void delete_run(const std::string& run_id) override {
+    std::lock_guard lock(mu_);
+    in_transaction([&] {
+      for (const char* sql :
+           {"DELETE FROM test_ops WHERE run_id = ?", "DELETE FROM results WHERE run_id = ?",
+            "DELETE FROM runs WHERE id = ?"}) {
+        SqliteStmt s(cache_, sql);
+        s.bind(1, run_id);
+        step_or_explain(s, [&] { return fmt::format("delete run {}", run_id); });
+      }
+    });
+  }
+
   std::vector<RunInfo> runs(const std::string& backend) override {
     std::lock_guard lock(mu_);
     // An empty backend lists every run.
@@ -390,6 +403,7 @@ class SqliteEvidenceStore : public EvidenceStore {
   // Inside a transaction: the result row and its ops land together or not at all.
   void insert_with_ops(const std::string& run_id, const TestResult& r) {
     SqliteStmt s(cache_, kInsertResultSql);
+    s.reset();  // record_batch may hold the same cached statement, stepped but not yet reset
     bind_result(s, run_id, r);
     step_or_explain(s, [&] { return fmt::format("record {} in run {}", r.test_id, run_id); });
     SqliteStmt o(cache_, kInsertOpsSql);

@@ -75,6 +75,9 @@ class EvidenceStore {
                           const std::string& verdict, const nlohmann::json& manifest) = 0;
 
   virtual std::optional<RunInfo> run(const std::string& run_id) = 0;
+  // Removes a run with its results and ops (a helper run whose outcomes must not count, such as
+  // discovery's recording pass). Discoveries naming it must be gone first.
+  virtual void delete_run(const std::string& run_id) = 0;
   virtual std::vector<RunInfo> runs(const std::string& backend) = 0;  // newest first
   virtual std::vector<TestResult> results(const std::string& run_id) = 0;
   virtual std::set<std::string> finished_tests(const std::string& run_id) = 0;

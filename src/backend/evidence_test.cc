@@ -334,6 +334,34 @@ TEST_F(EvidenceTest, OpsAndBaseNamesAreStoredWithTheResultAndForgottenWithIt) {
   EXPECT_TRUE(store_->ops_of_run("r-1").empty());
 }
 
+TEST_F(EvidenceTest, ABatchMixingResultsWithAndWithoutOpsKeepsEveryRow) {
+  store_->begin_run(run_info("r-1", 100));
+  std::vector<TestResult> batch;
+  for (int i = 0; i < 6; ++i) {
+    TestResult r = result("a.py::C::t" + std::to_string(i), "passed");
+    if (i % 3 != 0) r.ops = {"aten::op" + std::to_string(i)};
+    batch.push_back(r);
+  }
+  store_->record_batch("r-1", batch);
+  EXPECT_EQ(store_->results("r-1").size(), 6u);
+  EXPECT_EQ(store_->ops_of_run("r-1").size(), 4u);
+}
+
+TEST_F(EvidenceTest, DeletingARunRemovesItsResultsAndOps) {
+  store_->begin_run(run_info("r-1", 100));
+  store_->begin_run(run_info("r-2", 200));
+  TestResult a = result("a.py::t", "passed");
+  a.ops = {"aten::add.Tensor"};
+  store_->record("r-1", a);
+  store_->record("r-2", a);
+  store_->delete_run("r-1");
+  EXPECT_FALSE(store_->run("r-1"));
+  EXPECT_TRUE(store_->results("r-1").empty());
+  EXPECT_TRUE(store_->ops_of_run("r-1").empty());
+  EXPECT_EQ(store_->ops_of_run("r-2").size(), 1u);
+  EXPECT_EQ(store_->history("a.py::t", 10).size(), 1u);
+}
+
 TEST_F(EvidenceTest, DiscoveriesAreKeyedByFileContentAndBackendRevision) {
   finished_run("r-1", 100, {});
   finished_run("r-2", 200, {});

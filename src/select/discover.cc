@@ -161,20 +161,41 @@ DiscoverReport discover(const DiscoverRequest& req) {
   report.up_to_date = split.up_to_date;
   if (split.to_run.empty()) return report;
 
-  RunRequest run;
-  run.backend = req.backend;
-  run.evidence_path = req.evidence_path;
-  run.workers = req.workers;
-  run.tty = req.tty;
-  run.plan_override = discovery_plan(req.backend, split.to_run);
-  run.record_ops = true;
-  report.run = run_plan(run);
+  // Two passes. The plain one gives the outcomes: a dispatch mode changes how some kernels run
+  // (on the reference backend it stops a conj crash in _copy_from), so outcomes seen under the
+  // recorder would promise passes a real run does not keep. The recording pass only gives ops.
+  RunRequest plain;
+  plain.backend = req.backend;
+  plain.evidence_path = req.evidence_path;
+  plain.workers = req.workers;
+  plain.tty = req.tty;
+  plain.plan_override = discovery_plan(req.backend, split.to_run);
+  report.run = run_plan(plain);
+  if (report.run->status != "finished") return report;  // interrupted: nothing is discovered
+
+  RunRequest recording = plain;
+  recording.record_ops = true;
+  recording.backend.run.reruns = 0;  // failures are the plain pass's business
+  RunReport ops_run = run_plan(recording);
 
   auto store = EvidenceStore::open(req.evidence_path);
+  std::map<std::string, std::vector<std::string>> ops = store->ops_of_run(ops_run.run_id);
+  std::vector<TestResult> with_ops;
+  for (TestResult r : report.run->results) {
+    auto it = ops.find(r.test_id);
+    if (it == ops.end()) continue;
+    r.ops = it->second;
+    with_ops.push_back(std::move(r));
+  }
+  store->record_batch(report.run->run_id, with_ops);
+  store->delete_run(ops_run.run_id);
+  std::error_code ignored;
+  std::filesystem::remove_all(req.backend.workspace + "/runs/" + ops_run.run_id, ignored);
+
   report.files =
       summarize_discovery(split.to_run, report.run->results, store->ops_of_run(report.run->run_id));
-  // An interrupted run has not seen every test; its files stay undiscovered.
-  if (report.run->status == "finished") {
+  // An interrupted recording pass has not seen every test; its files stay undiscovered.
+  if (ops_run.status == "finished") {
     int64_t now = now_ms();
     for (const auto& f : split.to_run)
       store->mark_discovered({f.relpath, f.sha256, report.backend_rev, report.run->run_id, now});

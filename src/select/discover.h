@@ -1,8 +1,8 @@
 #pragma once
 // `ootci discover`: execution evidence (docs/select.md). Upstream test files run on the device
-// with every variant mandatory and the op recorder on, so the evidence store learns each
-// variant's raw outcome and the aten ops it called on the device. A file is discovered again only
-// when its content or the backend's revision changed.
+// with every variant mandatory, once plainly for each variant's raw outcome and once with the op
+// recorder for the aten ops it called on the device; the evidence store keeps both in one run. A
+// file is discovered again only when its content or the backend's revision changed.
 #include <map>
 #include <optional>
 #include <string>
@@ -69,7 +69,8 @@ struct DiscoverReport {
   std::vector<DiscoverySummary> files;
 };
 
-// Runs the discovery and, when the run finished, marks its files discovered.
+// Runs both passes and, when both finished, marks the files discovered. The recording pass's
+// run is deleted once its ops are copied into the plain run.
 DiscoverReport discover(const DiscoverRequest& request);
 
 }  // namespace ootci
