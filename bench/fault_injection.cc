@@ -450,6 +450,12 @@ int bench(const Options& o) {
     select_sum += r.select_s;
   }
   size_t k = outcomes.size();
+  std::vector<double> shares;
+  for (const auto& r : outcomes) shares.push_back(r.share);
+  std::sort(shares.begin(), shares.end());
+  double median_share = k == 0  ? 0
+                        : k % 2 ? shares[k / 2]
+                                : (shares[k / 2 - 1] + shares[k / 2]) / 2;
   std::cout << "\n"
             << fmt::format("faults that broke tests: {} (plus {} that broke none: {})\n", k,
                            harmless.size(), fmt::join(harmless, ", "))
@@ -461,8 +467,9 @@ int bench(const Options& o) {
                    caught_total, failing_total,
                    share_text(failing_total ? double(caught_total) / failing_total : 0),
                    flaky_total)
-            << fmt::format("selected share of full-plan test time: mean {}, max {}\n",
-                           share_text(k ? share_sum / k : 0), share_text(share_max))
+            << fmt::format("selected share of full-plan test time: mean {}, median {}, max {}\n",
+                           share_text(k ? share_sum / k : 0), share_text(median_share),
+                           share_text(share_max))
             << fmt::format("ootci select changed: mean {:.2f} s per fault\n",
                            k ? select_sum / k : 0)
             << fmt::format("full plan: {} results, {:.1f} s of test time; bench took {:.0f} s\n",
