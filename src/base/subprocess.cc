@@ -2,11 +2,13 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
 #include <cstring>
 
 #include "base/error.h"
@@ -51,6 +53,8 @@ Subprocess Subprocess::spawn(const SpawnOptions& o) {
       dup2(out_fd, 1);
       dup2(out_fd, 2);
     }
+    if (o.stdout_fd >= 0) dup2(o.stdout_fd, 1);
+    if (o.stderr_fd >= 0) dup2(o.stderr_fd, 2);
     int devnull = open("/dev/null", O_RDONLY);
     if (devnull >= 0) dup2(devnull, 0);
     if (!o.cwd.empty() && chdir(o.cwd.c_str()) != 0) _exit(126);
@@ -110,6 +114,57 @@ int Subprocess::wait() {
   }
   status_ = st;
   return st;
+}
+
+CapturedRun run_captured(SpawnOptions options) {
+  int out_pipe[2], err_pipe[2];
+  if (pipe2(out_pipe, O_CLOEXEC) != 0) throw Error(fmt::format("pipe: {}", strerror(errno)));
+  if (pipe2(err_pipe, O_CLOEXEC) != 0) {
+    close(out_pipe[0]);
+    close(out_pipe[1]);
+    throw Error(fmt::format("pipe: {}", strerror(errno)));
+  }
+  options.output_file.clear();
+  options.stdout_fd = out_pipe[1];
+  options.stderr_fd = err_pipe[1];
+  std::optional<Subprocess> child;
+  try {
+    child.emplace(Subprocess::spawn(options));
+  } catch (...) {
+    for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]}) close(fd);
+    throw;
+  }
+  close(out_pipe[1]);
+  close(err_pipe[1]);
+  CapturedRun r;
+  // Both pipes are drained together, so a child filling one while we block on the other cannot
+  // deadlock.
+  std::array<pollfd, 2> fds = {pollfd{out_pipe[0], POLLIN, 0}, pollfd{err_pipe[0], POLLIN, 0}};
+  std::array<std::string*, 2> sinks = {&r.out, &r.err};
+  int open_fds = 2;
+  char buf[65536];
+  while (open_fds > 0) {
+    if (poll(fds.data(), fds.size(), -1) < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    for (size_t i = 0; i < fds.size(); ++i) {
+      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      ssize_t n = read(fds[i].fd, buf, sizeof buf);
+      if (n > 0) {
+        sinks[i]->append(buf, static_cast<size_t>(n));
+      } else if (n == 0 || errno != EINTR) {
+        close(fds[i].fd);
+        fds[i].fd = -1;
+        --open_fds;
+      }
+    }
+  }
+  for (const auto& p : fds)
+    if (p.fd >= 0) close(p.fd);
+  int status = child->wait();
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
 }
 
 }  // namespace ootci

@@ -17,6 +17,9 @@ struct SpawnOptions {
   // The child gets SIGKILL when the spawning thread's process dies, so killing a runner never
   // leaves its test processes running on. (Linux ties this to the spawning thread.)
   bool die_with_parent = false;
+  // When >= 0, the child's stdout / stderr (instead of output_file); used by run_captured.
+  int stdout_fd = -1;
+  int stderr_fd = -1;
 };
 
 // A child process. The destructor kills it (SIGKILL to its group) if it is still running.
@@ -42,5 +45,17 @@ class Subprocess {
   bool group_ = false;
   std::optional<int> status_;
 };
+
+// A finished command's exit code (128 + signal when killed) and its separate outputs.
+struct CapturedRun {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+  bool ok() const { return exit_code == 0; }
+};
+
+// Runs `options` to completion and captures stdout and stderr through pipes (output_file,
+// stdout_fd and stderr_fd are ignored). Throws only when the process cannot be started.
+CapturedRun run_captured(SpawnOptions options);
 
 }  // namespace ootci
