@@ -101,6 +101,12 @@ class BackendReader {
       read_select(*select, c.select);
       select->finish();
     }
+    c.attribute.backend_repo = c.device_root;
+    c.attribute.tests_repo = c.torch_root;
+    if (auto attribute = root.map("attribute")) {
+      read_attribute(*attribute, c.attribute);
+      attribute->finish();
+    }
     root.finish();
 
     BackendConfigResult r;
@@ -256,11 +262,60 @@ class BackendReader {
         static_cast<int>(m.integer("agent_timeout_s", 1, 86400).value_or(s.agent_timeout_s));
   }
 
+  // attribute: the three targets (backend, tests, core) and the probe budget.
+  void read_attribute(YamlMap& m, AttributeSettings& a) {
+    a.reruns = static_cast<int>(m.integer("reruns", 1, 20).value_or(a.reruns));
+    a.probe_reruns = static_cast<int>(m.integer("probe_reruns", 0, 5).value_or(a.probe_reruns));
+    a.max_probes = static_cast<int>(m.integer("max_probes", 1, 200).value_or(a.max_probes));
+    auto targets = m.map("targets");
+    if (!targets) return;
+    if (auto b = targets->map("backend")) {
+      if (auto repo = expand(*b, "repo")) a.backend_repo = canonical_dir(absolute_in(dir_, *repo));
+      a.backend_build = expand_command(*b, "build");
+      b->finish();
+    }
+    if (auto t = targets->map("tests")) {
+      if (auto repo = expand(*t, "repo")) a.tests_repo = canonical_dir(absolute_in(dir_, *repo));
+      t->finish();
+    }
+    if (auto core = targets->map("core")) {
+      if (auto repo = expand(*core, "repo")) a.core_repo = canonical_dir(absolute_in(dir_, *repo));
+      a.core_revision = expand_command(*core, "revision");
+      a.core_prepare = expand_command(*core, "prepare");
+      core->finish();
+    }
+    targets->finish();
+  }
+
+  // A command (a non-empty list of strings), each argument ${VAR}-expanded.
+  std::vector<std::string> expand_command(YamlMap& m, const std::string& key) {
+    auto list = m.str_list(key);
+    if (!list) return {};
+    if (list->empty()) {
+      m.fail(m.raw(key), m.child_path(key),
+             "expected a non-empty list (the command and its arguments)");
+      return {};
+    }
+    YAML::Node node = m.raw(key);
+    std::vector<std::string> out;
+    for (size_t i = 0; i < list->size(); ++i) {
+      auto arg = expand_text(m, node[i], fmt::format("{}[{}]", m.child_path(key), i), (*list)[i]);
+      if (!arg) return {};
+      out.push_back(*arg);
+    }
+    return out;
+  }
+
   // ${VAR} from the environment; an unset variable is an error at the value's position.
   std::optional<std::string> expand(YamlMap& m, const std::string& key) {
     auto text = m.str(key);
     if (!text) return std::nullopt;
-    YAML::Node node = m.raw(key);
+    return expand_text(m, m.raw(key), m.child_path(key), *text);
+  }
+
+  std::optional<std::string> expand_text(YamlMap& m, const YAML::Node& node,
+                                         const std::string& where,
+                                         const std::optional<std::string>& text) {
     std::string out;
     size_t i = 0;
     while (i < text->size()) {
@@ -272,13 +327,13 @@ class BackendReader {
       out += text->substr(i, start - i);
       size_t end = text->find('}', start);
       if (end == std::string::npos) {
-        m.fail(node, m.child_path(key), "unterminated '${'");
+        m.fail(node, where, "unterminated '${'");
         return std::nullopt;
       }
       std::string var = text->substr(start + 2, end - start - 2);
       auto value = env_(var);
       if (!value) {
-        m.fail(node, m.child_path(key), fmt::format("environment variable {} is not set", var));
+        m.fail(node, where, fmt::format("environment variable {} is not set", var));
         return std::nullopt;
       }
       out += *value;

@@ -63,6 +63,22 @@ struct SelectSettings {
   int agent_timeout_s = 300;  // per upstream file
 };
 
+// How `ootci attribute` materializes each moving target at a revision and how much it may probe
+// (the `attribute:` section; docs/attribute.md). Paths are absolute and ${VAR} is expanded.
+struct AttributeSettings {
+  int reruns = 3;  // flake check: reruns of the newly failing variants at the run's own revisions
+  int probe_reruns = 1;      // inside every other probe, reruns of a failing variant (flake-aware)
+  int max_probes = 16;       // control, expansion and bisection probes together
+  std::string backend_repo;  // git repo of the backend (default: device_root)
+  std::vector<std::string> backend_build;  // argv run in a backend worktree; empty: no build
+  std::string tests_repo;  // git repo holding the upstream tests (default: torch_root)
+  std::string core_repo;   // git repo of core, for ranges and subjects; optional
+  std::vector<std::string> core_revision;  // argv printing the core revision of this environment
+  // argv preparing core revision {rev} in folder {dir}, printing KEY=VALUE lines: the environment
+  // of every probe at that revision.
+  std::vector<std::string> core_prepare;
+};
+
 struct BackendConfig {
   std::string path;  // absolute path of ootci.yaml
   std::string dir;   // its folder: relative paths in it are relative to this
@@ -82,6 +98,7 @@ struct BackendConfig {
   GatePolicy gate;
   ReportSettings report;
   SelectSettings select;
+  AttributeSettings attribute;
 };
 
 struct BackendConfigResult {

@@ -311,6 +311,74 @@ select:
             }));
 }
 
+TEST(BackendConfig, AttributeSection) {
+  std::string path = write_config(R"(backend: {name: ref, device_type: privateuseone}
+test_configs: [c.yaml]
+attribute:
+  reruns: 5
+  probe_reruns: 0
+  max_probes: 9
+  targets:
+    backend:
+      repo: src
+      build: [make, -C, "${BUILD_DIR}"]
+    tests:
+      repo: ${UP}
+    core:
+      repo: /core
+      revision: [git, -C, /core, rev-parse, HEAD]
+      prepare: [sh, prep.sh, "{rev}", "{dir}"]
+)");
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  BackendConfigResult r = load_backend_config(
+      path, fake_env({{"TORCH_ROOT", "/t"}, {"UP", "/up"}, {"BUILD_DIR", "b"}}));
+  ASSERT_TRUE(r.config) << r.errors[0];
+  const AttributeSettings& a = r.config->attribute;
+  EXPECT_EQ(a.reruns, 5);
+  EXPECT_EQ(a.probe_reruns, 0);
+  EXPECT_EQ(a.max_probes, 9);
+  EXPECT_EQ(a.backend_repo, dir + "/src");
+  EXPECT_EQ(a.backend_build, (Lines{"make", "-C", "b"}));
+  EXPECT_EQ(a.tests_repo, "/up");
+  EXPECT_EQ(a.core_repo, "/core");
+  EXPECT_EQ(a.core_revision, (Lines{"git", "-C", "/core", "rev-parse", "HEAD"}));
+  // {rev} and {dir} are left for each call.
+  EXPECT_EQ(a.core_prepare, (Lines{"sh", "prep.sh", "{rev}", "{dir}"}));
+
+  // Without the section the repos default to the device and torch roots.
+  path = write_config("backend: {name: ref, device_type: privateuseone}\ntest_configs: [c.yaml]\n");
+  r = load_backend_config(path, fake_env({{"TORCH_ROOT", "/t"}}));
+  ASSERT_TRUE(r.config) << r.errors[0];
+  EXPECT_EQ(r.config->attribute.backend_repo, r.config->device_root);
+  EXPECT_EQ(r.config->attribute.tests_repo, "/t");
+  EXPECT_EQ(r.config->attribute.reruns, 3);
+  EXPECT_TRUE(r.config->attribute.core_prepare.empty());
+}
+
+TEST(BackendConfig, AttributeErrorsNamePositionAndPath) {
+  std::string path = write_config(R"(backend: {name: ref, device_type: privateuseone}
+test_configs: [c.yaml]
+attribute:
+  reruns: 0
+  targets:
+    backend:
+      build: []
+    core:
+      prepare: [sh, "${NOPE}"]
+      wheel: x
+)");
+  BackendConfigResult r = load_backend_config(path, fake_env({{"TORCH_ROOT", "/t"}}));
+  EXPECT_FALSE(r.config);
+  EXPECT_EQ(r.errors, (Lines{
+                          path + ":4:11: attribute.reruns: must be between 1 and 20",
+                          path + ":7:14: attribute.targets.backend.build: expected a non-empty "
+                                 "list (the command and its arguments)",
+                          path + ":9:21: attribute.targets.core.prepare[1]: environment variable "
+                                 "NOPE is not set",
+                          path + ":10:7: attribute.targets.core.wheel: unknown key",
+                      }));
+}
+
 TEST(BackendConfig, UnreadableFile) {
   BackendConfigResult r = load_backend_config("/nonexistent/ootci.yaml", fake_env({}));
   EXPECT_EQ(r.errors, Lines{"/nonexistent/ootci.yaml: cannot open file"});
