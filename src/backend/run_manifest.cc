@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "backend/target_revisions.h"
 #include "base/subprocess.h"
 #include "base/time.h"
 #include "net/crypto.h"
@@ -164,6 +165,7 @@ nlohmann::json build_manifest(const BackendConfig& backend, const nlohmann::json
         {"torch_version", torch},
         {"suite_sha256", sha256_hex(suite)}}},
       {"backend_revision", backend_revision(backend, scratch)},
+      {"targets", target_revisions_json(current_target_revisions(backend))},
       {"plan_sha256", sha256_hex(read_text(plan_path))},
       {"config_hash", run.config_hash},
       {"shard", run.shard.empty() ? nlohmann::json() : nlohmann::json(run.shard)},

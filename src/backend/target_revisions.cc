@@ -1,0 +1,55 @@
+#include "backend/target_revisions.h"
+
+#include <algorithm>
+
+#include "base/subprocess.h"
+
+namespace ootci {
+namespace {
+
+// The command's first output line, or "" when it fails: a missing revision only means that
+// attribution cannot compare that target, never that the run fails.
+std::string first_line_of(const std::vector<std::string>& argv) {
+  if (argv.empty()) return "";
+  SpawnOptions o;
+  o.argv = argv;
+  o.new_process_group = false;
+  o.env.emplace("GIT_TERMINAL_PROMPT", "0");
+  try {
+    CapturedRun r = run_captured(o);
+    if (!r.ok()) return "";
+    auto end = std::find(r.out.begin(), r.out.end(), '\n');
+    while (end != r.out.begin() && (end[-1] == '\r' || end[-1] == ' ')) --end;
+    return std::string(r.out.begin(), end);
+  } catch (const std::exception&) {
+    return "";
+  }
+}
+
+std::string head_commit(const std::string& repo) {
+  if (repo.empty()) return "";
+  return first_line_of({"git", "-C", repo, "rev-parse", "--verify", "-q", "HEAD^{commit}"});
+}
+
+}  // namespace
+
+TargetRevisions current_target_revisions(const BackendConfig& backend) {
+  const AttributeSettings& a = backend.attribute;
+  return {head_commit(a.backend_repo), head_commit(a.tests_repo), first_line_of(a.core_revision)};
+}
+
+nlohmann::json target_revisions_json(const TargetRevisions& r) {
+  return {{"backend", r.backend}, {"tests", r.tests}, {"core", r.core}};
+}
+
+std::optional<TargetRevisions> manifest_target_revisions(const nlohmann::json& manifest) {
+  auto it = manifest.find("targets");
+  if (it == manifest.end() || !it->is_object()) return std::nullopt;
+  auto text = [&](const char* key) {
+    auto v = it->find(key);
+    return v != it->end() && v->is_string() ? v->get<std::string>() : std::string();
+  };
+  return TargetRevisions{text("backend"), text("tests"), text("core")};
+}
+
+}  // namespace ootci
