@@ -6,21 +6,28 @@ CompositeImplicitAutograd decompositions. An op counts only when one of its tens
 do not pollute the set. An op is recorded before it runs, so one that raises (an unimplemented
 kernel) is in the set.
 
-What it does not see: the ops a CompositeExplicitAutograd kernel dispatches internally
-(`torch.ones(device=d)` is recorded as aten::ones, not as the empty and fill_ it runs). Calling
-such kernels from the mode to see inside them was tried and dropped: their nested calls then cross
-Python, and a boxed backend fallback can see different arguments than in a plain run (the
-reference backend's index fallback then succeeded where it fails without the recorder).
+Inside composite kernels: an op without a kernel of its own for the device runs a
+CompositeExplicitAutograd(NonFunctional) kernel there when it has one (`aten::ones` runs empty and
+fill_, `masked_fill.Scalar` runs clone and masked_fill_, `add.Tensor` runs add.out). The mode sees
+only the outer call, because the dispatcher takes it off the stack while it handles a call. So for
+a call that dispatches to the device, the recorder runs that composite kernel itself with the mode
+entered again, and the ops it reaches on the device are recorded too (recursively). That changes
+how the kernel runs: its nested calls cross Python, and a boxed backend fallback can see
+different arguments than in a plain run (the reference backend's index fallback then succeeds
+where it fails without the recorder). This is fine because `ootci discover` takes only ops from
+the recording pass; its outcomes come from a separate plain pass and the recording run is
+deleted. If the composite call raises, the op runs again plainly, except an op that mutates an
+argument (in-place, out=), whose exception propagates, so its side effects never happen twice.
+An op already being expanded runs plainly when its kernel reaches it again (detach does).
 
-The recorder must not change what a test does: an op's own exception propagates untouched, and
-when the recorder itself fails, or the mode cannot be entered, the test runs on and records
-nothing. Being a dispatch mode, it does take part in dispatch, so a backend bug that depends on the
-exact dispatch path (the reference backend's conjugate-copy recursion, a SIGSEGV without the
-recorder) can show differently under it than in a plain run.
+The recorder never changes a test's outcome in a plain run (it is loaded only with
+OOTCI_RECORD_OPS=1). An op's own exception propagates; when the recorder itself fails, or the
+mode cannot be entered, the test runs on and records nothing.
 """
 import os
 
 _OVERLOAD_DEFAULT = "default"
+_PLAIN = object()  # run the op plainly
 
 
 def op_name(func) -> str:
@@ -43,11 +50,24 @@ def enabled() -> bool:
     return os.environ.get("OOTCI_RECORD_OPS") == "1"
 
 
+# torch.device(...).type -> the backend dispatch key whose kernel table the device's calls use.
+_DISPATCH_KEYS = {"privateuseone": "PrivateUse1", "xla": "XLA", "hpu": "HPU", "xpu": "XPU",
+                  "mps": "MPS", "ipu": "IPU", "ve": "VE", "lazy": "Lazy", "ort": "ORT",
+                  "cuda": "CUDA", "meta": "Meta"}
+
+
 def _make_mode_class():
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
 
     Tensor, Device = torch.Tensor, torch.device
+    has_kernel = torch._C._dispatch_has_kernel_for_dispatch_key
+    DispatchKey = torch._C.DispatchKey
+    # What a backend key without its own kernel runs, in the dispatcher's order (1.13,
+    # OperatorEntry::computeDispatchTableEntry); after them comes the backend fallback.
+    composites = [(name, getattr(DispatchKey, name)) for name in
+                  ("CompositeExplicitAutogradNonFunctional", "CompositeExplicitAutograd")
+                  if hasattr(DispatchKey, name)]
 
     def on_device(values, device):
         for v in values:
@@ -64,15 +84,57 @@ def _make_mode_class():
                 return True  # device="<type>:0"
         return False
 
-    names = {}  # OpOverload -> "aten::name.overload"
+    def tensor_devices(values, found):
+        for v in values:
+            if isinstance(v, Tensor):
+                found.add(v.device.type)
+            elif isinstance(v, (list, tuple)):
+                tensor_devices(v, found)
+        return found
+
+    def dispatch_key_of(values, device, device_key):
+        """The backend key whose kernel the call runs, for a call that involves the device: the
+        device's when a tensor argument is on it (its key outranks the CPU's) or when no argument
+        is a tensor (a factory with device=); CPU for CPU tensors moved there (`_to_copy`)."""
+        found = tensor_devices(values, set())
+        if not found or device in found:
+            return device_key
+        return "CPU" if found == {"cpu"} else None
+
+    def mutates(func):
+        return any(a.alias_info is not None and a.alias_info.is_write
+                   for a in func._schema.arguments)
+
+    names = {}       # OpOverload -> "aten::name.overload"
+    composite = {}   # (OpOverload, backend key) -> (composite DispatchKey it runs, mutates) or None
+
+    def composite_of(func, backend_key):
+        try:
+            return composite[func, backend_key]
+        except KeyError:
+            pass
+        found = None
+        try:
+            name = func.name()
+            if hasattr(func, "_op_dk") and not has_kernel(name, backend_key):
+                for key_name, key in composites:
+                    if has_kernel(name, key_name):
+                        found = (key, mutates(func))
+                        break
+        except Exception:
+            found = None  # an op the dispatcher cannot describe runs plainly
+        composite[func, backend_key] = found
+        return found
 
     class OpRecordingMode(TorchDispatchMode):
         def __init__(self, device):
             super().__init__()
             self.device = device
+            self.device_key = _DISPATCH_KEYS.get(device)
             self.ops = set()
             self.active = True  # False once the test is over: a mode left behind only passes through
             self.broken = False  # the recorder failed: its set is incomplete, so nothing is reported
+            self.expanding = set()  # ops whose composite kernel is running under the mode
 
         def _note(self, func, values) -> bool:
             """True when there is nothing more to learn about this call."""
@@ -92,9 +154,55 @@ def _make_mode_class():
                 return True
             return False
 
+        def _composite_to_run(self, func, types, values):
+            """(key, mutates) when this call should run its composite kernel under the mode."""
+            if not self.active or self.broken or types or func in self.expanding:
+                return None
+            try:
+                if self.device_key is None or (composite_of(func, self.device_key) is None and
+                                               composite_of(func, "CPU") is None):
+                    return None  # the common case: no composite kernel to look into
+                if not on_device(values, self.device):
+                    return None  # a call that does not involve the device
+                backend_key = dispatch_key_of(values, self.device, self.device_key)
+                return composite_of(func, backend_key) if backend_key else None
+            except Exception:
+                self.broken = True
+                return None
+
+        def _try_composite(self, func, inside, args, kwargs):
+            """The composite kernel's result under the mode, or _PLAIN when the op should run
+            plainly (the mode could not be entered again, or the kernel raised and the op mutates
+            nothing)."""
+            key, mutating = inside
+            try:
+                self.__enter__()
+            except Exception:
+                self.broken = True
+                return _PLAIN
+            self.expanding.add(func)
+            try:
+                return func._op_dk(key, *args, **kwargs)
+            except Exception:
+                if mutating:
+                    raise  # it may have written its arguments already: never twice
+                return _PLAIN
+            finally:
+                self.expanding.discard(func)
+                try:
+                    self.__exit__(None, None, None)
+                except Exception:
+                    self.broken = True
+
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
-            seen = self._note(func, (args, tuple(kwargs.values())))
+            values = (args, tuple(kwargs.values()))
+            seen = self._note(func, values)
+            inside = self._composite_to_run(func, types, values)
+            if inside is not None:
+                out = self._try_composite(func, inside, args, kwargs)
+                if out is not _PLAIN:
+                    return out
             out = func(*args, **kwargs)
             if not seen:
                 self._note(func, (out,))

@@ -191,6 +191,17 @@ RECORDER_PROBE = textwrap.dedent("""
         except NotImplementedError:
             out["raised"] = True
     out["ops"] = rec.ops
+    if sys.argv[1] == "composite":
+        # Device ops that only composite kernels reach: masked_fill.Scalar runs masked_fill_,
+        # logsumexp runs sum, amax and exp; the results are the plain run's.
+        x = torch.tensor([[0.5, -1.0, 2.0], [3.0, 0.0, -2.0]])
+        mask = x > 0
+        with op_recorder.Recording() as rec:
+            filled = x.to(device).masked_fill(mask.to(device), 7.0).cpu()
+            lse = torch.logsumexp(x.to(device), 1).cpu()
+        out["composite_ops"] = rec.ops
+        out["composite_values"] = [filled.tolist() == x.masked_fill(mask, 7.0).tolist(),
+                                   torch.allclose(lse, torch.logsumexp(x, 1))]
     if sys.argv[1] == "broken":
         op_recorder.op_name = lambda func: 1 / 0       # the recorder fails inside the mode
         with op_recorder.Recording() as rec:
@@ -200,20 +211,87 @@ RECORDER_PROBE = textwrap.dedent("""
 """)
 
 
-def test_recorder_records_only_device_ops_and_never_fails_a_test(ws):
-    env = {**os.environ, "OOTCI_DEVICE_TYPE": "privateuseone", "OOTCI_REF_DISABLED_OPS": "add",
-           "PYTHONPATH": f"{SOURCE_DIR / 'python'}:{BACKEND_DIR}"}
-    proc = subprocess.run(["/usr/bin/python3", "-c", RECORDER_PROBE, "broken"], capture_output=True,
-                          text=True, env=env, timeout=300)
+def recorder_env(**extra):
+    return {**os.environ, "OOTCI_DEVICE_TYPE": "privateuseone",
+            "PYTHONPATH": f"{SOURCE_DIR / 'python'}:{BACKEND_DIR}", **extra}
+
+
+def run_probe(source, *args, **env):
+    proc = subprocess.run(["/usr/bin/python3", "-c", source, *args], capture_output=True,
+                          text=True, env=recorder_env(**env), timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_recorder_records_only_device_ops_and_never_fails_a_test(ws):
+    out = run_probe(RECORDER_PROBE, "broken", OOTCI_REF_DISABLED_OPS="add")
     assert out["raised"]
     ops = set(out["ops"])
     assert {"aten::ones", "aten::_to_copy", "aten::mul.Tensor", "aten::add.Tensor"} <= ops
+    # Inside composite kernels on the device: ones runs empty and fill_, add.Tensor runs add.out
+    # (where the switch raises), to() copies through copy_ and the backend's _copy_from.
+    assert {"aten::empty.memory_format", "aten::fill_.Scalar", "aten::add.out", "aten::copy_",
+            "aten::_copy_from"} <= ops, ops
     assert not ops & {"aten::cumsum", "aten::arange.start", "aten::arange.start_out"}, ops
     assert out["ops"] == sorted(out["ops"])
     # A recorder that fails records nothing, and the computation is unchanged.
     assert out["broken"] == [None, 6.0]
+
+    out = run_probe(RECORDER_PROBE, "composite")  # every op switched on
+    composite = set(out["composite_ops"])
+    assert {"aten::masked_fill.Scalar", "aten::masked_fill_.Scalar", "aten::logsumexp",
+            "aten::sum.IntList_out", "aten::amax.out"} <= composite, composite
+    assert not composite & {"aten::gt.Scalar"}, composite  # the mask was made on the CPU
+    assert out["composite_values"] == [True, True]
+
+
+COMPOSITE_PROBE = textwrap.dedent("""
+    import json, os
+    import torch, ootci_reference_backend
+    from ootci_torch import op_recorder
+    device = os.environ["OOTCI_DEVICE_TYPE"]
+    lib = torch.library.Library("ootci_probe", "DEF")
+    lib.define("bump_(Tensor(a!) self) -> Tensor(a!)")
+    lib.define("second_try(Tensor self) -> Tensor")
+    calls = {"bump_": 0, "second_try": 0}
+
+    def bump_(self):                # writes its argument, then fails
+        calls["bump_"] += 1
+        self.add_(1)
+        raise RuntimeError("bump_ failed after writing")
+
+    def second_try(self):           # fails on its first call only
+        calls["second_try"] += 1
+        if calls["second_try"] == 1:
+            raise RuntimeError("first call fails")
+        return self.mul(2)
+
+    lib.impl("bump_", bump_, "CompositeExplicitAutograd")
+    lib.impl("second_try", second_try, "CompositeExplicitAutograd")
+    # torch 1.13 has no autograd fallthrough for new ops on PrivateUse1.
+    below_autograd = torch._C._AutoDispatchBelowAutograd()
+    x = torch.zeros(2, device=device)
+    out = {}
+    with op_recorder.Recording() as rec:
+        try:
+            torch.ops.ootci_probe.bump_(x)
+        except RuntimeError as e:
+            out["bump_error"] = str(e)
+        y = torch.ops.ootci_probe.second_try(torch.ones(2, device=device))
+    out.update(ops=rec.ops, calls=calls, x=x.cpu().tolist(), y=y.cpu().tolist())
+    print(json.dumps(out))
+""")
+
+
+def test_recorder_runs_a_composite_kernel_once_for_an_op_that_writes_its_arguments(ws):
+    out = run_probe(COMPOSITE_PROBE)
+    # The in-place op's kernel ran under the recorder and failed: its error propagates and it is
+    # not run again, so its argument was incremented once.
+    assert out["bump_error"] == "bump_ failed after writing"
+    assert out["calls"]["bump_"] == 1 and out["x"] == [1.0, 1.0]
+    # A functional op whose kernel fails under the recorder runs again plainly.
+    assert out["calls"]["second_try"] == 2 and out["y"] == [2.0, 2.0]
+    assert {"ootci_probe::bump_", "aten::add_.Tensor", "ootci_probe::second_try"} <= set(out["ops"])
 
 
 # --- `ootci select delta` -------------------------------------------------------------------
