@@ -50,8 +50,13 @@ std::string toplevel(const std::string& dir) {
   return trimmed(git_output(dir, {"rev-parse", "--show-toplevel"}));
 }
 
+// The full commit id, or "" when `rev` is not a commit of the repo.
 std::string resolve(const std::string& repo, const std::string& rev) {
-  return trimmed(git_output(repo, {"rev-parse", "--verify", "-q", rev + "^{commit}"}));
+  try {
+    return trimmed(git_output(repo, {"rev-parse", "--verify", "-q", rev + "^{commit}"}));
+  } catch (const Error&) {
+    return "";
+  }
 }
 
 }  // namespace
