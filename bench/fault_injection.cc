@@ -12,6 +12,7 @@
 //
 // Run on purpose (it takes minutes per fault), never from scripts/test:
 //   build/bench/bench_fault_injection --faults 20 --files test_view_ops.py,test_reductions.py
+// --ops sum,prod:float32 replays given faults (an earlier run's) instead of drawing them.
 #include <fmt/format.h>
 #include <sys/wait.h>
 
@@ -21,6 +22,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <tuple>
 
 #include "backend/evidence.h"
 #include "base/error.h"
@@ -43,6 +45,7 @@ struct Options {
   unsigned seed = 1;
   std::string torch_root;
   std::string workdir;
+  std::vector<std::string> ops;  // fixed faults ("sum", "prod:float32") instead of drawn ones
 };
 
 struct Fault {
@@ -326,17 +329,33 @@ int bench(const Options& o) {
   auto ops = discovered_ops(*store);
   std::set<std::string> called;
   for (const auto& [test, list] : ops) called.insert(list.begin(), list.end());
-  auto candidates =
-      candidate_ops(ops, baseline, own_kernels, reaching_fallback(called, bench), o.seed);
+  // (switch name, dtype, kind): drawn faults alternate between a whole op and one dtype.
+  std::vector<std::tuple<std::string, std::string, std::string>> candidates;
+  if (o.ops.empty()) {
+    auto drawn =
+        candidate_ops(ops, baseline, own_kernels, reaching_fallback(called, bench), o.seed);
+    for (size_t i = 0; i < drawn.size(); ++i)
+      candidates.emplace_back(drawn[i].first, drawn[i].second, i % 2 == 0 ? "op" : "op:dtype");
+  } else {
+    for (const auto& spec : o.ops) {
+      auto colon = spec.find(':');
+      if (colon == std::string::npos) {
+        candidates.emplace_back(spec, "", "op");
+        continue;
+      }
+      std::string dtype = spec.substr(colon + 1);
+      if (!kSwitchDtypes.count(dtype))
+        throw Error(fmt::format("--ops {}: unknown dtype '{}'", spec, dtype));
+      candidates.emplace_back(spec.substr(0, colon), dtype, "op:dtype");
+    }
+  }
   std::cout << fmt::format("{} candidate ops\n", candidates.size()) << std::flush;
 
   std::vector<Outcome> outcomes;
   std::vector<std::string> harmless;  // faults that broke no test
   for (size_t i = 0; i < candidates.size() && static_cast<int>(outcomes.size()) < o.faults; ++i) {
     Fault f;
-    f.op = candidates[i].first;
-    f.kind = i % 2 == 0 ? "op" : "op:dtype";
-    f.dtype = candidates[i].second;
+    std::tie(f.op, f.dtype, f.kind) = candidates[i];
     int index = static_cast<int>(i) + 1;
 
     // The commit the selector sees, on top of the base.
@@ -496,6 +515,10 @@ int main(int argc, char** argv) {
   app.add_option("--seed", o.seed, "order in which candidate ops are tried");
   app.add_option("--torch-root", o.torch_root, "upstream PyTorch tree (default: $TORCH_ROOT)");
   app.add_option("--workdir", o.workdir, "keep everything here (default: a temporary folder)");
+  app.add_option("--ops", o.ops,
+                 "these faults, in order, instead of drawn ones: op (switched off) or op:dtype "
+                 "(wrong results), e.g. sum,prod:float32 (repeats an earlier run's faults)")
+      ->delimiter(',');
   CLI11_PARSE(app, argc, argv);
   if (o.torch_root.empty()) {
     std::cerr << "error: no upstream tree: set TORCH_ROOT or pass --torch-root\n";
