@@ -55,13 +55,13 @@ std::string describe(const Commit& c) {
   return out;
 }
 
-// "a, b and 3 more": the variants a summary names.
+// "2 variants (a, b)", "5 variants (a, b and 3 more)": the variants a summary names.
 std::string some_of(const std::vector<std::string>& ids) {
-  std::string out;
+  std::string out = fmt::format("{} variant{} (", ids.size(), ids.size() == 1 ? "" : "s");
   size_t shown = std::min<size_t>(ids.size(), 2);
   for (size_t i = 0; i < shown; ++i) out += (i ? ", " : "") + ids[i];
   if (ids.size() > shown) out += fmt::format(" and {} more", ids.size() - shown);
-  return out;
+  return out + ")";
 }
 
 class Attributor {
@@ -76,9 +76,8 @@ class Attributor {
     if (!flake_check()) return a_;
     if (!in_.green) {
       a_.summary = fmt::format(
-          "{} variants fail deterministically ({}), but there is no green run of this backend to "
-          "compare with",
-          a_.failing.size(), some_of(a_.failing));
+          "{} fail deterministically, but there is no green run of this backend to compare with",
+          some_of(a_.failing));
       return a_;
     }
     const Combination& green = *in_.green;
@@ -91,9 +90,9 @@ class Attributor {
       a_.confidence = "medium";
       a_.summary = check.outcome.ran
                        ? fmt::format(
-                             "{} variants ({}) fail at the same revisions that were green: "
+                             "{} fail at the same revisions that were green: "
                              "nothing moved, so the environment did",
-                             a_.failing.size(), some_of(a_.failing))
+                             some_of(a_.failing))
                        : fmt::format(
                              "nothing moved since the last green run, and its revisions cannot "
                              "be materialized now: {}",
@@ -106,9 +105,9 @@ class Attributor {
       a_.confidence = "high";
       a_.summary = control.outcome.ran
                        ? fmt::format(
-                             "{} variants ({}) also fail at the last green run's "
+                             "{} also fail at the last green run's "
                              "revisions: the environment changed, not the code",
-                             a_.failing.size(), some_of(a_.failing))
+                             some_of(a_.failing))
                        : fmt::format(
                              "the last green run's revisions cannot be materialized "
                              "any more: {}",
@@ -137,8 +136,7 @@ class Attributor {
     a_.category = "flake";
     a_.confidence = in_.reruns >= 2 ? "high" : "medium";
     a_.summary = fmt::format(
-        "all {} newly failing variants passed when re-run at the same revisions ({}): a flake",
-        ids.size(), some_of(ids));
+        "the newly failing {} passed when re-run at the same revisions: a flake", some_of(ids));
     return false;
   }
 
@@ -195,9 +193,9 @@ class Attributor {
     a_.range = probes_.commits_between(t, from, to);
     if (a_.range.empty()) {
       a_.confidence = "medium";
-      a_.summary = fmt::format(
-          "{} {}..{} breaks {} variants ({}){}; its commits could not be listed", target_name(t),
-          short_sha(from), short_sha(to), a_.failing.size(), some_of(a_.failing), why);
+      a_.summary =
+          fmt::format("{} {}..{} breaks {}{}; its commits could not be listed", target_name(t),
+                      short_sha(from), short_sha(to), some_of(a_.failing), why);
       return;
     }
     // Invariant: range[good] passes (-1 is `from`), range[bad] fails (the last is `to`).
@@ -217,17 +215,16 @@ class Attributor {
       for (long i = good + 1; i <= bad; ++i) a_.remaining.push_back(a_.range[i].sha);
       a_.confidence = "medium";
       a_.summary = fmt::format(
-          "{} breaks {} variants ({}){}; the probe budget ran out with {} "
+          "{} breaks {}{}; the probe budget ran out with {} "
           "candidate commits left",
-          target_name(t), a_.failing.size(), some_of(a_.failing), why, a_.remaining.size());
+          target_name(t), some_of(a_.failing), why, a_.remaining.size());
       return;
     }
     a_.culprit = a_.range[bad];
     a_.confidence = interaction ? "medium" : "high";
     a_.summary = fmt::format(
-        "{} commit {} breaks {} variants ({}){}: found among {} commits in {} bisection probes",
-        target_name(t), describe(*a_.culprit), a_.failing.size(), some_of(a_.failing), why,
-        a_.range.size(), a_.bisection_probes);
+        "{} commit {} breaks {}{}: found among {} commits in {} bisection probes", target_name(t),
+        describe(*a_.culprit), some_of(a_.failing), why, a_.range.size(), a_.bisection_probes);
   }
 
   void out_of_budget() {

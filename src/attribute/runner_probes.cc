@@ -70,9 +70,10 @@ std::optional<int> pr_number(const std::string& subject, const std::string& body
   return std::nullopt;
 }
 
-RunnerProbes::RunnerProbes(BackendConfig config, std::string cache_dir, std::string work_dir,
-                           std::ostream& log)
+RunnerProbes::RunnerProbes(BackendConfig config, TargetRevisions current, std::string cache_dir,
+                           std::string work_dir, std::ostream& log)
     : config_(std::move(config)),
+      current_(std::move(current)),
       cache_dir_(std::move(cache_dir)),
       work_dir_(std::move(work_dir)),
       log_(log) {}
@@ -212,7 +213,12 @@ void RunnerProbes::build_backend(const std::string& dir, const std::string& back
   std::ofstream(marker) << "ok\n";
 }
 
-BackendConfig RunnerProbes::materialize(const Combination& c) {
+BackendConfig RunnerProbes::materialize(const Combination& wanted) {
+  // What is checked out here already need not be made again (and is what the run ran).
+  Combination c = wanted;
+  if (c.backend == current_.backend) c.backend.clear();
+  if (c.tests == current_.tests) c.tests.clear();
+  if (c.core == current_.core) c.core.clear();
   std::map<std::string, std::string> env;
   if (!c.core.empty()) env = core_environment(c.core);
   EnvLookup lookup = [&env](const std::string& name) -> std::optional<std::string> {
@@ -257,7 +263,7 @@ BackendConfig RunnerProbes::materialize(const Combination& c) {
     b.torch_root = join(worktree(Target::tests, c.tests), *rel);
   }
   for (const auto& [k, v] : env) b.env[k] = v;
-  if (!c.backend.empty()) build_backend(b.device_root, c.backend, c.core, env);
+  if (!c.backend.empty()) build_backend(b.device_root, c.backend, wanted.core, env);
   b.workspace = work_dir_ + "/probe-runs";
   b.attribute = config_.attribute;
   return b;

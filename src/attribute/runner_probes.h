@@ -10,6 +10,7 @@
 
 #include "attribute/attribution.h"
 #include "backend/backend_config.h"
+#include "backend/target_revisions.h"
 
 namespace ootci {
 
@@ -17,8 +18,10 @@ class RunnerProbes : public Probes {
  public:
   // `cache_dir` keeps worktrees, builds and core environments across attributions; `work_dir`
   // holds this attribution's probe runs and their evidence.
-  RunnerProbes(BackendConfig config, std::string cache_dir, std::string work_dir,
-               std::ostream& log);
+  // `current` are the revisions checked out and prepared here now: a combination that uses them
+  // runs on this checkout and environment as they are, with no worktree, build or prepare.
+  RunnerProbes(BackendConfig config, TargetRevisions current, std::string cache_dir,
+               std::string work_dir, std::ostream& log);
 
   ProbeOutcome run(const Combination& combination, const std::vector<std::string>& ids,
                    int reruns) override;
@@ -36,6 +39,7 @@ class RunnerProbes : public Probes {
                      const std::string& core_rev, const std::map<std::string, std::string>& env);
 
   BackendConfig config_;
+  TargetRevisions current_;
   std::string cache_dir_, work_dir_;
   std::ostream& log_;
   std::map<std::string, std::map<std::string, std::string>> core_env_;  // by core revision

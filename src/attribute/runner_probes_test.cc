@@ -77,7 +77,7 @@ struct Repos {
 TEST(RunnerProbes, ListsFirstParentCommitsOldestFirstWithPrNumbers) {
   Repos repos;
   std::stringstream log;
-  RunnerProbes probes(repos.loaded(), repos.root + "/cache", repos.root + "/work", log);
+  RunnerProbes probes(repos.loaded(), {}, repos.root + "/cache", repos.root + "/work", log);
   auto commits =
       probes.commits_between(Target::backend, repos.backend_commits[0], repos.backend_commits[3]);
   ASSERT_EQ(commits.size(), 3u);
@@ -96,7 +96,7 @@ TEST(RunnerProbes, ListsFirstParentCommitsOldestFirstWithPrNumbers) {
 TEST(RunnerProbes, MaterializesEachTargetAtItsRevision) {
   Repos repos;
   std::stringstream log;
-  RunnerProbes probes(repos.loaded(), repos.root + "/cache", repos.root + "/work", log);
+  RunnerProbes probes(repos.loaded(), {}, repos.root + "/cache", repos.root + "/work", log);
   Combination c{repos.backend_commits[1], repos.tests_commits[0], "core-7"};
   BackendConfig b = probes.materialize(c);
   // ootci.yaml as it was at backend commit 1.
@@ -112,10 +112,28 @@ TEST(RunnerProbes, MaterializesEachTargetAtItsRevision) {
   EXPECT_EQ(read_file(b.device_root + "/build.log"), "built\n");
 }
 
+TEST(RunnerProbes, TheRevisionsCheckedOutHereRunAsTheyAre) {
+  Repos repos;
+  std::stringstream log;
+  BackendConfig config = repos.loaded();
+  TargetRevisions here{repos.backend_commits[3], repos.tests_commits[2], "core-now"};
+  RunnerProbes probes(config, here, repos.root + "/cache", repos.root + "/work", log);
+  BackendConfig b = probes.materialize({here.backend, here.tests, here.core});
+  EXPECT_EQ(b.device_root, repos.backend);
+  EXPECT_EQ(b.torch_root, config.torch_root);
+  EXPECT_FALSE(b.env.count("CORE_FLAVOUR"));  // no prepare: this environment is that core
+  EXPECT_FALSE(fs::exists(repos.backend + "/build.log"));
+  EXPECT_FALSE(fs::exists(repos.root + "/cache/worktrees"));
+  // Only the target that differs is materialized.
+  b = probes.materialize({here.backend, repos.tests_commits[1], here.core});
+  EXPECT_EQ(b.device_root, repos.backend);
+  EXPECT_EQ(read_file(b.torch_root + "/test/test_a.py"), "# v1\n");
+}
+
 TEST(RunnerProbes, ABuildFailureOrAMissingRevisionIsAProbeThatDidNotRun) {
   Repos repos;
   std::stringstream log;
-  RunnerProbes probes(repos.loaded(), repos.root + "/cache", repos.root + "/work", log);
+  RunnerProbes probes(repos.loaded(), {}, repos.root + "/cache", repos.root + "/work", log);
   commit(repos.backend, "broken", "", "break the build");
   std::string broken = sh(repos.backend, "git rev-parse HEAD");
   ProbeOutcome o = probes.run({broken, "", ""}, {"test_a.py::T::test_x"}, 0);

@@ -16,6 +16,7 @@
 #include "backend/target_revisions.h"
 #include "base/atomic_file.h"
 #include "base/error.h"
+#include "base/subprocess.h"
 #include "cli/commands.h"
 
 namespace fs = std::filesystem;
@@ -45,6 +46,14 @@ std::optional<RunInfo> green_before(EvidenceStore& store, const RunInfo& run) {
     if (!any_config) any_config = r;
   }
   return any_config;
+}
+
+bool clean_checkout(const std::string& repo) {
+  SpawnOptions o;
+  o.argv = {"git", "-C", repo, "status", "--porcelain", "--untracked-files=no"};
+  o.new_process_group = false;
+  CapturedRun r = run_captured(o);
+  return r.ok() && r.out.empty();
 }
 
 Combination combination_of(const RunInfo& run) {
@@ -92,7 +101,11 @@ void attribute_command(const AttributeArgs& a) {
   std::string work_dir = fmt::format("{}/{}", cache_dir, run->id);
   fs::remove_all(work_dir);  // a fresh attribution: the probes of an earlier one are not evidence
   fs::create_directories(work_dir);
-  RunnerProbes probes(config, cache_dir, work_dir, std::cerr);
+  // The checkout counts as a target's revision only when clean: an edited tree is not that commit.
+  TargetRevisions current = current_target_revisions(config);
+  if (!clean_checkout(config.attribute.backend_repo)) current.backend.clear();
+  if (!clean_checkout(config.attribute.tests_repo)) current.tests.clear();
+  RunnerProbes probes(config, current, cache_dir, work_dir, std::cerr);
   Attribution attribution = attribute_failures(in, probes);
 
   nlohmann::json triage = triage_verdict(attribution, in, ctx);
