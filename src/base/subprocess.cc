@@ -8,7 +8,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstring>
 
 #include "base/error.h"
@@ -116,7 +118,7 @@ int Subprocess::wait() {
   return st;
 }
 
-CapturedRun run_captured(SpawnOptions options) {
+CapturedRun run_captured(SpawnOptions options, int64_t timeout_ms) {
   int out_pipe[2], err_pipe[2];
   if (pipe2(out_pipe, O_CLOEXEC) != 0) throw Error(fmt::format("pipe: {}", strerror(errno)));
   if (pipe2(err_pipe, O_CLOEXEC) != 0) {
@@ -143,8 +145,21 @@ CapturedRun run_captured(SpawnOptions options) {
   std::array<std::string*, 2> sinks = {&r.out, &r.err};
   int open_fds = 2;
   char buf[65536];
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   while (open_fds > 0) {
-    if (poll(fds.data(), fds.size(), -1) < 0) {
+    int wait_ms = -1;
+    if (timeout_ms > 0 && !r.timed_out) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) {
+        r.timed_out = true;
+        child->kill_group();
+        child->signal(SIGKILL);
+        continue;
+      }
+      wait_ms = static_cast<int>(std::min<int64_t>(left.count(), 1000));
+    }
+    if (poll(fds.data(), fds.size(), wait_ms) < 0) {
       if (errno == EINTR) continue;
       break;
     }

@@ -1,6 +1,7 @@
 #pragma once
 #include <sys/types.h>
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -51,11 +52,13 @@ struct CapturedRun {
   int exit_code = -1;
   std::string out;
   std::string err;
-  bool ok() const { return exit_code == 0; }
+  bool timed_out = false;  // killed (with its process group) at the timeout
+  bool ok() const { return exit_code == 0 && !timed_out; }
 };
 
 // Runs `options` to completion and captures stdout and stderr through pipes (output_file,
-// stdout_fd and stderr_fd are ignored). Throws only when the process cannot be started.
-CapturedRun run_captured(SpawnOptions options);
+// stdout_fd and stderr_fd are ignored). With `timeout_ms` > 0 the process (and its group, when
+// it has one) is killed after that long. Throws only when the process cannot be started.
+CapturedRun run_captured(SpawnOptions options, int64_t timeout_ms = 0);
 
 }  // namespace ootci

@@ -42,5 +42,14 @@ TEST(RunCaptured, AMissingProgramExits127AndASignalIs128PlusIt) {
   EXPECT_EQ(run_captured(command({"/bin/sh", "-c", "kill -9 $$"})).exit_code, 128 + 9);
 }
 
+TEST(RunCaptured, ATimeoutKillsTheProcessGroupAndKeepsWhatWasPrinted) {
+  // The grandchild holds the pipes too: only killing the group ends the wait.
+  CapturedRun r = run_captured(command({"/bin/sh", "-c", "echo started; sleep 30 & wait"}), 300);
+  EXPECT_TRUE(r.timed_out);
+  EXPECT_FALSE(r.ok());
+  EXPECT_EQ(r.out, "started\n");
+  EXPECT_EQ(r.exit_code, 128 + 9);
+}
+
 }  // namespace
 }  // namespace ootci
