@@ -3,18 +3,12 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <fnmatch.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
-#include <chrono>
-#include <cstdlib>
-#include <fstream>
 #include <iostream>
 #include <regex>
 #include <sstream>
-#include <thread>
 
 #include "backend/release_pin.h"
 #include "base/error.h"
@@ -282,47 +276,28 @@ std::string last_line(const std::string& text) {
 CommandOutput run_command(const std::vector<std::string>& argv,
                           const std::map<std::string, std::string>& env, int timeout_s) {
   CommandOutput out;
-  const char* tmp = std::getenv("TMPDIR");
-  std::string scratch = fmt::format("{}/ootci-gate-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-  int fd = mkstemp(scratch.data());
-  if (fd < 0) throw Error(fmt::format("cannot create a temporary file in {}", scratch));
-  close(fd);
   std::string command = fmt::format("{}", fmt::join(argv, " "));
   try {
     SpawnOptions options;
     options.argv = argv;
     options.env = env;
-    options.output_file = scratch;
     options.die_with_parent = true;
-    Subprocess p = Subprocess::spawn(options);
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
-    std::optional<int> status;
-    while (!(status = p.try_wait())) {
-      if (std::chrono::steady_clock::now() > deadline) {
-        p.kill_group();
-        p.wait();
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    std::ifstream in(scratch, std::ios::binary);
-    std::stringstream text;
-    text << in.rdbuf();
-    out.text = text.str();
-    if (!status)
+    CapturedRun r = run_captured(options, int64_t{timeout_s} * 1000);
+    out.text = r.out;
+    std::string why = last_line(r.err).empty() ? last_line(r.out) : last_line(r.err);
+    if (r.timed_out)
       out.failure = fmt::format("{}: timed out after {} s", command, timeout_s);
-    else if (!WIFEXITED(*status))
-      out.failure = fmt::format("{}: killed by signal {}", command, WTERMSIG(*status));
-    else if (int code = WEXITSTATUS(*status); code != 0)
-      out.failure = fmt::format("{}: exited with {}{}", command, code,
-                                code == 127                   ? " (command not found?)"
-                                : last_line(out.text).empty() ? ""
-                                                              : ": " + last_line(out.text));
+    else if (r.exit_code > 128)
+      out.failure = fmt::format("{}: killed by signal {}", command, r.exit_code - 128);
+    else if (r.exit_code != 0)
+      out.failure = fmt::format("{}: exited with {}{}", command, r.exit_code,
+                                r.exit_code == 127 ? " (command not found?)"
+                                : why.empty()      ? ""
+                                                   : ": " + why);
     out.ok = out.failure.empty();
   } catch (const Error& e) {
     out.failure = fmt::format("{}: {}", command, e.what());
   }
-  unlink(scratch.c_str());
   return out;
 }
 
