@@ -2,13 +2,9 @@
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
-#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -65,45 +61,22 @@ std::string url_encode(const std::string& s) {
   return out;
 }
 
-// Runs argv and returns its stdout; stderr goes to the error message when it fails.
+// Runs argv and returns its stdout; stderr goes to the error message when it fails. Pipes, not
+// files: the token never touches the disk.
 std::string command_stdout(const std::vector<std::string>& argv) {
-  namespace fs = std::filesystem;
-  static std::atomic<int> calls{0};
-  fs::path dir =
-      fs::temp_directory_path() / fmt::format("ootci-token-{}-{}-{}", getpid(), now_ms(), calls++);
-  fs::create_directories(dir);
-  fs::permissions(dir, fs::perms::owner_all);  // the token passes through it
-  struct Cleanup {
-    fs::path dir;
-    ~Cleanup() {
-      std::error_code ec;
-      fs::remove_all(dir, ec);
-    }
-  } cleanup{dir};
-  // spawn() sends stdout and stderr to one file; a shell keeps stderr out of the token.
   SpawnOptions o;
-  o.argv = {"/bin/sh", "-c", "exec \"$@\" 2>\"$OOTCI_TOKEN_STDERR\"", "sh"};
-  o.argv.insert(o.argv.end(), argv.begin(), argv.end());
-  o.env = {{"OOTCI_TOKEN_STDERR", (dir / "err").string()}};
-  o.output_file = (dir / "out").string();
-  Subprocess p = Subprocess::spawn(o);
-  std::optional<int> status;
-  for (int64_t deadline = now_ms() + kTokenCommandTimeoutMs; !status && now_ms() < deadline;) {
-    status = p.try_wait();
-    if (!status) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  o.argv = argv;
+  CapturedRun r = run_captured(o, kTokenCommandTimeoutMs);
   std::string cmd = argv.front();
-  if (!status) {
-    p.kill_group();
+  if (r.timed_out)
     throw Error(fmt::format("report.token_command {}: no answer within {} s", cmd,
                             kTokenCommandTimeoutMs / 1000));
-  }
-  if (!WIFEXITED(*status) || WEXITSTATUS(*status) != 0)
-    throw Error(fmt::format("report.token_command {} failed ({}): {}", cmd,
-                            WIFEXITED(*status) ? fmt::format("exit {}", WEXITSTATUS(*status))
-                                               : std::string("killed by a signal"),
-                            trim(read_text((dir / "err").string()))));
-  return read_text((dir / "out").string());
+  if (!r.ok())
+    throw Error(fmt::format(
+        "report.token_command {} failed ({}): {}", cmd,
+        r.exit_code > 128 ? std::string("killed by a signal") : fmt::format("exit {}", r.exit_code),
+        trim(r.err)));
+  return r.out;
 }
 
 std::string github_actions_token(const std::string& request_url, const std::string& bearer,
