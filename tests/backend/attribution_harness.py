@@ -131,8 +131,8 @@ def assert_commit(a: Attribution, obj: dict, target: str, sha: str, subject: str
     assert obj.get("target") == target, a
     assert obj.get("sha") == sha, a
     assert obj.get("subject") == subject, a
-    pr = re.search(r"\(#(\d+)\)$", subject)
-    assert obj.get("pr") in ((None, int(pr.group(1))) if pr else (None,)), a
+    pr = re.search(r"\(#(\d+)\)$", subject)  # upstream's squash-merge subjects end in "(#N)"
+    assert obj.get("pr") == (int(pr.group(1)) if pr else None), a
     # The human-readable report names the culprit, in the file and on stdout.
     assert sha[:7] in a.triage_md, f"triage.md does not name {sha[:7]}:\n{a.triage_md}"
     assert sha[:7] in a.proc.stdout, a
