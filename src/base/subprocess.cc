@@ -57,8 +57,9 @@ Subprocess Subprocess::spawn(const SpawnOptions& o) {
     }
     if (o.stdout_fd >= 0) dup2(o.stdout_fd, 1);
     if (o.stderr_fd >= 0) dup2(o.stderr_fd, 2);
-    int devnull = open("/dev/null", O_RDONLY);
-    if (devnull >= 0) dup2(devnull, 0);
+    int input = open(o.input_file.empty() ? "/dev/null" : o.input_file.c_str(), O_RDONLY);
+    if (input < 0 && !o.input_file.empty()) _exit(126);
+    if (input >= 0) dup2(input, 0);
     if (!o.cwd.empty() && chdir(o.cwd.c_str()) != 0) _exit(126);
     // Undo signal blocking inherited from the parent (ootci blocks SIGTERM for its waiter thread).
     sigset_t none;

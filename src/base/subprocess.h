@@ -21,6 +21,7 @@ struct SpawnOptions {
   // When >= 0, the child's stdout / stderr (instead of output_file); used by run_captured.
   int stdout_fd = -1;
   int stderr_fd = -1;
+  std::string input_file = "";  // the child's stdin; empty: /dev/null
 };
 
 // A child process. The destructor kills it (SIGKILL to its group) if it is still running.

@@ -42,6 +42,17 @@ TEST(RunCaptured, AMissingProgramExits127AndASignalIs128PlusIt) {
   EXPECT_EQ(run_captured(command({"/bin/sh", "-c", "kill -9 $$"})).exit_code, 128 + 9);
 }
 
+TEST(RunCaptured, FeedsStdinFromAFile) {
+  std::string input = testing::TempDir() + "/ootci-subprocess-input";
+  FILE* f = fopen(input.c_str(), "w");
+  fputs("from the file\n", f);
+  fclose(f);
+  SpawnOptions o = command({"/bin/cat"});
+  o.input_file = input;
+  EXPECT_EQ(run_captured(o).out, "from the file\n");
+  EXPECT_EQ(run_captured(command({"/bin/cat"})).out, "");  // /dev/null by default
+}
+
 TEST(RunCaptured, ATimeoutKillsTheProcessGroupAndKeepsWhatWasPrinted) {
   // The grandchild holds the pipes too: only killing the group ends the wait.
   CapturedRun r = run_captured(command({"/bin/sh", "-c", "echo started; sleep 30 & wait"}), 300);

@@ -1,15 +1,11 @@
 #include "select/agent_hook.h"
 
 #include <fmt/format.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <atomic>
-#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <thread>
 
 #include "base/error.h"
 #include "base/subprocess.h"
@@ -44,13 +40,6 @@ bool is_blank(const std::string& line) {
 bool starts_with_after_indent(const std::string& line, char c) {
   size_t n = line.find_first_not_of(" \t");
   return n != std::string::npos && line[n] == c;
-}
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 std::string tail_of(const std::string& text, size_t max_chars) {
@@ -273,34 +262,21 @@ nlohmann::json run_agent(const std::vector<std::string>& argv, const nlohmann::j
     in << bundle.dump();
     if (!in) throw Error(fmt::format("cannot write {}", (dir / "bundle.json").string()));
   }
-  // spawn() gives one output file; a shell feeds stdin and keeps stderr apart from the answer.
   SpawnOptions o;
-  o.argv = {"/bin/sh", "-c", "exec \"$@\" <\"$OOTCI_AGENT_BUNDLE\" 2>\"$OOTCI_AGENT_STDERR\"",
-            "sh"};
-  o.argv.insert(o.argv.end(), argv.begin(), argv.end());
-  o.env = {{"OOTCI_AGENT_BUNDLE", (dir / "bundle.json").string()},
-           {"OOTCI_AGENT_STDERR", (dir / "err").string()}};
-  o.output_file = (dir / "out").string();
+  o.argv = argv;
+  o.input_file = (dir / "bundle.json").string();
   o.die_with_parent = true;
   std::string cmd = argv.front();
-  Subprocess p = Subprocess::spawn(o);
-  std::optional<int> status;
-  for (int64_t deadline = now_ms() + int64_t{timeout_s} * 1000; !status && now_ms() < deadline;) {
-    status = p.try_wait();
-    if (!status) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  if (!status) {
-    p.kill_group();
-    p.wait();
+  CapturedRun r = run_captured(o, int64_t{timeout_s} * 1000);
+  if (r.timed_out)
     throw Error(fmt::format("select.agent_command {}: no answer within {} s", cmd, timeout_s));
-  }
-  std::string err = tail_of(read_text((dir / "err").string()), 500);
-  if (!WIFEXITED(*status) || WEXITSTATUS(*status) != 0)
-    throw Error(fmt::format("select.agent_command {} failed ({}){}", cmd,
-                            WIFEXITED(*status) ? fmt::format("exit {}", WEXITSTATUS(*status))
-                                               : std::string("killed by a signal"),
-                            err.empty() ? "" : ": " + err));
-  std::string out = read_text((dir / "out").string());
+  std::string err = tail_of(r.err, 500);
+  if (!r.ok())
+    throw Error(fmt::format(
+        "select.agent_command {} failed ({}){}", cmd,
+        r.exit_code > 128 ? std::string("killed by a signal") : fmt::format("exit {}", r.exit_code),
+        err.empty() ? "" : ": " + err));
+  const std::string& out = r.out;
   nlohmann::json answer = nlohmann::json::parse(out, nullptr, /*allow_exceptions=*/false);
   if (answer.is_discarded() || !answer.is_object())
     throw Error(
