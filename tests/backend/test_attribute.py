@@ -1,16 +1,22 @@
 """Issue 9's acceptance, one moving target at a time: a green run, then one repository moves and
-the run turns red, and `ootci attribute` must name the commit that broke it.
+the run turns red, and `ootci attribute` must name the commit that broke it, or call an
+intermittent failure a flake.
 
 The test bed (tests/fixtures/attribution) is three git repositories: the upstream test tree, a
 core-behaviour layer loaded into every test process, and the reference backend; each breaking
 commit breaks one real op on the device. test_attribute_mixed.py has the scenarios where several
-targets move, the flake and the infra failures.
+targets move and the infra failures.
 """
 import json
 
-from attribution_harness import (BROKEN_BY_BACKEND, BROKEN_BY_CORE, BROKEN_BY_TESTS,  # noqa: F401
-                                 assert_commit, backend_break_op, bed, core_break_op, filler_commits,
-                                 max_bisection_probes, subject, tests_expose_failure, upstream_base)
+import pytest
+
+pytest.register_assert_rewrite("attribution_harness")  # before importing it
+from attribution_harness import (  # noqa: E402
+    BROKEN_BY_BACKEND, BROKEN_BY_CORE, BROKEN_BY_TESTS, INTERMITTENT, assert_commit, backend_break_op,
+    core_break_op, filler_commits, max_bisection_probes, subject, tests_expose_failure)
+
+pytest_plugins = ["attribution_harness"]  # the bed fixtures
 
 
 def test_only_the_backend_moved_the_breaking_backend_commit_is_the_culprit(bed):
@@ -76,3 +82,21 @@ def test_only_the_core_moved_the_core_change_is_the_suspect(bed):
     assert_commit(a, v["suspected_upstream"], "core", culprit, subject(bed.core, culprit))
     assert_commit(a, v["culprit"], "core", culprit, subject(bed.core, culprit))
     assert v["probes"] <= max_bisection_probes(4), a
+
+
+def test_a_test_that_fails_three_times_then_passes_is_a_flake(intermittent_bed):
+    bed = intermittent_bed
+    bed.run("success")
+    filler_commits(bed.backend, 1)
+    counter = bed.fx.root / "intermittent.count"
+    env = {"OOTCI_FIXTURE_INTERMITTENT_COUNTER": counter}
+    red = bed.run("failure", env=env)  # the first try and both reruns fail
+    assert bed.failing(red) == {INTERMITTENT}
+    assert counter.stat().st_size == 3
+
+    a = bed.attribute(red, env=env)
+    v = a.verdict
+    assert v["category"] == "flake", a
+    assert v["culprit"] is None and v["suspected_upstream"] is None, a
+    assert counter.stat().st_size >= 4, a  # the flake check really ran the test again
+    assert INTERMITTENT.split("::")[-1] in a.triage_md, a.triage_md
