@@ -2,10 +2,8 @@
 
 #include <fmt/format.h>
 #include <sys/utsname.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -32,34 +30,20 @@ std::string trim(std::string s) {
   return s;
 }
 
-// Runs a short command and returns its trimmed output, or "" if it fails.
-std::string command_output(const std::vector<std::string>& argv, const std::string& scratch) {
-  fs::remove(scratch);
-  try {
-    Subprocess p = Subprocess::spawn({argv, {}, scratch, "", false});
-    int status = p.wait();
-    if (status != 0) return "";
-  } catch (const std::exception&) {
-    return "";
-  }
-  return trim(read_text(scratch));
-}
-
 // The commit, with "-dirty" when the work tree has changes, so a manifest never claims a commit
 // that is not what ran.
-std::string git_revision(const std::string& dir, const std::string& scratch) {
-  return command_output({"git", "-C", dir, "describe", "--always", "--dirty", "--abbrev=40"},
-                        scratch);
+std::string git_revision(const std::string& dir) {
+  return output_or_empty({"git", "-C", dir, "describe", "--always", "--dirty", "--abbrev=40"});
 }
 
 // A dirty backend checkout also names its uncommitted changes ("<sha>-dirty+<digest>"), so two
 // different edits of the same commit are two revisions (`ootci discover` re-runs on either).
-std::string backend_git_revision(const std::string& dir, const std::string& scratch) {
-  std::string rev = git_revision(dir, scratch);
+std::string backend_git_revision(const std::string& dir) {
+  std::string rev = git_revision(dir);
   const std::string dirty = "-dirty";
   if (rev.size() < dirty.size() || rev.compare(rev.size() - dirty.size(), dirty.size(), dirty))
     return rev;
-  std::string diff = command_output({"git", "-C", dir, "diff", "HEAD", "--binary"}, scratch);
+  std::string diff = output_or_empty({"git", "-C", dir, "diff", "HEAD", "--binary"});
   return rev + "+" + sha256_hex(diff).substr(0, 16);
 }
 
@@ -97,22 +81,11 @@ std::string cpu_model() {
   return "";
 }
 
-std::string backend_revision(const BackendConfig& backend, const std::string& scratch) {
-  std::string rev = backend_git_revision(backend.device_root, scratch);
-  return rev.empty() ? tree_digest(backend.device_root, backend.workspace) : rev;
-}
-
 }  // namespace
 
 std::string backend_revision(const BackendConfig& backend) {
-  static std::atomic<int> counter{0};
-  std::string scratch =
-      (fs::temp_directory_path() / fmt::format("ootci-revision-{}-{}", getpid(), counter++))
-          .string();
-  std::string rev = backend_revision(backend, scratch);
-  std::error_code ec;
-  fs::remove(scratch, ec);
-  return rev;
+  std::string rev = backend_git_revision(backend.device_root);
+  return rev.empty() ? tree_digest(backend.device_root, backend.workspace) : rev;
 }
 
 std::string plan_config_hash(const nlohmann::json& plan) {
@@ -135,17 +108,15 @@ std::string plan_config_hash(const nlohmann::json& plan) {
 
 nlohmann::json build_manifest(const BackendConfig& backend, const nlohmann::json& plan,
                               const std::string& plan_path, const RunInfo& run) {
-  std::string scratch = fs::path(plan_path).parent_path().string() + "/.manifest-probe";
-  std::string versions =
-      command_output({backend.python, "-c",
-                      "import sys, torch; print(sys.version.split()[0]); print(torch.__version__)"},
-                     scratch);
+  std::string versions = output_or_empty(
+      {backend.python, "-c",
+       "import sys, torch; print(sys.version.split()[0]); print(torch.__version__)"});
   std::string python = versions.substr(0, versions.find('\n'));
   std::string torch =
       versions.find('\n') == std::string::npos ? "" : versions.substr(versions.find('\n') + 1);
   // The upstream tree is a git checkout, or a source package unpacked by scripts/setup, whose
   // marker names the checked tarball.
-  std::string upstream_revision = git_revision(backend.torch_root, scratch);
+  std::string upstream_revision = git_revision(backend.torch_root);
   if (upstream_revision.empty()) {
     std::string marker = read_text(backend.torch_root + "/.ootci-verified");
     upstream_revision = marker.empty() ? "" : "sha256:" + marker.substr(0, marker.find(' '));
@@ -164,7 +135,7 @@ nlohmann::json build_manifest(const BackendConfig& backend, const nlohmann::json
         {"revision", upstream_revision},
         {"torch_version", torch},
         {"suite_sha256", sha256_hex(suite)}}},
-      {"backend_revision", backend_revision(backend, scratch)},
+      {"backend_revision", backend_revision(backend)},
       {"targets", target_revisions_json(current_target_revisions(backend))},
       {"plan_sha256", sha256_hex(read_text(plan_path))},
       {"config_hash", run.config_hash},
@@ -175,7 +146,6 @@ nlohmann::json build_manifest(const BackendConfig& backend, const nlohmann::json
       {"started", iso8601_utc(run.started_ms)},
       {"ended", nullptr},
   };
-  fs::remove(scratch);
   return m;
 }
 

@@ -11,19 +11,8 @@ namespace {
 // attribution cannot compare that target, never that the run fails.
 std::string first_line_of(const std::vector<std::string>& argv) {
   if (argv.empty()) return "";
-  SpawnOptions o;
-  o.argv = argv;
-  o.new_process_group = false;
-  o.env.emplace("GIT_TERMINAL_PROMPT", "0");
-  try {
-    CapturedRun r = run_captured(o);
-    if (!r.ok()) return "";
-    auto end = std::find(r.out.begin(), r.out.end(), '\n');
-    while (end != r.out.begin() && (end[-1] == '\r' || end[-1] == ' ')) --end;
-    return std::string(r.out.begin(), end);
-  } catch (const std::exception&) {
-    return "";
-  }
+  std::string out = output_or_empty(argv);
+  return out.substr(0, std::min(out.find('\n'), out.size()));
 }
 
 std::string head_commit(const std::string& repo) {

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <chrono>
 #include <cstring>
 
@@ -181,6 +182,21 @@ CapturedRun run_captured(SpawnOptions options, int64_t timeout_ms) {
   int status = child->wait();
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return r;
+}
+
+std::string output_or_empty(const std::vector<std::string>& argv) {
+  SpawnOptions o;
+  o.argv = argv;
+  o.new_process_group = false;
+  try {
+    CapturedRun r = run_captured(o);
+    if (!r.ok()) return "";
+    while (!r.out.empty() && std::isspace(static_cast<unsigned char>(r.out.back())))
+      r.out.pop_back();
+    return r.out;
+  } catch (const std::exception&) {
+    return "";
+  }
 }
 
 }  // namespace ootci

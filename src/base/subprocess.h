@@ -62,4 +62,8 @@ struct CapturedRun {
 // it has one) is killed after that long. Throws only when the process cannot be started.
 CapturedRun run_captured(SpawnOptions options, int64_t timeout_ms = 0);
 
+// The stdout of a short command that should succeed (trailing whitespace trimmed), or "" when it
+// cannot start or fails: for facts that are nice to have, such as versions and revisions.
+std::string output_or_empty(const std::vector<std::string>& argv);
+
 }  // namespace ootci

@@ -47,21 +47,16 @@ std::string last_line(const std::string& text) {
   return nl == std::string::npos ? t : t.substr(nl + 1);
 }
 
-// Runs argv with stdout and stderr to separate files (a shell redirects stderr, the arguments
-// stay positional so nothing is re-parsed). Returns the exit code.
+// Runs argv with stdout and stderr captured apart. Returns the exit code.
 int run_split(const std::vector<std::string>& argv, std::string& out, std::string& err) {
-  ScratchDir scratch;
   SpawnOptions o;
-  o.argv = {"/bin/sh", "-c", "exec \"$0\" \"$@\" 2>\"$OOTCI_STDERR_FILE\""};
-  o.argv.insert(o.argv.end(), argv.begin(), argv.end());
-  o.env["OOTCI_STDERR_FILE"] = scratch.path + "/err";
-  o.env["GIT_TERMINAL_PROMPT"] = "0";
-  o.output_file = scratch.path + "/out";
+  o.argv = argv;
+  o.env["GIT_TERMINAL_PROMPT"] = std::string("0");
   o.new_process_group = false;
-  int status = Subprocess::spawn(o).wait();
-  out = read_all(scratch.path + "/out");
-  err = read_all(scratch.path + "/err");
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  CapturedRun r = run_captured(o);
+  out = std::move(r.out);
+  err = std::move(r.err);
+  return r.exit_code;
 }
 
 std::string unquote_path(std::string p) {
