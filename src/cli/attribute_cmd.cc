@@ -1,7 +1,6 @@
 // `ootci attribute`: who broke a red run, the backend, upstream (tests or core), the
 // infrastructure or a flake, and the culprit commit (docs/attribute.md).
 #include <fmt/format.h>
-#include <signal.h>
 
 #include <filesystem>
 #include <fstream>
@@ -18,6 +17,7 @@
 #include "base/error.h"
 #include "base/subprocess.h"
 #include "cli/commands.h"
+#include "cli/stop_signals.h"
 
 namespace fs = std::filesystem;
 
@@ -29,10 +29,6 @@ struct AttributeArgs {
   int reruns = 0, probe_reruns = -1, max_probes = 0;
   bool json = false;
 };
-
-void on_stop_signal(int) {
-  g_run_stop = true;
-}
 
 // The newest green run that started before `run`, preferring the same test-suite configs; a
 // backend commit that edits its configs changes the config hash, and is still comparable.
@@ -92,10 +88,7 @@ void attribute_command(const AttributeArgs& a) {
   ctx.green_run_id = green ? green->id : "";
   for (const auto& r : results) ctx.primary_executions += 1 + r.reruns;
 
-  struct sigaction sa {};
-  sa.sa_handler = on_stop_signal;
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
+  stop_runs_on_signal();
 
   std::string cache_dir = config.workspace + "/attribute";
   std::string work_dir = fmt::format("{}/{}", cache_dir, run->id);

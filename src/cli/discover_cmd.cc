@@ -1,7 +1,6 @@
 // `ootci discover`: run upstream test files on the device with every variant mandatory and the op
 // recorder on, keeping each variant's raw outcome and device ops as evidence (docs/select.md).
 #include <fmt/format.h>
-#include <signal.h>
 #include <unistd.h>
 
 #include <iostream>
@@ -10,6 +9,7 @@
 #include "backend/runner.h"
 #include "base/time.h"
 #include "cli/commands.h"
+#include "cli/stop_signals.h"
 #include "select/discover.h"
 
 namespace ootci {
@@ -22,10 +22,6 @@ struct DiscoverArgs {
   int workers = 0;
   std::string evidence;
 };
-
-void on_stop_signal(int) {
-  g_run_stop = true;
-}
 
 std::string outcome_counts(const DiscoverySummary& s) {
   std::string out;
@@ -47,10 +43,7 @@ void discover_command(const DiscoverArgs& a) {
   req.workers = a.workers;
   req.tty = isatty(STDERR_FILENO);
 
-  struct sigaction sa {};
-  sa.sa_handler = on_stop_signal;
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
+  stop_runs_on_signal();
 
   DiscoverReport report = discover(req);
   std::cout << fmt::format("backend revision: {}\n", report.backend_rev);

@@ -1,6 +1,5 @@
 // `ootci run`: run the plan on the device and keep the evidence (docs/run.md).
 #include <fmt/format.h>
-#include <signal.h>
 #include <unistd.h>
 
 #include <iostream>
@@ -11,6 +10,7 @@
 #include "backend/runner.h"
 #include "base/error.h"
 #include "cli/commands.h"
+#include "cli/stop_signals.h"
 
 namespace ootci {
 namespace {
@@ -24,10 +24,6 @@ struct RunArgs {
   std::string run_id;
   int workers = 0;
 };
-
-void on_stop_signal(int) {
-  g_run_stop = true;
-}
 
 std::pair<int, int> parse_shard(const std::string& text) {
   int k = 0, n = 0;
@@ -48,10 +44,7 @@ void run_command(const RunArgs& a) {
   req.run_id = a.run_id;
   req.tty = isatty(STDERR_FILENO);
 
-  struct sigaction sa {};
-  sa.sa_handler = on_stop_signal;
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
+  stop_runs_on_signal();
 
   RunReport report = run_plan(req);
   std::cout << fmt::format("run {} {}{}: {} results\n", report.run_id, report.status,

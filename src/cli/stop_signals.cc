@@ -7,6 +7,8 @@
 #include <atomic>
 #include <thread>
 
+#include "backend/runner.h"
+
 namespace ootci {
 namespace {
 
@@ -47,6 +49,13 @@ void serve_until_stop_signal(const std::function<void()>& serve,
   served = true;
   pthread_kill(waiter.native_handle(), SIGTERM);
   waiter.join();
+}
+
+void stop_runs_on_signal() {
+  struct sigaction sa {};
+  sa.sa_handler = [](int) { g_run_stop = true; };
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
 }
 
 }  // namespace ootci

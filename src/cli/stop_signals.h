@@ -1,5 +1,6 @@
 #pragma once
-// SIGTERM/SIGINT handling for the long-running commands (`relay serve`, `agent`).
+// SIGTERM/SIGINT handling for the long-running commands (`relay serve`, `agent`, and the ones
+// that run tests: `run`, `discover`, `attribute`).
 #include <functional>
 
 namespace ootci {
@@ -12,5 +13,9 @@ void block_stop_signals();
 // make `serve` return. The waiter is joined before this returns, so `stop` never outlives what
 // it stops.
 void serve_until_stop_signal(const std::function<void()>& serve, const std::function<void()>& stop);
+
+// SIGTERM and SIGINT set g_run_stop (backend/runner.h): the runner kills its test processes and
+// marks the run interrupted, resumable with --resume.
+void stop_runs_on_signal();
 
 }  // namespace ootci
