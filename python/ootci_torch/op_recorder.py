@@ -1,30 +1,46 @@
-"""Records which aten ops a test calls on the device (`ootci discover`, docs/select.md).
+"""Records which ops a test calls on the device (`ootci discover`, docs/select.md).
 
-A TorchDispatchMode sees every aten op the test's code reaches after autograd and after
-CompositeImplicitAutograd decompositions. An op counts only when one of its tensor arguments, its
-`device=` argument or its result is on the device, so the CPU reference computations inside a test
-do not pollute the set. An op is recorded before it runs, so one that raises (an unimplemented
-kernel) is in the set.
+Loaded by run_reporter.py only with OOTCI_RECORD_OPS=1, which `ootci discover` sets for its
+recording pass alone: that pass gives the ops, and a separate plain pass gives the outcomes, so
+the recorder never changes the outcome of a run that counts.
 
-Inside composite kernels: an op without a kernel of its own for the device runs a
-CompositeExplicitAutograd(NonFunctional) kernel there when it has one (`aten::ones` runs empty and
-fill_, `masked_fill.Scalar` runs clone and masked_fill_, `add.Tensor` runs add.out). The mode sees
-only the outer call, because the dispatcher takes it off the stack while it handles a call. So for
-a call that dispatches to the device, the recorder runs that composite kernel itself with the mode
-entered again, and the ops it reaches on the device are recorded too (recursively). That changes
-how the kernel runs: its nested calls cross Python, and a boxed backend fallback can see
-different arguments than in a plain run (the reference backend's index fallback then succeeds
-where it fails without the recorder). This is fine because `ootci discover` takes only ops from
-the recording pass; its outcomes come from a separate plain pass and the recording run is
-deleted. If the composite call raises, the op runs again plainly, except an op that mutates an
-argument (in-place, out=), whose exception propagates, so its side effects never happen twice.
-An op already being expanded runs plainly when its kernel reaches it again (detach does).
+An op counts only when one of its tensor arguments, its device argument or its result is on the
+device, so the CPU reference computations inside a test do not pollute the set. An op is recorded
+before it runs, so one that raises (an unimplemented kernel) is in the set. Ops are named
+`aten::add.Tensor`, or `aten::ones` for a default overload.
 
-The recorder never changes a test's outcome in a plain run (it is loaded only with
-OOTCI_RECORD_OPS=1). An op's own exception propagates; when the recorder itself fails, or the
-mode cannot be entered, the test runs on and records nothing.
+Two recorders, chosen by OOTCI_RECORDER:
+
+- `observer` (the default): a global RecordFunction callback in C++ (csrc/op_observer.cpp, built
+  once per source and torch version into the ootci cache, like the reference backend). It takes
+  no part in dispatch, so a test runs the kernels and branches of a plain run, and it sees every
+  call the dispatcher makes: inside CompositeExplicitAutograd kernels (`aten::ones` runs empty and
+  fill_), inside the backend's own kernels and in autograd's backward on its device threads. Ops
+  that decompose (CompositeImplicitAutograd, without a kernel of the device's own) are left out;
+  their parts are recorded as they run. When it cannot be built or loaded, the dispatch mode
+  below records instead (a warning says why).
+- `mode`: a TorchDispatchMode. It sees an op after autograd and after CompositeImplicitAutograd
+  decompositions, but not what a composite kernel dispatches internally, since the dispatcher
+  takes the mode off the stack while it handles a call. So for a call that dispatches to a
+  CompositeExplicitAutograd(NonFunctional) kernel on the device (no kernel of the device's own),
+  the mode runs that kernel itself with the mode entered again, and records the device ops it
+  reaches too (recursively). This changes how the kernel runs: its nested calls cross Python, and
+  a boxed backend fallback can see different arguments than in a plain run. Being a mode at all
+  changes paths too: ATen takes "tensor subclass" branches whenever a dispatch mode is active
+  (isTensorSubclassLike), so cumprod's backward, for one, never calls `any` under it. Fine for
+  ops evidence, not for outcomes, which is why discover takes those from its plain pass. If a
+  composite kernel raises, the op runs again plainly, except an op that writes its arguments
+  (in-place, out=), whose exception propagates, so its side effects never happen twice. An op its
+  own kernel reaches again (detach) runs plainly.
+
+Either way a recorder failure records nothing for that test phase (ops None), and the test runs
+on: an op's own exception propagates untouched.
 """
+import fcntl
+import hashlib
 import os
+import pathlib
+import sys
 
 _OVERLOAD_DEFAULT = "default"
 _PLAIN = object()  # run the op plainly
@@ -48,6 +64,73 @@ def device_type() -> str:
 
 def enabled() -> bool:
     return os.environ.get("OOTCI_RECORD_OPS") == "1"
+
+
+def recorder_kind() -> str:
+    """'observer' (default) or 'mode', from $OOTCI_RECORDER."""
+    return "mode" if os.environ.get("OOTCI_RECORDER") == "mode" else "observer"
+
+
+# --- The observer: a RecordFunction callback in C++ -------------------------------------------
+
+def _observer_start(device):
+    import torch
+    torch.ops.ootci_observer.start(device, _DISPATCH_KEYS.get(device, ""))
+
+
+def _observer_stop():
+    """The ops recorded since _observer_start; raises if the observer failed on the way."""
+    import torch
+    return torch.ops.ootci_observer.stop()
+
+
+_OBSERVER_SOURCE = pathlib.Path(__file__).resolve().parent / "csrc" / "op_observer.cpp"
+_OBSERVER_NAME = "ootci_op_observer"
+_observer_loaded = None  # None: not tried yet; then True or False
+
+
+def _cache_root() -> pathlib.Path:
+    base = os.environ.get("OOTCI_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "ootci")
+    return pathlib.Path(base)
+
+
+def _build_observer() -> pathlib.Path:
+    """The observer library for this source and torch version, built first if missing."""
+    import torch
+    digest = hashlib.sha256(torch.__version__.encode() + b"\0" + _OBSERVER_SOURCE.read_bytes())
+    build_dir = _cache_root() / "op-observer" / digest.hexdigest()[:20]
+    library = build_dir / f"{_OBSERVER_NAME}.so"
+    if library.exists():
+        return library
+    build_dir.mkdir(parents=True, exist_ok=True)
+    # Parallel test processes may all arrive here; one builds, the others wait for it.
+    with open(build_dir / "build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not library.exists():
+            from torch.utils import cpp_extension
+            # NDEBUG as in a release libtorch: RecordFunction::inputs() asserts on a flag that
+            # only a debug libtorch sets.
+            cpp_extension.load(name=_OBSERVER_NAME, sources=[str(_OBSERVER_SOURCE)],
+                               build_directory=str(build_dir), is_python_module=False,
+                               extra_cflags=["-std=c++17", "-O2", "-DNDEBUG", "-Wall", "-Werror"],
+                               verbose=False)
+    return library
+
+
+def observer_available() -> bool:
+    """Builds and loads the observer once per process; False (with a warning) if it cannot."""
+    global _observer_loaded
+    if _observer_loaded is None:
+        try:
+            import torch
+            torch.ops.load_library(str(_build_observer()))
+            _observer_loaded = hasattr(torch.ops.ootci_observer, "start")
+        except Exception as e:  # no compiler, no headers, a torch without RecordFunction inputs
+            _observer_loaded = False
+            print(f"ootci: op observer unavailable ({type(e).__name__}: {str(e)[:500]}); "
+                  "recording ops with a dispatch mode", file=sys.stderr)
+    return _observer_loaded
 
 
 # torch.device(...).type -> the backend dispatch key whose kernel table the device's calls use.
@@ -220,20 +303,35 @@ class Recording:
     def __init__(self):
         self.ops = None
         self._mode = None
+        self._observing = False
 
     def __enter__(self):
-        global _mode_class
         try:
-            if _mode_class is None:
-                _mode_class = _make_mode_class()
-            mode = _mode_class(device_type())
-            mode.__enter__()
-            self._mode = mode
+            if recorder_kind() == "observer" and observer_available():
+                _observer_start(device_type())
+                self._observing = True
+            else:
+                self._enter_mode()
         except Exception:
-            self._mode = None
+            self._mode, self._observing = None, False
         return self
 
+    def _enter_mode(self):
+        global _mode_class
+        if _mode_class is None:
+            _mode_class = _make_mode_class()
+        mode = _mode_class(device_type())
+        mode.__enter__()
+        self._mode = mode
+
     def __exit__(self, exc_type, exc, tb):
+        if self._observing:
+            self._observing = False
+            try:
+                self.ops = sorted(_observer_stop())
+            except Exception:
+                self.ops = None  # it failed on the way: an incomplete set is not reported
+            return False
         mode, self._mode = self._mode, None
         if mode is None:
             return False

@@ -12,7 +12,7 @@ Events: {"e": "collected", "tests": [id, ...]},
          "message", "ops"},
         {"e": "collect_error", "message": text}
 "base" is the config name of the variant ("Class::method"). "ops" (only with OOTCI_RECORD_OPS=1)
-lists the aten ops the test called on the device during setup and call (op_recorder.py).
+lists the ops the test called on the device during setup and call (op_recorder.py).
 
 OOTCI_RUN_ONLY names a file of test ids to run, OOTCI_RUN_ONLY_BASES one of "relpath::Class::method"
 lines whose variants run; with both, a test runs if either names it. OOTCI_RUN_SKIP ids never run.
@@ -71,6 +71,8 @@ def pytest_configure(config):
     if path:
         _events = open(path, "a", encoding="utf-8")
         _record_ops = _op_recorder.enabled()
+        if _record_ops and _op_recorder.recorder_kind() == "observer":
+            _op_recorder.observer_available()  # built now, not inside the first test's time
 
 
 def pytest_collectreport(report):

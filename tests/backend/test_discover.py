@@ -180,6 +180,9 @@ RECORDER_PROBE = textwrap.dedent("""
     from ootci_torch import op_recorder
     device = os.environ["OOTCI_DEVICE_TYPE"]
     out = {}
+    if sys.argv[1] == "unavailable":                   # no observer can be built: the mode records
+        import pathlib
+        op_recorder._OBSERVER_SOURCE = pathlib.Path("/nonexistent/op_observer.cpp")
     with op_recorder.Recording() as rec:
         cpu = torch.arange(6.0).reshape(2, 3)
         cpu_only = torch.cumsum(cpu, 0)                # never touches the device
@@ -202,13 +205,27 @@ RECORDER_PROBE = textwrap.dedent("""
         out["composite_ops"] = rec.ops
         out["composite_values"] = [filled.tolist() == x.masked_fill(mask, 7.0).tolist(),
                                    torch.allclose(lse, torch.logsumexp(x, 1))]
+        # cumprod's backward calls any() on the device, except under a dispatch mode, where ATen
+        # takes its tensor-subclass branch instead.
+        x = torch.tensor([[1.0, 2.0], [3.0, 4.0]], device=device, requires_grad=True)
+        with op_recorder.Recording() as rec:
+            grad, = torch.autograd.grad([torch.cumprod(x, 0).sum()], [x])
+        out["backward_ops"] = rec.ops
+        cpu_x = x.detach().cpu().requires_grad_()
+        cpu_grad, = torch.autograd.grad([torch.cumprod(cpu_x, 0).sum()], [cpu_x])
+        out["grad_matches"] = grad.cpu().tolist() == cpu_grad.tolist()
     if sys.argv[1] == "broken":
-        op_recorder.op_name = lambda func: 1 / 0       # the recorder fails inside the mode
+        if op_recorder.recorder_kind() == "mode":
+            op_recorder.op_name = lambda func: 1 / 0   # the recorder fails inside the mode
+        else:
+            op_recorder._observer_stop = lambda: 1 / 0  # the observer reports a failure
         with op_recorder.Recording() as rec:
             value = torch.ones(2, device=device).mul(3).sum().item()
         out["broken"] = [rec.ops, value]
     print(json.dumps(out))
 """)
+
+RECORDERS = ("observer", "mode")
 
 
 def recorder_env(**extra):
@@ -218,13 +235,15 @@ def recorder_env(**extra):
 
 def run_probe(source, *args, **env):
     proc = subprocess.run(["/usr/bin/python3", "-c", source, *args], capture_output=True,
-                          text=True, env=recorder_env(**env), timeout=300)
+                          text=True, env=recorder_env(**env), timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return json.loads(proc.stdout.strip().splitlines()[-1]), proc.stderr
 
 
-def test_recorder_records_only_device_ops_and_never_fails_a_test(ws):
-    out = run_probe(RECORDER_PROBE, "broken", OOTCI_REF_DISABLED_OPS="add")
+@pytest.mark.parametrize("recorder", RECORDERS)
+def test_recorder_records_only_device_ops_and_never_fails_a_test(ws, recorder):
+    out, _ = run_probe(RECORDER_PROBE, "broken", OOTCI_REF_DISABLED_OPS="add",
+                       OOTCI_RECORDER=recorder)
     assert out["raised"]
     ops = set(out["ops"])
     assert {"aten::ones", "aten::_to_copy", "aten::mul.Tensor", "aten::add.Tensor"} <= ops
@@ -237,12 +256,23 @@ def test_recorder_records_only_device_ops_and_never_fails_a_test(ws):
     # A recorder that fails records nothing, and the computation is unchanged.
     assert out["broken"] == [None, 6.0]
 
-    out = run_probe(RECORDER_PROBE, "composite")  # every op switched on
+    out, _ = run_probe(RECORDER_PROBE, "composite", OOTCI_RECORDER=recorder)  # every op on
     composite = set(out["composite_ops"])
     assert {"aten::masked_fill.Scalar", "aten::masked_fill_.Scalar", "aten::logsumexp",
             "aten::sum.IntList_out", "aten::amax.out"} <= composite, composite
     assert not composite & {"aten::gt.Scalar"}, composite  # the mask was made on the CPU
     assert out["composite_values"] == [True, True]
+    backward = set(out["backward_ops"])
+    assert out["grad_matches"]
+    assert {"aten::cumprod", "aten::mul.Tensor"} <= backward, backward  # backward is recorded
+    # Only the observer sees what a plain run does here.
+    assert ("aten::any" in backward) == (recorder == "observer"), backward
+
+
+def test_recorder_falls_back_to_the_dispatch_mode_without_an_observer(ws):
+    out, stderr = run_probe(RECORDER_PROBE, "unavailable")
+    assert "ootci: op observer unavailable (FileNotFoundError" in stderr, stderr[-2000:]
+    assert {"aten::ones", "aten::fill_.Scalar", "aten::add.out"} <= set(out["ops"]), out
 
 
 COMPOSITE_PROBE = textwrap.dedent("""
@@ -277,21 +307,29 @@ COMPOSITE_PROBE = textwrap.dedent("""
             torch.ops.ootci_probe.bump_(x)
         except RuntimeError as e:
             out["bump_error"] = str(e)
-        y = torch.ops.ootci_probe.second_try(torch.ones(2, device=device))
-    out.update(ops=rec.ops, calls=calls, x=x.cpu().tolist(), y=y.cpu().tolist())
+        try:
+            out["y"] = torch.ops.ootci_probe.second_try(torch.ones(2, device=device)).cpu().tolist()
+        except RuntimeError as e:
+            out["second_try_error"] = str(e)
+    out.update(ops=rec.ops, calls=calls, x=x.cpu().tolist())
     print(json.dumps(out))
 """)
 
 
-def test_recorder_runs_a_composite_kernel_once_for_an_op_that_writes_its_arguments(ws):
-    out = run_probe(COMPOSITE_PROBE)
-    # The in-place op's kernel ran under the recorder and failed: its error propagates and it is
+@pytest.mark.parametrize("recorder", RECORDERS)
+def test_recorder_runs_an_op_that_writes_its_arguments_once(ws, recorder):
+    out, _ = run_probe(COMPOSITE_PROBE, OOTCI_RECORDER=recorder)
+    # The in-place op's composite kernel failed after writing: its error propagates and it is
     # not run again, so its argument was incremented once.
     assert out["bump_error"] == "bump_ failed after writing"
     assert out["calls"]["bump_"] == 1 and out["x"] == [1.0, 1.0]
-    # A functional op whose kernel fails under the recorder runs again plainly.
-    assert out["calls"]["second_try"] == 2 and out["y"] == [2.0, 2.0]
     assert {"ootci_probe::bump_", "aten::add_.Tensor", "ootci_probe::second_try"} <= set(out["ops"])
+    if recorder == "mode":
+        # The mode runs a functional op again plainly when its composite kernel fails under it.
+        assert out["calls"]["second_try"] == 2 and out["y"] == [2.0, 2.0]
+    else:
+        # The observer runs nothing itself: the op fails as it would in a plain run.
+        assert out["calls"]["second_try"] == 1 and out["second_try_error"] == "first call fails"
 
 
 # --- `ootci select delta` -------------------------------------------------------------------
