@@ -14,20 +14,13 @@
 #include "backend/suite_config.h"
 #include "base/atomic_file.h"
 #include "base/error.h"
+#include "base/file_text.h"
 #include "net/crypto.h"
 
 namespace fs = std::filesystem;
 
 namespace ootci {
 namespace {
-
-std::string file_sha256(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(fmt::format("{}: cannot read file", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return sha256_hex(ss.str());
-}
 
 bool is_regular_file(const std::string& p) {
   std::error_code ec;
@@ -241,7 +234,7 @@ class PlanResolver {
   nlohmann::json plan_json(PlanResult& r) const {
     nlohmann::json configs = nlohmann::json::array();
     for (const auto& c : configs_)
-      configs.push_back({{"path", c.path}, {"sha256", file_sha256(c.path)}});
+      configs.push_back({{"path", c.path}, {"sha256", file_sha256_hex(c.path)}});
 
     nlohmann::json files = nlohmann::json::array();
     for (const auto& [path, f] : files_) {  // std::map: sorted by path
@@ -259,7 +252,7 @@ class PlanResolver {
       files.push_back({
           {"path", path},
           {"relpath", shown(path)},
-          {"sha256", file_sha256(path)},
+          {"sha256", file_sha256_hex(path)},
           {"declared_as", f.declared_as},
           {"configs", f.configs},
           {"labels", f.labels},

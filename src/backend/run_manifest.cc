@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "backend/target_revisions.h"
+#include "base/file_text.h"
 #include "base/subprocess.h"
 #include "base/time.h"
 #include "net/crypto.h"
@@ -17,13 +18,6 @@ namespace fs = std::filesystem;
 
 namespace ootci {
 namespace {
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 std::string trim(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) s.pop_back();
@@ -68,7 +62,8 @@ std::string tree_digest(const std::string& dir, const std::string& workspace) {
   for (const auto& f : files) {
     total += fs::file_size(f, ec);
     if (total > kMaxBytes) return "unknown (not a git checkout, over 512 MB)";
-    listing += fs::relative(f, dir).string() + " " + sha256_hex(read_text(f.string())) + "\n";
+    listing +=
+        fs::relative(f, dir).string() + " " + sha256_hex(read_file_or_empty(f.string())) + "\n";
   }
   return "sha256:" + sha256_hex(listing);
 }
@@ -118,7 +113,7 @@ nlohmann::json build_manifest(const BackendConfig& backend, const nlohmann::json
   // marker names the checked tarball.
   std::string upstream_revision = git_revision(backend.torch_root);
   if (upstream_revision.empty()) {
-    std::string marker = read_text(backend.torch_root + "/.ootci-verified");
+    std::string marker = read_file_or_empty(backend.torch_root + "/.ootci-verified");
     upstream_revision = marker.empty() ? "" : "sha256:" + marker.substr(0, marker.find(' '));
   }
   std::string suite;
@@ -137,7 +132,7 @@ nlohmann::json build_manifest(const BackendConfig& backend, const nlohmann::json
         {"suite_sha256", sha256_hex(suite)}}},
       {"backend_revision", backend_revision(backend)},
       {"targets", target_revisions_json(current_target_revisions(backend))},
-      {"plan_sha256", sha256_hex(read_text(plan_path))},
+      {"plan_sha256", sha256_hex(read_file_or_empty(plan_path))},
       {"config_hash", run.config_hash},
       {"shard", run.shard.empty() ? nlohmann::json() : nlohmann::json(run.shard)},
       {"python", python},

@@ -12,6 +12,7 @@
 #include "backend/judge.h"
 #include "base/callback_caps.h"
 #include "base/error.h"
+#include "base/file_text.h"
 #include "base/subprocess.h"
 #include "base/time.h"
 #include "base/utf8.h"
@@ -35,13 +36,6 @@ std::string trim(const std::string& s) {
   if (b == std::string::npos) return "";
   size_t e = s.find_last_not_of(" \t\r\n");
   return s.substr(b, e - b + 1);
-}
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 bool is_decimal(const std::string& s) {
@@ -235,7 +229,7 @@ std::string fetch_oidc_token(const ReportSettings& settings, const EnvLookup& en
   if (!settings.token_file.empty()) {
     std::ifstream in(settings.token_file, std::ios::binary);
     if (!in) throw Error(fmt::format("report.token_file {}: cannot read it", settings.token_file));
-    std::string token = trim(read_text(settings.token_file));
+    std::string token = trim(read_file_or_empty(settings.token_file));
     if (token.empty()) throw Error(fmt::format("report.token_file {}: empty", settings.token_file));
     return token;
   }

@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "base/error.h"
+#include "base/file_text.h"
 
 namespace ootci {
 namespace {
@@ -49,6 +50,12 @@ std::string sha256_hex(std::string_view data) {
   unsigned int len = 0;
   EVP_Digest(data.data(), data.size(), out, &len, sha256_md(), nullptr);
   return to_hex(out, len);
+}
+
+std::string file_sha256_hex(const std::string& path) {
+  auto bytes = read_file_bytes(path);
+  if (!bytes) throw Error(path + ": cannot read file");
+  return sha256_hex(*bytes);
 }
 
 bool constant_time_equal(std::string_view a, std::string_view b) {

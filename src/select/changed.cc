@@ -7,6 +7,7 @@
 
 #include "backend/plan_resolve.h"
 #include "base/error.h"
+#include "base/file_text.h"
 #include "net/crypto.h"
 #include "select/native_functions.h"
 
@@ -26,12 +27,10 @@ void add_reason(std::vector<std::string>& reasons, const std::string& why) {
   }
 }
 
+// "" for a file that cannot be read: it is then simply "changed".
 std::string file_sha256(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return "";
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return sha256_hex(ss.str());
+  auto bytes = read_file_bytes(path);
+  return bytes ? sha256_hex(*bytes) : "";
 }
 
 bool failed(const TestResult& r) {

@@ -13,6 +13,7 @@
 #include "backend/plan_resolve.h"
 #include "backend/run_manifest.h"
 #include "base/error.h"
+#include "base/file_text.h"
 #include "base/time.h"
 #include "net/crypto.h"
 
@@ -20,14 +21,6 @@ namespace fs = std::filesystem;
 
 namespace ootci {
 namespace {
-
-std::string file_sha256(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(fmt::format("{}: cannot read file", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return sha256_hex(ss.str());
-}
 
 std::string first_line(const std::string& text) {
   return text.substr(0, text.find('\n'));
@@ -61,7 +54,7 @@ std::vector<DiscoveryCandidate> discovery_candidates(const BackendConfig& backen
       ++matched;
       if (by_path.count(path)) continue;
       by_path[path] = {path, plan_relpath(path, backend.torch_root, backend.device_root),
-                       file_sha256(path)};
+                       file_sha256_hex(path)};
     }
     if (matched == 0) throw Error(fmt::format("--files {}: no file matches {}", glob, pattern));
   }

@@ -11,19 +11,13 @@
 #include <sstream>
 
 #include "base/error.h"
+#include "base/file_text.h"
 #include "base/subprocess.h"
 
 namespace fs = std::filesystem;
 
 namespace ootci {
 namespace {
-
-std::string read_all(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 // A scratch folder removed when it goes out of scope.
 struct ScratchDir {
@@ -215,7 +209,7 @@ std::map<std::string, std::string> git_files_at(const std::string& dir, const st
     throw Error(fmt::format("tar -xf {}: {}", tar, last_line(tar_err)));
   for (const auto& p : paths) {
     std::error_code ec;
-    if (fs::is_regular_file(out_dir + "/" + p, ec)) out[p] = read_all(out_dir + "/" + p);
+    if (fs::is_regular_file(out_dir + "/" + p, ec)) out[p] = read_file_or_empty(out_dir + "/" + p);
   }
   return out;
 }

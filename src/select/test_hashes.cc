@@ -10,19 +10,13 @@
 
 #include "backend/plan_env.h"
 #include "base/error.h"
+#include "base/file_text.h"
 #include "base/subprocess.h"
 
 namespace fs = std::filesystem;
 
 namespace ootci {
 namespace {
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 std::string tail(const std::string& text, size_t n = 2000) {
   return text.size() > n ? text.substr(text.size() - n) : text;
@@ -54,7 +48,8 @@ void run_or_throw(const std::vector<std::string>& argv,
   Subprocess p = Subprocess::spawn({argv, env, log, "", true, false});
   int status = p.wait();
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    throw Error(fmt::format("{} failed (status {}):\n{}", what, status, tail(read_text(log))));
+    throw Error(
+        fmt::format("{} failed (status {}):\n{}", what, status, tail(read_file_or_empty(log))));
 }
 
 }  // namespace
@@ -81,7 +76,7 @@ TreeHashes hash_test_tree(const std::string& python, const std::string& root,
   argv.insert(argv.end(), files.begin(), files.end());
   run_or_throw(argv, {{"PYTHONPATH", ootci_python_dir()}}, log,
                fmt::format("hashing the tests under {}", root));
-  nlohmann::json j = nlohmann::json::parse(read_text(out), nullptr, false);
+  nlohmann::json j = nlohmann::json::parse(read_file_or_empty(out), nullptr, false);
   if (j.is_discarded()) throw Error(fmt::format("{}: not JSON", out));
   return parse_tree_hashes(j, out);
 }

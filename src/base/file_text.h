@@ -1,0 +1,14 @@
+#pragma once
+// Reading a whole file: the one helper for it (writing is atomic_file.h).
+#include <optional>
+#include <string>
+
+namespace ootci {
+
+// The file's bytes; nullopt when it cannot be opened.
+std::optional<std::string> read_file_bytes(const std::string& path);
+
+// The file's bytes, or "" when it cannot be opened: for files whose absence means "nothing".
+std::string read_file_or_empty(const std::string& path);
+
+}  // namespace ootci
