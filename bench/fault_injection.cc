@@ -279,7 +279,26 @@ std::string share_text(double share) {
   return fmt::format("{:.1f}%", 100 * share);
 }
 
+// --ops entries as (switch name, dtype, kind): "sum" switches sum off, "prod:float32" makes its
+// float32 results wrong.
+std::vector<std::tuple<std::string, std::string, std::string>> given_faults(const Options& o) {
+  std::vector<std::tuple<std::string, std::string, std::string>> out;
+  for (const auto& spec : o.ops) {
+    auto colon = spec.find(':');
+    if (colon == std::string::npos) {
+      out.emplace_back(spec, "", "op");
+      continue;
+    }
+    std::string dtype = spec.substr(colon + 1);
+    if (!kSwitchDtypes.count(dtype))
+      throw Error(fmt::format("--ops {}: unknown dtype '{}'", spec, dtype));
+    out.emplace_back(spec.substr(0, colon), dtype, "op:dtype");
+  }
+  return out;
+}
+
 int bench(const Options& o) {
+  auto given = given_faults(o);  // checked before the long setup
   std::string work = o.workdir.empty() ? make_temp_dir() : fs::absolute(o.workdir).string();
   std::string repo = work + "/backend", bench = work + "/bench";
   fs::create_directories(repo);
@@ -330,24 +349,12 @@ int bench(const Options& o) {
   std::set<std::string> called;
   for (const auto& [test, list] : ops) called.insert(list.begin(), list.end());
   // (switch name, dtype, kind): drawn faults alternate between a whole op and one dtype.
-  std::vector<std::tuple<std::string, std::string, std::string>> candidates;
+  std::vector<std::tuple<std::string, std::string, std::string>> candidates = given;
   if (o.ops.empty()) {
     auto drawn =
         candidate_ops(ops, baseline, own_kernels, reaching_fallback(called, bench), o.seed);
     for (size_t i = 0; i < drawn.size(); ++i)
       candidates.emplace_back(drawn[i].first, drawn[i].second, i % 2 == 0 ? "op" : "op:dtype");
-  } else {
-    for (const auto& spec : o.ops) {
-      auto colon = spec.find(':');
-      if (colon == std::string::npos) {
-        candidates.emplace_back(spec, "", "op");
-        continue;
-      }
-      std::string dtype = spec.substr(colon + 1);
-      if (!kSwitchDtypes.count(dtype))
-        throw Error(fmt::format("--ops {}: unknown dtype '{}'", spec, dtype));
-      candidates.emplace_back(spec.substr(0, colon), dtype, "op:dtype");
-    }
   }
   std::cout << fmt::format("{} candidate ops\n", candidates.size()) << std::flush;
 
