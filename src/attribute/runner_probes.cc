@@ -29,8 +29,14 @@ std::string trimmed(std::string s) {
   return s;
 }
 
-std::string tail(const std::string& text, size_t max = 800) {
+// The last lines of a command's output, where tools say what went wrong (a traceback's error,
+// a compiler's last message), short enough for a verdict's summary.
+std::string tail(const std::string& text, int lines = 3, size_t max = 300) {
   std::string t = trimmed(text);
+  size_t start = t.size();
+  for (int i = 0; i < lines && start != std::string::npos; ++i)
+    start = start == 0 ? std::string::npos : t.rfind('\n', start - 1);
+  if (start != std::string::npos) t = t.substr(start + 1);
   return t.size() <= max ? t : "..." + t.substr(t.size() - max);
 }
 
@@ -206,7 +212,7 @@ void RunnerProbes::build_backend(const std::string& dir, const std::string& back
   CapturedRun r = run_captured(o);
   if (!r.ok()) {
     std::string why = fmt::format("the backend build at {} exited {}: {}", short_sha(backend_rev),
-                                  r.exit_code, tail(r.err + r.out));
+                                  r.exit_code, tail(r.err.empty() ? r.out : r.err));
     build_failures_[key] = why;
     throw Error(why);
   }
