@@ -41,7 +41,8 @@ class AgentIntegration : public RelayFixture {
 
   // The reference backend with one upstream file (test_view_ops.py: 260 variants, ~10 s), a gate
   // for the fixtures' `master` base, and callbacks to the relay with issuer-minted tokens.
-  void write_backend(const std::string& prepare_command = "") {
+  // `agent_extra` is appended to agent.yaml; `backend_env` is ootci.yaml's backend.env.
+  void write_backend(const std::string& agent_extra = "", const std::string& backend_env = "{}") {
     std::string ref = source_dir() + "/examples/reference-backend";
     write_file(dir_ + "/ootci.yaml",
                fmt::format(R"(backend:
@@ -50,6 +51,7 @@ class AgentIntegration : public RelayFixture {
   python: /usr/bin/python3
   modules: [ootci_reference_backend]
   pythonpath: [{ref}]
+  env: {env}
 upstream:
   torch_root: {torch}
   device_root: {ref}
@@ -65,11 +67,12 @@ report:
   token_command: [/usr/bin/curl, -sf, "{issuer}/token?repository=acme/two"]
 )",
                            fmt::arg("ref", ref), fmt::arg("torch", torch_root_),
-                           fmt::arg("relay", relay_->url()), fmt::arg("issuer", oidc_->issuer())));
+                           fmt::arg("env", backend_env), fmt::arg("relay", relay_->url()),
+                           fmt::arg("issuer", oidc_->issuer())));
     write_file(dir_ + "/agent.yaml",
                fmt::format("listen: 127.0.0.1:{}\nsecret_env: TEST_AGENT_SECRET\nbackend: "
                            "ootci.yaml\nstate: agent/queue.db\nconcurrency: 1\n{}",
-                           agent_port_, prepare_command));
+                           agent_port_, agent_extra));
   }
 
   void start_relay_to_agent() {
@@ -236,6 +239,31 @@ TEST_P(AgentIntegration, PullRequestBecomesAVerdictOnTheRelayFieldByField) {
   EXPECT_NE(metrics.body.find("ootci_agent_reports_total{status=\"completed\",result=\"ok\"} 1"),
             std::string::npos)
       << metrics.body;
+}
+
+TEST_P(AgentIntegration, ARedRunIsAttributedAndItsTriageVerdictReachesTheRelay) {
+  start_relay_to_agent();
+  // arange switched off breaks exactly one view_ops variant (test_python_types).
+  write_backend("attribute: true\n", "{OOTCI_REF_DISABLED_OPS: arange}");
+  start_agent();
+  send_pr("d-red", "opened", kHeadSha);
+  nlohmann::json job = wait_job("d-red", {"done", "cancelled"});
+  ASSERT_FALSE(job.is_null());
+  EXPECT_EQ(job["conclusion"], "failure") << agent_log();
+  auto record = relay_job("d-red", job["id"]);
+  ASSERT_TRUE(record) << relay_->log();
+  EXPECT_EQ(record->conclusion, "failure");
+  EXPECT_EQ(record->tests_failed, 1);
+  nlohmann::json triage = nlohmann::json::parse(record->triage_json, nullptr, false);
+  ASSERT_TRUE(triage.is_object()) << record->triage_json << "\n" << agent_log();
+  EXPECT_EQ(triage["analyzer"], "ootci");
+  // The first run of this backend: no green run to compare with, after a flake check that
+  // reproduced the failure.
+  EXPECT_EQ(triage["category"], "unknown");
+  EXPECT_NE(triage["summary"].get<std::string>().find("test_python_types"), std::string::npos)
+      << triage.dump();
+  EXPECT_EQ(triage["evidence"][1]["kind"], "flake check");
+  EXPECT_EQ(triage["evidence"][1]["reproduced"], true);
 }
 
 TEST_P(AgentIntegration, AgentKilledWithAQueuedJobRunsItAfterRestart) {

@@ -18,6 +18,7 @@
 #include "backend/evidence.h"
 #include "backend/evidence_path.h"
 #include "base/error.h"
+#include "base/file_text.h"
 #include "base/metrics.h"
 #include "base/subprocess.h"
 #include "base/time.h"
@@ -310,6 +311,9 @@ struct Agent::Impl {
         return;
       }
       if (store->run(job.run_id)) outcome = outcome_of_run(*store, job.run_id);
+      if (outcome && outcome->conclusion == "failure" && config.attribute &&
+          !is_cancelled(job.id) && !stopped())
+        outcome->triage_verdict = attribute(job, log_path);
     }
     if (stopped() && !is_cancelled(job.id)) return;
 
@@ -338,6 +342,20 @@ struct Agent::Impl {
   bool stopped() {
     std::lock_guard lock(mu);
     return stopping;
+  }
+
+  // `ootci attribute` on the job's red run; its triage_verdict, or null when it wrote none.
+  nlohmann::json attribute(const AgentJob& job, const std::string& log_path) {
+    int status = run_child(
+        job, {ootci_binary, "attribute", "--config", backend.path, "--run", job.run_id}, log_path);
+    if (status != 0) {
+      spdlog::warn("job {}: ootci attribute failed: {} (log: {})", job.id, exit_text(status),
+                   log_path);
+      return nullptr;
+    }
+    std::string path = fmt::format("{}/runs/{}/triage_verdict.json", backend.workspace, job.run_id);
+    nlohmann::json verdict = nlohmann::json::parse(read_file_or_empty(path), nullptr, false);
+    return verdict.is_object() ? verdict : nlohmann::json();
   }
 
   // ---- HTTP ----

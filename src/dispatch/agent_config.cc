@@ -44,6 +44,7 @@ AgentConfig load_agent_config(const std::string& path) {
   if (auto v = root.str("job_name")) c.job_name = *v;
   if (auto v = root.str_list("prepare_command")) c.prepare_command = *v;
   if (auto v = root.str("public_url")) c.public_url = *v;
+  if (auto v = root.boolean("attribute")) c.attribute = *v;
   if (c.public_url.empty()) c.public_url = "http://" + c.listen;
   while (!c.public_url.empty() && c.public_url.back() == '/') c.public_url.pop_back();
   root.finish();

@@ -18,6 +18,9 @@ struct AgentConfig {
   // check out upstream at that SHA or build the backend; a failure concludes the job `failure`.
   std::vector<std::string> prepare_command;
   std::string public_url;  // where /jobs/<id> is reachable, for workflow.url; default http://listen
+  // A red run is attributed (`ootci attribute`, docs/attribute.md) before the completed
+  // callback, which then carries its triage_verdict.
+  bool attribute = false;
 
   std::string listen_host() const;
   int listen_port() const;

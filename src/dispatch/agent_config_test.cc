@@ -26,8 +26,9 @@ TEST(AgentConfig, RelativePathsAreResolvedAgainstTheFile) {
   std::string dir = make_temp_dir();
   write_file(dir + "/agent.yaml",
              "listen: 0.0.0.0:9000\nbackend: ../b/ootci.yaml\nstate: q/agent.db\nconcurrency: 3\n"
-             "prepare_command: [./prepare.sh, --fast]\n");
+             "prepare_command: [./prepare.sh, --fast]\nattribute: true\n");
   AgentConfig c = load_agent_config(dir + "/agent.yaml");
+  EXPECT_TRUE(c.attribute);
   EXPECT_EQ(c.listen_host(), "0.0.0.0");
   EXPECT_EQ(c.listen_port(), 9000);
   EXPECT_EQ(c.backend, std::filesystem::path(dir).parent_path().string() + "/b/ootci.yaml");
