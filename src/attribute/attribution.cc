@@ -80,6 +80,13 @@ class Attributor {
           some_of(a_.failing));
       return a_;
     }
+    if (!in_.revisions_recorded) {
+      a_.summary = fmt::format(
+          "{} fail deterministically, but the runs do not record their target revisions, so "
+          "what moved is unknown",
+          some_of(a_.failing));
+      return a_;
+    }
     const Combination& green = *in_.green;
     for (Target t : all_targets())
       if (!green.at(t).empty() && !in_.run.at(t).empty() && green.at(t) != in_.run.at(t))

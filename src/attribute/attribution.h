@@ -55,9 +55,12 @@ struct AttributionInput {
   std::vector<std::string> newly_failing;  // variant ids newly failing since the last green run
   Combination run;                         // the red run's revisions
   std::optional<Combination> green;        // the last green run's revisions, when known
-  int reruns = 3;                          // flake check
-  int probe_reruns = 1;                    // inside every other probe
-  int max_probes = 16;                     // control + expansion + bisection
+  // False when a run's manifest has no `targets` (runs from before ootci recorded them): then
+  // nothing can be said about what moved.
+  bool revisions_recorded = true;
+  int reruns = 3;        // flake check
+  int probe_reruns = 1;  // inside every other probe
+  int max_probes = 16;   // control + expansion + bisection
 };
 
 // One probe as the report shows it.

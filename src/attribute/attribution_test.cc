@@ -196,6 +196,17 @@ TEST(Attribution, TheBudgetLeavesTheRemainingCandidates) {
   EXPECT_EQ(a.confidence, "medium");
 }
 
+TEST(Attribution, RunsWithoutRecordedRevisionsAreUnknownNotInfra) {
+  World w;
+  w.breaks = [](const Combination&) { return true; };
+  AttributionInput in = input({}, {});
+  in.revisions_recorded = false;
+  Attribution a = attribute_failures(in, w);
+  EXPECT_EQ(a.category, "unknown");
+  EXPECT_NE(a.summary.find("do not record their target revisions"), std::string::npos);
+  EXPECT_EQ(w.probed.size(), 1u);  // the flake check only
+}
+
 TEST(Attribution, NothingNewlyFailingOrNoGreenRunIsUnknown) {
   World w;
   w.breaks = [](const Combination&) { return true; };

@@ -79,6 +79,8 @@ void attribute_command(const AttributeArgs& a) {
     if (f.newly || !green) in.newly_failing.push_back(f.test_id);
   in.run = combination_of(*run);
   if (green) in.green = combination_of(*green);
+  in.revisions_recorded = manifest_target_revisions(run->manifest) &&
+                          (!green || manifest_target_revisions(green->manifest));
   in.reruns = a.reruns > 0 ? a.reruns : config.attribute.reruns;
   in.probe_reruns = a.probe_reruns >= 0 ? a.probe_reruns : config.attribute.probe_reruns;
   in.max_probes = a.max_probes > 0 ? a.max_probes : config.attribute.max_probes;
