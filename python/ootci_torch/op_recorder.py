@@ -75,7 +75,7 @@ def recorder_kind() -> str:
 
 def _observer_start(device):
     import torch
-    torch.ops.ootci_observer.start(device, _DISPATCH_KEYS.get(device, ""))
+    torch.ops.ootci_observer.start(device, _dispatch_key(device))
 
 
 def _observer_stop():
@@ -133,10 +133,24 @@ def observer_available() -> bool:
     return _observer_loaded
 
 
-# torch.device(...).type -> the backend dispatch key whose kernel table the device's calls use.
-_DISPATCH_KEYS = {"privateuseone": "PrivateUse1", "xla": "XLA", "hpu": "HPU", "xpu": "XPU",
-                  "mps": "MPS", "ipu": "IPU", "ve": "VE", "lazy": "Lazy", "ort": "ORT",
-                  "cuda": "CUDA", "meta": "Meta"}
+_dispatch_keys = {}  # device type -> its backend dispatch key, or ""
+
+
+def _dispatch_key(device):
+    """The backend dispatch key whose kernel table the device's calls use, read from an empty
+    tensor's key set, so that no device is named here."""
+    key = _dispatch_keys.get(device)
+    if key is None:
+        try:
+            import torch
+            keys = str(torch._C._dispatch_keys(torch.empty(0, device=device)))
+            # "DispatchKeySet(<Backend>, ADInplaceOrView, Autograd<Backend>)": the backend key
+            # comes first.
+            key = keys[keys.index("(") + 1:].split(",")[0].strip(" )")
+        except Exception:
+            key = ""
+        _dispatch_keys[device] = key
+    return key
 
 
 def _make_mode_class():
@@ -213,7 +227,7 @@ def _make_mode_class():
         def __init__(self, device):
             super().__init__()
             self.device = device
-            self.device_key = _DISPATCH_KEYS.get(device)
+            self.device_key = _dispatch_key(device) or None
             self.ops = set()
             self.active = True  # False once the test is over: a mode left behind only passes through
             self.broken = False  # the recorder failed: its set is incomplete, so nothing is reported
