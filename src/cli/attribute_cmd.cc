@@ -102,6 +102,11 @@ void attribute_command(const AttributeArgs& a) {
   if (!clean_checkout(config.attribute.tests_repo)) current.tests.clear();
   RunnerProbes probes(config, current, cache_dir, work_dir, std::cerr);
   Attribution attribution = attribute_failures(in, probes);
+  if (g_run_stop) {
+    // An interrupted probe proves nothing, so no verdict is better than one built on it.
+    std::cerr << "attribute: interrupted; no triage_verdict written\n";
+    throw ExitStatus{130};
+  }
 
   nlohmann::json triage = triage_verdict(attribution, in, ctx);
   std::string markdown = triage_markdown(attribution, in, ctx);
@@ -115,7 +120,6 @@ void attribute_command(const AttributeArgs& a) {
     std::cout << markdown
               << fmt::format("\ntriage_verdict: {}/triage_verdict.json\nreport: {}/triage.md\n",
                              run_dir, run_dir);
-  if (g_run_stop) throw ExitStatus{130};
 }
 
 }  // namespace
