@@ -11,6 +11,7 @@
 #include "backend/judge.h"
 #include "backend/runner.h"
 #include "base/error.h"
+#include "base/file_text.h"
 #include "base/subprocess.h"
 #include "base/time.h"
 #include "select/git.h"
@@ -155,12 +156,10 @@ const std::map<std::string, std::string>& RunnerProbes::core_environment(const s
   std::string dir = fmt::format("{}/core/{}", cache_dir_, safe);
   std::string env_file = dir + ".env";
   std::map<std::string, std::string> env;
-  std::ifstream cached(env_file);
+  std::optional<std::string> cached = read_file_bytes(env_file);
   std::string text;
   if (cached) {
-    std::stringstream ss;
-    ss << cached.rdbuf();
-    text = ss.str();
+    text = *cached;
   } else {
     std::error_code ec;
     fs::remove_all(dir, ec);
