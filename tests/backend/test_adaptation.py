@@ -11,7 +11,7 @@ import pytest
 from conftest import SOURCE_DIR, torch_root
 
 FIXTURE = pathlib.Path(__file__).resolve().parent / "fixtures" / "test_device_fixture.py"
-SPYRE_CONFIGS = SOURCE_DIR.parent / "shared" / "fixtures" / "spyre-configs"
+SPYRE_CONFIGS = SOURCE_DIR / "tests" / "fixtures" / "spyre-configs"
 
 VIEW_OPS = "test_view_ops.py"
 BINARY = "test_binary_ufuncs.py"

@@ -76,7 +76,7 @@ std::string binary_dir() {
 }
 
 std::string fixture_path(const std::string& relative) {
-  return source_dir() + "/../shared/fixtures/" + relative;
+  return source_dir() + "/tests/fixtures/" + relative;
 }
 
 std::string read_file(const std::string& path) {

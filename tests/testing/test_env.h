@@ -19,7 +19,7 @@ std::unique_ptr<Store> open_test_store(const std::string& kind);
 
 std::string source_dir();                               // the repository root
 std::string binary_dir();                               // the CMake build directory
-std::string fixture_path(const std::string& relative);  // under ../shared/fixtures
+std::string fixture_path(const std::string& relative);  // under tests/fixtures
 std::string read_file(const std::string& path);
 void write_file(const std::string& path, const std::string& content);
 
