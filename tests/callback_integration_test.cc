@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "base/time.h"
+#include "hud/html.h"
 #include "net/crypto.h"
 #include "net/jwt.h"
 #include "store/store.h"
@@ -226,13 +227,16 @@ TEST_P(CallbackIntegration, ConflictsAndInvalidTransitions) {
   auto cp = dispatch_pr("d-conflict", "acme/two");
   auto ip = action_body(cp, "in_progress", "acme/two");
   ASSERT_EQ(callback(ip, token("acme/two")).status, 200);
-  auto ip2 = ip;
-  ip2["workflow"]["started_at"] = "2026-11-29T11:00:00Z";
-  EXPECT_EQ(callback(ip2, token("acme/two")).status, 409);
   ASSERT_EQ(callback(action_body(cp, "completed", "acme/two"), token("acme/two")).status, 200);
+  // A completed that contradicts the stored one: another conclusion, or other counts.
   auto failure = action_body(cp, "completed", "acme/two", 111, "test", "failure");
-  EXPECT_EQ(callback(failure, token("acme/two")).status, 409);
-  EXPECT_EQ(callback(ip2, token("acme/two")).status, 400);  // backwards
+  HttpResult conflict = callback(failure, token("acme/two"));
+  EXPECT_EQ(conflict.status, 409);
+  EXPECT_EQ(reply(conflict)["detail"],
+            "conflicting repeat: completed was already applied with a different body");
+  auto other_counts = action_body(cp, "completed", "acme/two");
+  other_counts["workflow"]["test_results"]["failed"] = 2;
+  EXPECT_EQ(callback(other_counts, token("acme/two")).status, 409);
   // Skipping in_progress.
   EXPECT_EQ(callback(action_body(cp, "completed", "acme/two", 222), token("acme/two")).status, 400);
   // No dispatch record.
@@ -245,8 +249,93 @@ TEST_P(CallbackIntegration, ConflictsAndInvalidTransitions) {
   auto weird = ip;
   weird["workflow"]["status"] = "queued";
   EXPECT_EQ(callback(weird, token("acme/two")).status, 400);
+  // A nightly completed alone has no in_progress to go back to.
   auto store = open_store(store_uri_);
   EXPECT_EQ(store->get_job(key(cp, "acme/two"))->conclusion, "success");
+  EXPECT_EQ(store->get_job(key(cp, "acme/two"))->tests_failed, 1);
+}
+
+// CRCR's action step re-run after a dropped response: the same step with fresh timestamps
+// (test-infra#8119, #8145). A run id may be a Buildkite build UUID, the bearer prefix may be
+// missing, and the verdict may sit where upstream reads it.
+TEST_P(CallbackIntegration, TheRealClientsRetriesUuidRunIdsBareTokensAndWorkflowVerdicts) {
+  start_relay();
+  auto cp = dispatch_pr("d-resend", "acme/two");
+  auto ip = action_body(cp, "in_progress", "acme/two");
+  ASSERT_EQ(callback(ip, token("acme/two")).status, 200);
+  auto store = open_store(store_uri_);
+  int64_t started = store->get_job(key(cp, "acme/two"))->in_progress_ms;
+  auto ip_again = ip;
+  ip_again["workflow"]["started_at"] = "2026-11-29T11:00:00Z";
+  HttpResult r = callback(ip_again, token("acme/two"));
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(reply(r)["duplicate"], true);
+  auto done = action_body(cp, "completed", "acme/two", 111, "test", "failure");
+  nlohmann::json verdict = {{"schema_version", 1},
+                            {"category", "backend"},
+                            {"confidence", "high"},
+                            {"summary", std::string(1200, 's')},
+                            {"analyzer", {{"name", "ootci"}, {"version", "0.14.0"}}},
+                            {"evidence", nlohmann::json::array()}};
+  for (int i = 0; i < 12; ++i) verdict["evidence"].push_back(fmt::format("probe {}", i));
+  done["workflow"]["triage_verdict"] = verdict;
+  HttpResult applied = callback(done, token("acme/two"));
+  ASSERT_EQ(applied.status, 200) << applied.body;
+  EXPECT_EQ(reply(applied)["warnings"],
+            (nlohmann::json{"triage_verdict.summary cut to 1000 characters",
+                            "triage_verdict.evidence cut to 10 of 12 entries"}));
+  auto first = store->get_job(key(cp, "acme/two"));
+  EXPECT_EQ(first->in_progress_ms, started);
+  auto resent = done;
+  resent["workflow"]["completed_at"] = "2026-11-29T10:45:00Z";
+  HttpResult dup = callback(resent, token("acme/two"));
+  EXPECT_EQ(dup.status, 200) << dup.body;
+  EXPECT_EQ(reply(dup)["duplicate"], true);
+  auto after = store->get_job(key(cp, "acme/two"));
+  EXPECT_EQ(after->completed_ms, first->completed_ms);
+  EXPECT_EQ(after->last_body, first->last_body);  // the stored step stands
+  // A late in_progress re-send after completed is a duplicate too.
+  EXPECT_EQ(reply(callback(ip_again, token("acme/two")))["duplicate"], true);
+
+  // The verdict is stored, cut, and the HUD's job page shows it.
+  auto stored = nlohmann::json::parse(after->triage_json);
+  EXPECT_EQ(stored["summary"].get<std::string>().size(), 1000u);
+  EXPECT_EQ(stored["evidence"].size(), 10u);
+  HttpResult page = get("/crcr/job?key=" + url_encode(key(cp, "acme/two")));
+  EXPECT_EQ(page.status, 200) << page.body;
+  EXPECT_NE(page.body.find("analyzer: ootci 0.14.0"), std::string::npos) << page.body;
+  EXPECT_NE(page.body.find("probe 9"), std::string::npos);
+  EXPECT_EQ(page.body.find("probe 10"), std::string::npos);
+
+  // A Buildkite-style UUID run id, in_progress then completed, with a bare token (no "Bearer ").
+  const std::string uuid = "0190b2f1-5c6e-4c3a-9a53-6f3c1c7e2b11";
+  auto bare = [&](const nlohmann::json& body) {
+    HttpRequest req;
+    req.method = "POST";
+    req.url = relay_->url() + "/github/callback";
+    req.body = body.dump();
+    req.headers = {{"Authorization", token("acme/two")}};
+    return http_send(req);
+  };
+  auto uuid_ip = action_body(cp, "in_progress", "acme/two", 1, "bk");
+  uuid_ip["workflow"]["run_id"] = uuid;
+  auto uuid_done = action_body(cp, "completed", "acme/two", 1, "bk");
+  uuid_done["workflow"]["run_id"] = uuid;
+  HttpResult u1 = bare(uuid_ip);
+  EXPECT_EQ(u1.status, 200) << u1.body;
+  HttpResult u2 = bare(uuid_done);
+  EXPECT_EQ(u2.status, 200) << u2.body;
+  std::string uuid_key = fmt::format("d-resend:acme/two:{}:1:bk", uuid);
+  auto bk = store->get_job(uuid_key);
+  ASSERT_TRUE(bk) << relay_->log();
+  EXPECT_EQ(bk->run_id, uuid);
+  EXPECT_EQ(bk->status, "completed");
+  EXPECT_EQ(bk->conclusion, "success");
+  auto api = nlohmann::json::parse(get("/api/crcr/job?key=" + url_encode(uuid_key)).body);
+  EXPECT_EQ(api["run_id"], uuid);
+  EXPECT_EQ(nlohmann::json::parse(
+                get("/api/crcr/job?key=" + url_encode(key(cp, "acme/two"))).body)["run_id"],
+            111);
 }
 
 TEST_P(CallbackIntegration, BelowL2IsIgnoredAndRequireCallbackTokenIsEnforced) {

@@ -8,9 +8,6 @@
 namespace ootci {
 namespace {
 
-constexpr size_t kMaxSummaryBytes = 1024;
-constexpr size_t kMaxEvidence = 10;
-
 std::string short_sha(const std::string& sha) {
   return sha.empty() ? "-" : sha.substr(0, 12);
 }
@@ -64,7 +61,7 @@ nlohmann::json triage_verdict(const Attribution& a, const AttributionInput& in,
                         {"moved", moved}});
   // The bisection's probes are one entry below, so the combinations fit the relay's 10.
   for (const auto& s : a.steps)
-    if (s.kind != "bisection" && evidence.size() + 1 < kMaxEvidence)
+    if (s.kind != "bisection" && evidence.size() + 1 < kMaxTriageEvidence)
       evidence.push_back(step_json(s));
   if (a.target && !a.range.empty()) {
     nlohmann::json steps = nlohmann::json::array();
@@ -86,7 +83,7 @@ nlohmann::json triage_verdict(const Attribution& a, const AttributionInput& in,
       {"schema_version", 1},
       {"category", a.category},
       {"confidence", a.confidence},
-      {"summary", truncate_utf8(a.summary, kMaxSummaryBytes)},
+      {"summary", truncate_utf8_chars(a.summary, kMaxTriageSummaryChars)},
       {"suspected_upstream", nullptr},
       {"culprit", a.culprit && a.target ? commit_json(*a.culprit, *a.target) : nlohmann::json()},
       {"evidence", evidence},

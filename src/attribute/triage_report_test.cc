@@ -76,7 +76,7 @@ TEST(TriageVerdict, StaysWithinTheRelaysCaps) {
     a.steps.push_back(s);
   }
   nlohmann::json v = triage_verdict(a, core_input(), {"r-2", "r-1", 1});
-  EXPECT_LE(v["summary"].get<std::string>().size(), 1024u);
+  EXPECT_LE(v["summary"].get<std::string>().size(), 1000u);
   EXPECT_LE(v["evidence"].size(), 10u);
   EXPECT_LE(v.dump().size(), kMaxTriageBytes);
   EXPECT_TRUE(v["suspected_upstream"].is_null());  // a backend culprit is not upstream's

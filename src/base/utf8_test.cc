@@ -14,5 +14,16 @@ TEST(TruncateUtf8, NeverCutsACharacterInHalf) {
   EXPECT_EQ(truncate_utf8("abc", 0), "");
 }
 
+TEST(TruncateUtf8Chars, CountsCodePointsNotBytes) {
+  bool cut = true;
+  EXPECT_EQ(truncate_utf8_chars("abc", 3, &cut), "abc");
+  EXPECT_FALSE(cut);
+  EXPECT_EQ(truncate_utf8_chars("L1 \u2013 x", 4, &cut), "L1 \u2013");  // a 3-byte dash is one
+  EXPECT_TRUE(cut);
+  EXPECT_EQ(truncate_utf8_chars("\u00e9\u00e9\u00e9", 2), "\u00e9\u00e9");
+  EXPECT_EQ(truncate_utf8_chars("", 0, &cut), "");
+  EXPECT_FALSE(cut);
+}
+
 }  // namespace
 }  // namespace ootci

@@ -28,6 +28,7 @@ void serve(const std::string& config_path) {
 
 void allowlist_check(const std::string& path) {
   Allowlist a = Allowlist::parse(load_yaml_file(path));
+  for (const std::string& w : a.warnings()) std::cerr << "warning: " << w << "\n";
   for (const auto& e : a.entries()) {
     std::string extra;
     if (!e.device.empty()) extra += " device=" + e.device;

@@ -144,8 +144,8 @@ void report(const ReportArgs& a) {
   nlohmann::json client_payload = read_client_payload(a.payload);
   WorkflowIdentity identity = identity_of(a, settings);
   std::optional<RunOutcome> outcome = completed_outcome(a, config);
-  nlohmann::json body =
-      build_callback_body(client_payload, a.status, identity, outcome, settings.artifact_url);
+  nlohmann::json body = build_callback_body(client_payload, a.status, identity, outcome,
+                                            settings.artifact_url, settings.relay);
   if (a.dry_run) {
     std::cout << body.dump(2) << "\n";
     return;

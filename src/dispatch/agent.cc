@@ -215,7 +215,7 @@ struct Agent::Impl {
     try {
       nlohmann::json body =
           build_callback_body(nlohmann::json::parse(job.client_payload), status, identity(job),
-                              outcome, backend.report.artifact_url);
+                              outcome, backend.report.artifact_url, backend.report.relay);
       std::string token = fetch_oidc_token(backend.report, process_env);
       PostOutcome sent = post_callback(backend.report, token, body);
       if (sent.ok()) {

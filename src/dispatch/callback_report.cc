@@ -147,7 +147,7 @@ RunOutcome outcome_of_run(EvidenceStore& store, const std::string& run_id) {
 nlohmann::json build_callback_body(const nlohmann::json& client_payload, const std::string& status,
                                    const WorkflowIdentity& w,
                                    const std::optional<RunOutcome>& outcome,
-                                   const std::string& artifact_url) {
+                                   const std::string& artifact_url, const std::string& relay) {
   if (!client_payload.is_object()) throw Error("client_payload: expected an object");
   auto delivery = client_payload.find("delivery_id");
   if (delivery == client_payload.end() || !delivery->is_string() ||
@@ -159,9 +159,10 @@ nlohmann::json build_callback_body(const nlohmann::json& client_payload, const s
   if (status != "in_progress" && status != "completed")
     throw Error(fmt::format("workflow.status: must be in_progress or completed, got '{}'", status));
   if (w.name.empty()) throw Error("workflow.name: required");
-  if (!is_decimal(w.run_id))
-    throw Error(fmt::format("workflow.run_id: must be an integer, got '{}'", w.run_id));
-  if (std::stoll(w.run_id) == 0)
+  // GitHub's run ids are integers; Buildkite's are build UUIDs (the relay takes either).
+  if (!is_callback_run_id(w.run_id))
+    throw Error(fmt::format("workflow.run_id: must be {}, got '{}'", kCallbackRunIdRule, w.run_id));
+  if (w.run_id.find_first_not_of('0') == std::string::npos)
     throw Error("workflow.run_id: must not be 0 (reserved for dispatch records)");
   if (!is_decimal(w.run_attempt) || std::stoll(w.run_attempt) < 1)
     throw Error(
@@ -220,8 +221,16 @@ nlohmann::json build_callback_body(const nlohmann::json& client_payload, const s
     }
     if (!kept.empty()) body["failed_tests_detail"] = std::move(kept);
   }
-  if (completed && !outcome->triage_verdict.is_null())
-    body["triage_verdict"] = outcome->triage_verdict;
+  if (completed && !outcome->triage_verdict.is_null()) {
+    if (relay == "crcr") {
+      nlohmann::json v = outcome->triage_verdict;
+      if (v.contains("analyzer") && v["analyzer"].is_string())
+        v["analyzer"] = {{"name", v["analyzer"]}};  // upstream's schema takes an object
+      body["workflow"]["triage_verdict"] = std::move(v);
+    } else {
+      body["triage_verdict"] = outcome->triage_verdict;
+    }
+  }
   return body;
 }
 

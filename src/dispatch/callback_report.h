@@ -45,12 +45,13 @@ RunOutcome outcome_of_run(EvidenceStore& store, const std::string& run_id);
 
 // The body: client_payload's event_type/delivery_id/payload echoed, callback_token when the
 // dispatch had one, `workflow` with schema_version "1", status, conclusion (null unless
-// completed), the identity, test_results, artifact_url; failed_tests_detail and triage_verdict
-// at the top level when present.
+// completed), the identity, test_results, artifact_url; failed_tests_detail at the top level when
+// present. The triage verdict goes where `relay` reads it: `crcr` (upstream, test-infra#8803)
+// as workflow.triage_verdict with an analyzer object, `ootci` at the top level.
 nlohmann::json build_callback_body(const nlohmann::json& client_payload, const std::string& status,
                                    const WorkflowIdentity& workflow,
                                    const std::optional<RunOutcome>& outcome,
-                                   const std::string& artifact_url);
+                                   const std::string& artifact_url, const std::string& relay);
 
 // The OIDC token: token_file, else token_command, else GitHub Actions'
 // ACTIONS_ID_TOKEN_REQUEST_URL/_TOKEN with `audience`. Throws Error saying which source failed.

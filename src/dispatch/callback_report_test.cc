@@ -74,7 +74,8 @@ WorkflowIdentity identity() {
 // --- build_callback_body ---
 
 TEST(BuildCallbackBody, InProgressFieldByField) {
-  json b = build_callback_body(client_payload(), "in_progress", identity(), std::nullopt, "");
+  json b =
+      build_callback_body(client_payload(), "in_progress", identity(), std::nullopt, "", "ootci");
   EXPECT_EQ(b["event_type"], "pull_request");
   EXPECT_EQ(b["delivery_id"], "d-123");
   EXPECT_EQ(b["payload"], client_payload()["payload"]);
@@ -104,7 +105,7 @@ TEST(BuildCallbackBody, InProgressFieldByField) {
   given.started_at = "2026-11-29T10:00:00Z";
   given.check_run_id = "987";
   json b2 = build_callback_body(client_payload(), "in_progress", given, std::nullopt,
-                                "https://artifacts.example/42");
+                                "https://artifacts.example/42", "ootci");
   EXPECT_EQ(b2["workflow"]["started_at"], "2026-11-29T10:00:00Z");
   EXPECT_EQ(b2["workflow"]["check_run_id"], "987");
   EXPECT_EQ(b2["workflow"]["artifact_url"], "https://artifacts.example/42");
@@ -122,7 +123,7 @@ TEST(BuildCallbackBody, CompletedFieldByField) {
   o.triage_verdict = {{"schema_version", 1}, {"category", "backend"}, {"confidence", "high"}};
   WorkflowIdentity w = identity();
   w.completed_at = "2026-11-29T10:20:00Z";
-  json b = build_callback_body(client_payload(), "completed", w, o, "");
+  json b = build_callback_body(client_payload(), "completed", w, o, "", "ootci");
   const json& wf = b["workflow"];
   EXPECT_EQ(wf["status"], "completed");
   EXPECT_EQ(wf["conclusion"], "failure");
@@ -135,11 +136,17 @@ TEST(BuildCallbackBody, CompletedFieldByField) {
   EXPECT_EQ(b["triage_verdict"], o.triage_verdict);
   EXPECT_FALSE(wf.contains("failed_tests_detail"));
   EXPECT_FALSE(wf.contains("triage_verdict"));
+  // Upstream CRCR reads it inside workflow, with the analyzer as an object.
+  o.triage_verdict["analyzer"] = "ootci";
+  json upstream = build_callback_body(client_payload(), "completed", w, o, "", "crcr");
+  EXPECT_FALSE(upstream.contains("triage_verdict"));
+  EXPECT_EQ(upstream["workflow"]["triage_verdict"]["category"], "backend");
+  EXPECT_EQ(upstream["workflow"]["triage_verdict"]["analyzer"], (json{{"name", "ootci"}}));
 
   // Without a given time, completed_at is now; started_at stays null unless given.
   w.completed_at = "";
   w.started_at = "2026-11-29T10:00:00Z";
-  json now = build_callback_body(client_payload(), "completed", w, o, "");
+  json now = build_callback_body(client_payload(), "completed", w, o, "", "ootci");
   EXPECT_TRUE(now["workflow"]["completed_at"].is_string());
   EXPECT_EQ(now["workflow"]["started_at"], "2026-11-29T10:00:00Z");
 }
@@ -147,7 +154,7 @@ TEST(BuildCallbackBody, CompletedFieldByField) {
 TEST(BuildCallbackBody, AConclusionWithoutResultsHasNoSummaryOrDetail) {
   RunOutcome o;
   o.conclusion = "failure";  // e.g. the build broke before any test ran
-  json b = build_callback_body(client_payload(), "completed", identity(), o, "");
+  json b = build_callback_body(client_payload(), "completed", identity(), o, "", "ootci");
   EXPECT_EQ(b["workflow"]["conclusion"], "failure");
   EXPECT_TRUE(b["workflow"]["test_results"].is_null());
   EXPECT_FALSE(b.contains("failed_tests_detail"));
@@ -156,7 +163,7 @@ TEST(BuildCallbackBody, AConclusionWithoutResultsHasNoSummaryOrDetail) {
   json cp = client_payload();
   cp.erase("callback_token");
   cp.erase("event_type");
-  json b2 = build_callback_body(cp, "completed", identity(), o, "");
+  json b2 = build_callback_body(cp, "completed", identity(), o, "", "ootci");
   EXPECT_FALSE(b2.contains("callback_token"));
   EXPECT_FALSE(b2.contains("event_type"));
 }
@@ -165,15 +172,18 @@ TEST(BuildCallbackBody, BadInputNamesTheField) {
   RunOutcome o;
   o.conclusion = "success";
   auto build = [&](json cp, std::string status, WorkflowIdentity w, std::optional<RunOutcome> out) {
-    return error_of([&] { build_callback_body(cp, status, w, out, ""); });
+    return error_of([&] { build_callback_body(cp, status, w, out, "", "ootci"); });
   };
   WorkflowIdentity bad_run = identity();
-  bad_run.run_id = "4x";
+  bad_run.run_id = "4 x";
   EXPECT_EQ(build(client_payload(), "in_progress", bad_run, std::nullopt),
-            "workflow.run_id: must be an integer, got '4x'");
+            "workflow.run_id: must be an integer, or an id of at most 64 letters, digits, '-', '_' "
+            "or '.' starting with a letter or digit, got '4 x'");
   bad_run.run_id = "";
-  EXPECT_EQ(build(client_payload(), "in_progress", bad_run, std::nullopt),
-            "workflow.run_id: must be an integer, got ''");
+  EXPECT_NE(build(client_payload(), "in_progress", bad_run, std::nullopt).find("got ''"),
+            std::string::npos);
+  bad_run.run_id = "0190b2f1-5c6e-4c3a-9a53-6f3c1c7e2b11";  // a Buildkite build UUID
+  EXPECT_EQ(build(client_payload(), "in_progress", bad_run, std::nullopt), "");
   bad_run.run_id = "0";
   EXPECT_NE(build(client_payload(), "in_progress", bad_run, std::nullopt).find("workflow.run_id"),
             std::string::npos);
@@ -209,7 +219,7 @@ TEST(BuildCallbackBody, FailedTestsDetailKeepsTheBodyWithinTwoMegabytes) {
         {{"name", "t::" + std::to_string(i)}, {"message", std::string(1024, 'm')}});
   json cp = client_payload();
   cp["payload"]["big"] = std::string(1500 * 1024, 'p');  // a huge upstream webhook
-  json b = build_callback_body(cp, "completed", identity(), o, "");
+  json b = build_callback_body(cp, "completed", identity(), o, "", "ootci");
   EXPECT_LE(b.dump().size(), 2u * 1024 * 1024 - 16 * 1024);
   ASSERT_TRUE(b.contains("failed_tests_detail"));
   size_t kept = b["failed_tests_detail"].size();
@@ -329,7 +339,7 @@ TEST_F(OutcomeOfRun, CapsEntriesAndCutsMessagesAtACharacterBoundary) {
   EXPECT_EQ(cut, long_message.substr(0, 1023));
   EXPECT_EQ(o.failed_tests[999]["name"], "test_ops.py::TestOps::test_0999");
 
-  json b = build_callback_body(client_payload(), "completed", identity(), o, "");
+  json b = build_callback_body(client_payload(), "completed", identity(), o, "", "ootci");
   EXPECT_EQ(b["failed_tests_detail"].size(), 1000u);
   EXPECT_EQ(b["workflow"]["test_results"]["failed"], 1500);
 }

@@ -60,6 +60,13 @@ nlohmann::json backend_row(const RepoStats& s, const std::string& level,
           {"avg_exec_min", minutes(s.exec_sum_ms, s.exec_n)}};
 }
 
+// A GitHub run id stays the number the API always gave; a Buildkite UUID is a string.
+nlohmann::json run_id_json(const std::string& run_id) {
+  bool digits = !run_id.empty() && run_id.size() <= 15 &&
+                run_id.find_first_not_of("0123456789") == std::string::npos;
+  return digits ? nlohmann::json(std::stoll(run_id)) : nlohmann::json(run_id);
+}
+
 nlohmann::json job_summary(const JobRecord& j) {
   return {{"key", j.key},
           {"repo", j.repo},
@@ -68,7 +75,7 @@ nlohmann::json job_summary(const JobRecord& j) {
           {"workflow", j.workflow_name},
           {"job", j.job_name},
           {"column", j.workflow_name + "/" + j.job_name},
-          {"run_id", j.run_id},
+          {"run_id", run_id_json(j.run_id)},
           {"run_attempt", j.run_attempt},
           {"status", j.status},
           {"conclusion", j.conclusion},

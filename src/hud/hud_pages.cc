@@ -48,6 +48,20 @@ std::string repo_link(const std::string& repo) {
   return fmt::format(R"(<a href="/crcr/{}">{}</a>)", esc(repo), esc(repo));
 }
 
+// ootci names its analyzer; upstream CRCR's schema makes it an object ({name, version, ...}).
+std::string analyzer_text(const nlohmann::json& verdict) {
+  auto a = verdict.find("analyzer");
+  if (a == verdict.end() || a->is_null()) return "";
+  if (a->is_string()) return a->get<std::string>();
+  if (a->is_object() && a->contains("name") && (*a)["name"].is_string()) {
+    std::string out = (*a)["name"].get<std::string>();
+    if (a->contains("version") && (*a)["version"].is_string())
+      out += " " + (*a)["version"].get<std::string>();
+    return out;
+  }
+  return a->dump();
+}
+
 }  // namespace
 
 std::string error_page(int status, const std::string& message) {
@@ -213,7 +227,7 @@ std::string job_page(const nlohmann::json& j) {
     body += fmt::format(
         R"(<div class="box" id="verdict"><b>{}</b> ({} confidence) — {}<br>analyzer: {})",
         esc(v.value("category", "")), esc(v.value("confidence", "")), esc(v.value("summary", "")),
-        esc(v.value("analyzer", "")));
+        esc(analyzer_text(v)));
     if (v.contains("evidence") && v["evidence"].is_array()) {
       body += "<ul>";
       for (const auto& e : v["evidence"])

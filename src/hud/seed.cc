@@ -63,7 +63,7 @@ SeedResult seed_store(Store& store, const SeedOptions& o) {
     JobRecord j;
     j.delivery_id = delivery;
     j.repo = b.repo;
-    j.run_id = run_id;
+    j.run_id = std::to_string(run_id);
     j.run_attempt = attempt;
     j.job_name = job;
     j.workflow_name = workflow;

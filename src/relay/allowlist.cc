@@ -46,6 +46,13 @@ std::vector<std::string> parse_oncalls(const YamlDoc& doc, const YAML::Node& n,
   return out;
 }
 
+// CRCR strips spaces and slashes around a repo name ("a/b/" is a/b).
+std::string repo_name(const std::string& raw) {
+  std::string s = trim(raw);
+  size_t first = s.find_first_not_of('/'), last = s.find_last_not_of('/');
+  return first == std::string::npos ? "" : s.substr(first, last - first + 1);
+}
+
 void check_repo(const YamlDoc& doc, const YAML::Node& n, const std::string& path,
                 const std::string& repo) {
   size_t slash = repo.find('/');
@@ -67,6 +74,11 @@ Allowlist Allowlist::parse(const YamlDoc& doc) {
   if (!root.IsMap()) yaml_fail(doc, root, "", "the allowlist must be a mapping of L1..L4");
   std::map<std::string, std::string> seen_at;  // repo → where it was first listed
   auto add = [&](const YAML::Node& where, const std::string& path, AllowlistEntry e) {
+    std::string raw = e.repo;
+    e.repo = repo_name(raw);
+    if (e.repo != raw)
+      out.warnings_.push_back(yaml_message(
+          doc, where, path, fmt::format("'{}' is read as '{}', as CRCR reads it", raw, e.repo)));
     check_repo(doc, where, path, e.repo);
     auto [it, fresh] = seen_at.emplace(e.repo, yaml_where(doc, where));
     if (!fresh)
@@ -82,8 +94,12 @@ Allowlist Allowlist::parse(const YamlDoc& doc) {
                   : key == "L3" ? Level::kL3
                   : key == "L4" ? Level::kL4
                                 : Level::kNone;
-    if (level == Level::kNone)
-      yaml_fail(doc, it->first, key, "unknown key (expected L1, L2, L3 or L4)");
+    if (level == Level::kNone) {
+      // CRCR reads only L1..L4 and ignores the rest; a typo still deserves a word.
+      out.warnings_.push_back(
+          yaml_message(doc, it->first, key, "unknown key ignored (expected L1, L2, L3 or L4)"));
+      continue;
+    }
     if (value.IsNull()) continue;
     if (level == Level::kL3) {
       if (!value.IsMap()) yaml_fail(doc, value, key, "L3 must map device → repo → oncalls");
@@ -106,11 +122,10 @@ Allowlist Allowlist::parse(const YamlDoc& doc) {
       YAML::Node item = value[i];
       std::string path = fmt::format("{}[{}]", key, i);
       if (item.IsScalar()) {
-        add(item, path, {trim(item.Scalar()), level, {}, ""});
+        add(item, path, {item.Scalar(), level, {}, ""});
       } else if (item.IsMap() && item.size() == 1) {
         auto kv = item.begin();
-        std::string repo = trim(kv->first.Scalar());
-        add(kv->first, path, {repo, level, parse_oncalls(doc, kv->second, path), ""});
+        add(kv->first, path, {kv->first.Scalar(), level, parse_oncalls(doc, kv->second, path), ""});
       } else {
         yaml_fail(doc, item, path, "expected `owner/repo` or `owner/repo: oncalls`");
       }
@@ -224,6 +239,7 @@ std::shared_ptr<const Allowlist> AllowlistSource::get() {
 void AllowlistSource::install(std::shared_ptr<const Allowlist> fresh) {
   current_ = std::move(fresh);
   spdlog::info("allowlist loaded from {}: {} repos", location_, current_->entries().size());
+  for (const std::string& w : current_->warnings()) spdlog::warn("allowlist: {}", w);
   if (on_load_) {
     try {
       on_load_(*current_);

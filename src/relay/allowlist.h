@@ -22,7 +22,8 @@ struct AllowlistEntry {
 };
 
 // CRCR's .github/allowlist.yml: L1/L2/L4 are lists of `owner/repo` or `owner/repo: oncalls`;
-// L3 maps device → repo → oncalls. Validation follows CRCR, with file:line in every error.
+// L3 maps device → repo → oncalls. Validation follows CRCR, with file:line in every error; what
+// CRCR lets pass (unknown top-level keys, spaces or slashes around a name) is a warning.
 class Allowlist {
  public:
   static Allowlist parse(const YamlDoc& doc);
@@ -33,9 +34,12 @@ class Allowlist {
   Level level_of(const std::string& repo) const;
   const AllowlistEntry* find(const std::string& repo) const;
   std::vector<std::string> l3_repos_for_device(const std::string& device) const;
+  // What CRCR accepts but a careful author would fix ("file:line:col: path: message").
+  const std::vector<std::string>& warnings() const { return warnings_; }
 
  private:
   std::vector<AllowlistEntry> entries_;
+  std::vector<std::string> warnings_;
   std::map<std::string, size_t> index_;
 };
 

@@ -53,7 +53,6 @@ struct BadCase {
 TEST(Allowlist, BadFilesGetExactErrors) {
   const BadCase cases[] = {
       {"- a/b\n", "allowlist.yml:1:1: the allowlist must be a mapping of L1..L4"},
-      {"L5:\n  - a/b\n", "allowlist.yml:1:1: L5: unknown key (expected L1, L2, L3 or L4)"},
       {"L1: a/b\n", "allowlist.yml:1:5: L1: expected a list of repos"},
       {"L1:\n  - nodash\n", "allowlist.yml:2:5: L1[0]: 'nodash' is not an owner/repo name"},
       {"L2:\n  - a/b/c\n", "allowlist.yml:2:5: L2[0]: 'a/b/c' is not an owner/repo name"},
@@ -68,6 +67,25 @@ TEST(Allowlist, BadFilesGetExactErrors) {
        "allowlist.yml:2:5: L1[0]: expected `owner/repo` or `owner/repo: oncalls`"},
   };
   for (const auto& c : cases) EXPECT_EQ(parse_error(c.text), c.error) << c.text;
+}
+
+TEST(Allowlist, WhatCrcrLetsPassIsAWarning) {
+  Allowlist a = Allowlist::parse(load_yaml_text("allowlist.yml",
+                                                "version: 2\n"
+                                                "L1:\n  - ' acme/one/ '\n"
+                                                "L2:\n  - /acme/two: [x]\n"
+                                                "L3:\n  dev:\n    acme/three/: [y]\n"));
+  EXPECT_EQ(a.targets(), (std::vector<std::string>{"acme/one", "acme/three", "acme/two"}));
+  EXPECT_EQ(a.level_of("acme/three"), Level::kL3);
+  EXPECT_EQ(a.warnings(),
+            (std::vector<std::string>{
+                "allowlist.yml:1:1: version: unknown key ignored (expected L1, L2, L3 or L4)",
+                "allowlist.yml:3:5: L1[0]: ' acme/one/ ' is read as 'acme/one', as CRCR reads it",
+                "allowlist.yml:5:5: L2[0]: '/acme/two' is read as 'acme/two', as CRCR reads it",
+                "allowlist.yml:8:5: L3.dev.acme/three/: 'acme/three/' is read as 'acme/three', "
+                "as CRCR reads it"}));
+  EXPECT_TRUE(
+      Allowlist::parse(load_yaml_file(fixture_path("crcr/allowlist.yml"))).warnings().empty());
 }
 
 TEST(AllowlistSource, ReloadsWhenTheFileChangesAndKeepsTheLastGoodOne) {

@@ -25,9 +25,41 @@ bool read_int(const nlohmann::json& v, int64_t* out) {
   return true;
 }
 
+// GitHub's run_id is an integer (sent as a string by CRCR's action); Buildkite's is a build UUID.
+// Either is kept as given; the character set keeps it one segment of the state key.
+bool read_run_id(const nlohmann::json& v, std::string* out) {
+  if (v.is_number_integer()) {
+    int64_t n = v.get<int64_t>();
+    if (n < 0) return false;
+    *out = std::to_string(n);
+    return true;
+  }
+  if (!v.is_string() || !is_callback_run_id(v.get_ref<const std::string&>())) return false;
+  *out = v.get<std::string>();
+  return true;
+}
+
 std::string str(const nlohmann::json& obj, const char* key) {
   auto it = obj.find(key);
   return it != obj.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+// What a step says happened, canonically: two callbacks that agree on it are the same step sent
+// twice (a re-run of the action step), whatever their timestamps, URLs or messages.
+std::string outcome_hash(const CallbackBody& b) {
+  nlohmann::json failed = nlohmann::json::array();
+  if (b.failed_tests.is_array())
+    for (const auto& t : b.failed_tests)
+      failed.push_back(t.contains("name") && t["name"].is_string() ? t["name"] : nlohmann::json(t));
+  nlohmann::json outcome = {{"status", b.status}};
+  if (b.status == "completed")
+    outcome.update({{"conclusion", b.conclusion},
+                    {"passed", b.passed},
+                    {"failed", b.failed},
+                    {"skipped", b.skipped},
+                    {"total", b.total},
+                    {"failed_tests", failed}});
+  return sha256_hex(outcome.dump());
 }
 
 }  // namespace
@@ -36,7 +68,7 @@ std::string CallbackBody::state_key(const std::string& repo) const {
   return fmt::format("{}:{}:{}:{}:{}", delivery_id, repo, run_id, run_attempt, job_name);
 }
 
-std::string validate_triage_verdict(const nlohmann::json& v) {
+std::string validate_triage_verdict(nlohmann::json& v, std::vector<std::string>* notes) {
   static const std::vector<std::string> categories = {"upstream", "backend", "infra", "flake",
                                                       "unknown"};
   static const std::vector<std::string> confidences = {"high", "medium", "low"};
@@ -50,16 +82,39 @@ std::string validate_triage_verdict(const nlohmann::json& v) {
   std::string confidence = str(v, "confidence");
   if (std::find(confidences.begin(), confidences.end(), confidence) == confidences.end())
     return "confidence must be high, medium or low";
-  if (v.contains("summary") &&
-      (!v["summary"].is_string() || v["summary"].get<std::string>().size() > 1024))
-    return "summary must be a string of at most 1 KB";
-  if (v.contains("evidence") && (!v["evidence"].is_array() || v["evidence"].size() > 10))
-    return "evidence must be a list of at most 10 entries";
+  if (v.contains("summary") && !v["summary"].is_string()) return "summary must be a string";
+  if (v.contains("evidence") && !v["evidence"].is_array()) return "evidence must be a list";
   if (v.contains("suspected_upstream") && !v["suspected_upstream"].is_object() &&
       !v["suspected_upstream"].is_null())
     return "suspected_upstream must be an object";
-  if (v.contains("analyzer") && !v["analyzer"].is_string()) return "analyzer must be a string";
+  // ootci sends a name; upstream CRCR's schema (test-infra#8803) an object.
+  if (v.contains("analyzer") && !v["analyzer"].is_string() && !v["analyzer"].is_object())
+    return "analyzer must be a string or an object";
+  // Upstream cuts rather than rejects: a verdict is advice, and losing it all for one long field
+  // helps nobody.
+  if (v.contains("summary")) {
+    bool cut = false;
+    std::string summary =
+        truncate_utf8_chars(v["summary"].get<std::string>(), kMaxTriageSummaryChars, &cut);
+    if (cut) {
+      v["summary"] = summary;
+      notes->push_back(
+          fmt::format("triage_verdict.summary cut to {} characters", kMaxTriageSummaryChars));
+    }
+  }
+  if (v.contains("evidence") && v["evidence"].size() > kMaxTriageEvidence) {
+    size_t had = v["evidence"].size();
+    v["evidence"].erase(v["evidence"].begin() + kMaxTriageEvidence, v["evidence"].end());
+    notes->push_back(
+        fmt::format("triage_verdict.evidence cut to {} of {} entries", kMaxTriageEvidence, had));
+  }
   return "";
+}
+
+std::string outcome_hash_of(const std::string& body_text) {
+  auto parsed = parse_callback_body(body_text);
+  auto* b = std::get_if<CallbackBody>(&parsed);
+  return b ? b->outcome_hash : "";
 }
 
 std::variant<CallbackBody, std::string> parse_callback_body(const std::string& text) {
@@ -79,9 +134,9 @@ std::variant<CallbackBody, std::string> parse_callback_body(const std::string& t
     return fmt::format("workflow.status must be in_progress or completed, got '{}'", b.status);
   b.workflow_name = str(w, "name");
   if (b.workflow_name.empty()) return std::string("missing required field: workflow.name");
-  if (!w.contains("run_id") || !read_int(w["run_id"], &b.run_id))
-    return std::string("missing required field: workflow.run_id (an integer)");
-  if (b.run_id == 0) return std::string("workflow.run_id 0 is reserved for dispatch records");
+  if (!w.contains("run_id") || !read_run_id(w["run_id"], &b.run_id))
+    return fmt::format("missing required field: workflow.run_id ({})", kCallbackRunIdRule);
+  if (b.run_id == "0") return std::string("workflow.run_id 0 is reserved for dispatch records");
   if (w.contains("run_attempt") && !w["run_attempt"].is_null() &&
       (!read_int(w["run_attempt"], &b.run_attempt) || b.run_attempt < 1))
     return std::string("workflow.run_attempt must be a positive integer");
@@ -154,16 +209,26 @@ std::variant<CallbackBody, std::string> parse_callback_body(const std::string& t
     }
   }
 
+  // Upstream CRCR reads workflow.triage_verdict; ootci's relay also the top-level field it had
+  // first. When both are sent, the one upstream reads wins.
+  const nlohmann::json* verdict = nullptr;
+  if (w.contains("triage_verdict") && !w["triage_verdict"].is_null())
+    verdict = &w["triage_verdict"];
   if (j.contains("triage_verdict") && !j["triage_verdict"].is_null()) {
-    std::string why = validate_triage_verdict(j["triage_verdict"]);
+    if (verdict)
+      b.notes.push_back("top-level triage_verdict ignored: workflow.triage_verdict was sent too");
+    else
+      verdict = &j["triage_verdict"];
+  }
+  if (verdict) {
+    nlohmann::json v = *verdict;
+    std::string why = validate_triage_verdict(v, &b.notes);
     if (why.empty())
-      b.triage = j["triage_verdict"];
+      b.triage = std::move(v);
     else
       b.notes.push_back("triage_verdict dropped: " + why);
   }
-  // The bytes themselves: a retry re-sends the same body, and hashing them costs no
-  // re-serialization.
-  b.body_hash = sha256_hex(text);
+  b.outcome_hash = outcome_hash(b);
   return b;
 }
 

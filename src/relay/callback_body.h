@@ -11,18 +11,21 @@
 namespace ootci {
 
 // A callback body (schema version "1"), as CRCR's callback action sends it, plus the additive
-// failed_tests_detail and triage_verdict.
+// failed_tests_detail and triage_verdict (top level, or workflow.triage_verdict as upstream CRCR
+// reads it since test-infra#8803).
 struct CallbackBody {
-  nlohmann::json json;     // the parsed body
-  std::string raw;         // the body as received
-  std::string body_hash;   // sha256 of the body bytes: an exact repeat has the same hash
+  nlohmann::json json;  // the parsed body
+  std::string raw;      // the body as received
+  // sha256 of what the callback says happened (status, conclusion, test counts, failed test
+  // names), not of its bytes: a re-sent step with fresh started_at/completed_at is the same step.
+  std::string outcome_hash;
   std::string event_type;  // pull_request (default), push, nightly, periodic
   std::string delivery_id;
   std::string status;  // in_progress or completed
   std::string conclusion;
   std::string workflow_name;
   std::string workflow_url;
-  int64_t run_id = 0;
+  std::string run_id;  // as given: GitHub's integer, or a Buildkite build UUID (≤ 64 characters)
   int64_t run_attempt = 1;
   std::string job_name;
   std::string check_run_id;
@@ -39,10 +42,14 @@ struct CallbackBody {
   std::string state_key(const std::string& repo) const;
 };
 
+// The outcome hash of a stored body, for rows written when the hash was of the body's bytes.
+std::string outcome_hash_of(const std::string& body_text);
+
 // nullopt-style: the error names the field (the caller answers 400).
 std::variant<CallbackBody, std::string> parse_callback_body(const std::string& text);
 
-// Empty if valid; otherwise why the verdict is dropped.
-std::string validate_triage_verdict(const nlohmann::json& verdict);
+// Empty if valid; otherwise why the verdict is dropped. A summary over 1,000 characters and more
+// than 10 evidence entries are cut (upstream CRCR's caps), each cut named in `notes`.
+std::string validate_triage_verdict(nlohmann::json& verdict, std::vector<std::string>* notes);
 
 }  // namespace ootci

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "relay/check_runs.h"
 #include "relay/hud_forward.h"
 
@@ -26,7 +28,7 @@ nlohmann::json minimal() {
 
 TEST(CallbackBody, ParsesStringIntegersAndDefaults) {
   CallbackBody b = parse(minimal());
-  EXPECT_EQ(b.run_id, 42);
+  EXPECT_EQ(b.run_id, "42");
   EXPECT_EQ(b.run_attempt, 1);
   EXPECT_EQ(b.event_type, "pull_request");
   EXPECT_EQ(b.state_key("a/b"), "d1:a/b:42:1:");
@@ -37,16 +39,61 @@ TEST(CallbackBody, ParsesStringIntegersAndDefaults) {
   EXPECT_EQ(parse(j).total, 6);
 }
 
-TEST(CallbackBody, TheHashIsOfTheExactBytes) {
-  auto hash = [](const char* text) {
-    return std::get<CallbackBody>(parse_callback_body(text)).body_hash;
-  };
-  const char* a =
-      R"({"delivery_id":"d1","workflow":{"name":"CI","status":"in_progress","run_id":"1"}})";
-  const char* b =
-      R"({"delivery_id":"d1","workflow":{"name":"CI","status":"in_progress","run_id":"2"}})";
-  EXPECT_EQ(hash(a), hash(a));
-  EXPECT_NE(hash(a), hash(b));
+TEST(CallbackBody, TheHashIsOfTheOutcomeNotOfTheBytes) {
+  auto hash = [](const nlohmann::json& j) { return parse(j).outcome_hash; };
+  nlohmann::json done = {{"delivery_id", "d1"},
+                         {"workflow",
+                          {{"status", "completed"},
+                           {"conclusion", "failure"},
+                           {"name", "CI"},
+                           {"run_id", "42"},
+                           {"started_at", nullptr},
+                           {"completed_at", "2026-12-01T10:00:00Z"},
+                           {"test_results", {{"passed", 5}, {"failed", 1}, {"skipped", 0}}}}},
+                         {"failed_tests_detail", {{{"name", "t1"}, {"message", "boom at 0x1"}}}}};
+  // CRCR's action re-run: the same step with fresh timestamps, and messages that differ.
+  nlohmann::json resent = done;
+  resent["workflow"]["completed_at"] = "2026-12-01T10:05:00Z";
+  resent["failed_tests_detail"][0]["message"] = "boom at 0x2";
+  EXPECT_EQ(hash(done), hash(resent));
+  for (auto change : std::vector<std::function<void(nlohmann::json&)>>{
+           [](auto& j) { j["workflow"]["conclusion"] = "success"; },
+           [](auto& j) { j["workflow"]["test_results"]["passed"] = 6; },
+           [](auto& j) { j["failed_tests_detail"][0]["name"] = "t2"; },
+           [](auto& j) {
+             j["failed_tests_detail"].push_back({{"name", "t3"}});
+           }}) {
+    nlohmann::json other = done;
+    change(other);
+    EXPECT_NE(hash(done), hash(other)) << other.dump();
+  }
+  // An in_progress step says nothing but that it started.
+  auto a = minimal(), b = minimal();
+  b["workflow"]["started_at"] = "2026-12-01T10:00:00Z";
+  b["workflow"]["url"] = "https://example.org/run/2";
+  EXPECT_EQ(hash(a), hash(b));
+  EXPECT_EQ(outcome_hash_of(done.dump()), hash(done));
+}
+
+TEST(CallbackBody, RunIdsAreKeptAsGiven) {
+  auto j = minimal();
+  j["workflow"]["run_id"] = "0190b2f1-5c6e-4c3a-9a53-6f3c1c7e2b11";  // a Buildkite build UUID
+  CallbackBody b = parse(j);
+  EXPECT_EQ(b.run_id, "0190b2f1-5c6e-4c3a-9a53-6f3c1c7e2b11");
+  EXPECT_EQ(b.state_key("a/b"), "d1:a/b:0190b2f1-5c6e-4c3a-9a53-6f3c1c7e2b11:1:");
+  j["workflow"]["run_id"] = 4242;
+  EXPECT_EQ(parse(j).run_id, "4242");
+  std::string why =
+      "missing required field: workflow.run_id (an integer, or an id of at most 64 letters, "
+      "digits, '-', '_' or '.' starting with a letter or digit)";
+  for (nlohmann::json bad :
+       {nlohmann::json(std::string(65, 'a')), nlohmann::json("a:b"), nlohmann::json("a b"),
+        nlohmann::json(""), nlohmann::json(-1), nlohmann::json(1.5), nlohmann::json(nullptr)}) {
+    j["workflow"]["run_id"] = bad;
+    EXPECT_EQ(error(j.dump()), why) << bad.dump();
+  }
+  j["workflow"]["run_id"] = std::string(64, 'a');
+  EXPECT_EQ(parse(j).run_id.size(), 64u);
 }
 
 TEST(CallbackBody, RequiredFieldsAreNamed) {
@@ -61,7 +108,8 @@ TEST(CallbackBody, RequiredFieldsAreNamed) {
             "missing required field: workflow.name");
   EXPECT_EQ(
       error(R"({"delivery_id":"d","workflow":{"status":"completed","name":"x","run_id":"-1"}})"),
-      "missing required field: workflow.run_id (an integer)");
+      "missing required field: workflow.run_id (an integer, or an id of at most 64 letters, "
+      "digits, '-', '_' or '.' starting with a letter or digit)");
   EXPECT_EQ(
       error(R"({"delivery_id":"d","workflow":{"status":"completed","name":"x","run_id":"0"}})"),
       "workflow.run_id 0 is reserved for dispatch records");
@@ -74,18 +122,53 @@ TEST(CallbackBody, TruncatesAtUtf8Boundaries) {
 }
 
 TEST(CallbackBody, TriageVerdictRules) {
+  std::vector<std::string> notes;
+  auto check = [&](nlohmann::json v) { return validate_triage_verdict(v, &notes); };
   nlohmann::json v = {{"schema_version", 1}, {"category", "flake"}, {"confidence", "low"}};
-  EXPECT_EQ(validate_triage_verdict(v), "");
-  v["evidence"] = nlohmann::json::array();
-  for (int i = 0; i < 11; ++i) v["evidence"].push_back("e");
-  EXPECT_EQ(validate_triage_verdict(v), "evidence must be a list of at most 10 entries");
-  v.erase("evidence");
-  v["summary"] = std::string(1025, 's');
-  EXPECT_EQ(validate_triage_verdict(v), "summary must be a string of at most 1 KB");
+  EXPECT_EQ(check(v), "");
+  v["summary"] = 3;
+  EXPECT_EQ(check(v), "summary must be a string");
   v["summary"] = "ok";
+  v["analyzer"] = {{"name", "ootci"}, {"version", "1"}};  // upstream's form
+  EXPECT_EQ(check(v), "");
+  v["analyzer"] = 7;
+  EXPECT_EQ(check(v), "analyzer must be a string or an object");
+  v["analyzer"] = "ootci";
   v["padding"] = std::string(17000, 'p');
-  EXPECT_EQ(validate_triage_verdict(v), "larger than 16 KB");
-  EXPECT_EQ(validate_triage_verdict({{"schema_version", 2}}), "schema_version must be 1");
+  EXPECT_EQ(check(v), "larger than 16 KB");
+  EXPECT_EQ(check({{"schema_version", 2}}), "schema_version must be 1");
+  EXPECT_TRUE(notes.empty());
+}
+
+TEST(CallbackBody, TriageVerdictIsCutToUpstreamCapsNotRejected) {
+  nlohmann::json v = {{"schema_version", 1}, {"category", "backend"}, {"confidence", "high"}};
+  v["summary"] = std::string(990, 's') + std::string(20, 't');
+  for (int i = 0; i < 13; ++i) v["evidence"].push_back({{"i", i}});
+  std::vector<std::string> notes;
+  EXPECT_EQ(validate_triage_verdict(v, &notes), "");
+  EXPECT_EQ(v["summary"].get<std::string>().size(), 1000u);
+  EXPECT_EQ(v["evidence"].size(), 10u);
+  EXPECT_EQ(v["evidence"][9]["i"], 9);
+  EXPECT_EQ(notes, (std::vector<std::string>{"triage_verdict.summary cut to 1000 characters",
+                                             "triage_verdict.evidence cut to 10 of 13 entries"}));
+}
+
+TEST(CallbackBody, TriageVerdictWhereUpstreamPutsItOrAtTheTop) {
+  nlohmann::json v = {{"schema_version", "1"}, {"category", "upstream"}, {"confidence", "medium"}};
+  auto j = minimal();
+  j["workflow"]["status"] = "completed";
+  j["workflow"]["triage_verdict"] = v;
+  EXPECT_EQ(parse(j).triage["category"], "upstream");
+  auto top = minimal();
+  top["workflow"]["status"] = "completed";
+  top["triage_verdict"] = v;
+  EXPECT_EQ(parse(top).triage["category"], "upstream");
+  j["triage_verdict"] = {{"schema_version", 1}, {"category", "flake"}, {"confidence", "low"}};
+  CallbackBody both = parse(j);
+  EXPECT_EQ(both.triage["category"], "upstream");
+  EXPECT_EQ(both.notes,
+            std::vector<std::string>{
+                "top-level triage_verdict ignored: workflow.triage_verdict was sent too"});
 }
 
 TEST(CheckRuns, NameExternalIdAndWhoWantsThem) {
@@ -94,7 +177,7 @@ TEST(CheckRuns, NameExternalIdAndWhoWantsThem) {
   j.repo = "acme/x";
   j.workflow_name = "CI";
   j.job_name = "test";
-  j.run_id = 7;
+  j.run_id = "7";
   j.pr_number = 12;
   j.head_sha = "abc";
   j.status = "completed";

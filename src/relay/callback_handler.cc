@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include "base/time.h"
+#include "net/crypto.h"
 #include "relay/callback_body.h"
 #include "relay/check_runs.h"
 #include "relay/hud_forward.h"
@@ -12,9 +13,22 @@
 namespace ootci {
 namespace {
 
+// CRCR strips an optional "Bearer " and takes the rest as the JWT, so a bare token works too.
 std::string bearer_token(const std::string& header) {
-  if (header.size() < 7 || strncasecmp(header.c_str(), "Bearer ", 7) != 0) return "";
-  return header.substr(7);
+  if (header.size() >= 7 && strncasecmp(header.c_str(), "Bearer ", 7) == 0) return header.substr(7);
+  return header;
+}
+
+// Rows stored before the relay hashed outcomes hold hashes of the body bytes. Read them as
+// outcomes, so a retry of a step applied before an upgrade is still a duplicate.
+void read_stored_hashes_as_outcomes(JobRecord& j, const std::string& incoming) {
+  if (j.status == "completed" && j.completed_hash != incoming &&
+      j.completed_hash == sha256_hex(j.last_body))
+    j.completed_hash = outcome_hash_of(j.last_body);
+  // An in_progress step's outcome is its status alone: every applied one hashes the same.
+  static const std::string in_progress = outcome_hash_of(
+      R"({"delivery_id":"-","workflow":{"status":"in_progress","name":"-","run_id":"1"}})");
+  if (!j.in_progress_hash.empty()) j.in_progress_hash = in_progress;
 }
 
 }  // namespace
@@ -128,10 +142,13 @@ Reply CallbackHandler::apply(const std::string& repo, const AllowlistEntry& entr
   // Compare-and-set on the job's status; a concurrent writer makes us decide again.
   for (int round = 0; round < 3; ++round) {
     std::optional<JobRecord> current = d_.store.get_job(key);
+    std::optional<JobRecord> seen = current;
+    if (seen) read_stored_hashes_as_outcomes(*seen, body.outcome_hash);
     TransitionDecision dec =
-        decide_transition(current, body.status, body.body_hash, body.is_self_report());
+        decide_transition(seen, body.status, body.outcome_hash, body.is_self_report());
     if (dec.transition == Transition::kDuplicate) {
       d_.metrics.inc("ootci_callbacks_total", "result=\"duplicate\"");
+      // The stored step stands: a re-sent one's new timestamps are not written over it.
       return json_reply(200, {{"ok", true}, {"status", body.status}, {"duplicate", true}});
     }
     if (dec.transition == Transition::kConflict || dec.transition == Transition::kInvalid) {
@@ -162,12 +179,12 @@ Reply CallbackHandler::apply(const std::string& repo, const AllowlistEntry& entr
     j.last_body = body.raw;  // verbatim, and no second serialization
     if (body.status == "in_progress") {
       j.in_progress_ms = now;
-      j.in_progress_hash = body.body_hash;
+      j.in_progress_hash = body.outcome_hash;
       // A re-run's queue time would be measured from the original dispatch: null, as RFC-0054.
       j.queue_time_ms = j.run_attempt == 1 && dispatched_ms >= 0 ? now - dispatched_ms : -1;
     } else {
       j.completed_ms = now;
-      j.completed_hash = body.body_hash;
+      j.completed_hash = body.outcome_hash;
       j.conclusion = body.conclusion;
       j.execution_time_ms = j.in_progress_ms >= 0 ? now - j.in_progress_ms : -1;
       j.tests_passed = body.passed;

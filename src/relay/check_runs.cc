@@ -38,8 +38,7 @@ TaskItem check_run_task(const JobRecord& job, const std::string& upstream_repo, 
       {"head_sha", job.head_sha},
       {"status", job.status},
       {"details_url", url},
-      {"external_id", job.pr_number ? fmt::format("{}:{}", job.run_id, job.pr_number)
-                                    : std::to_string(job.run_id)},
+      {"external_id", job.pr_number ? fmt::format("{}:{}", job.run_id, job.pr_number) : job.run_id},
       {"output", {{"title", title}, {"summary", fmt::format("{} workflow: {}", job.repo, url)}}}};
   if (done) {
     body["conclusion"] = conclusion;

@@ -23,7 +23,7 @@ struct TransitionDecision {
 
 // `self_report`: nightly/periodic runs arrive as one completed callback with no in_progress.
 TransitionDecision decide_transition(const std::optional<JobRecord>& current,
-                                     const std::string& status, const std::string& body_hash,
+                                     const std::string& status, const std::string& outcome_hash,
                                      bool self_report);
 
 int transition_http_status(Transition t);

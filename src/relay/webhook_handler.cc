@@ -205,8 +205,13 @@ Reply WebhookHandler::record_label(const nlohmann::json& payload) {
 Reply WebhookHandler::rerun_requested(const std::string& event, const nlohmann::json& payload) {
   auto allow = allowlist_.get();
   std::set<std::pair<std::string, int64_t>> runs;
-  auto add = [&](const std::string& repo, int64_t run_id) {
-    if (run_id > 0 && allow->level_of(repo) >= Level::kL3) runs.insert({repo, run_id});
+  // Only GitHub Actions runs (integer ids) can be re-run through GitHub's API.
+  auto add = [&](const std::string& repo, const std::string& run_id) {
+    if (run_id.empty() || run_id.size() > 15 ||
+        run_id.find_first_not_of("0123456789") != std::string::npos)
+      return;
+    int64_t id = std::stoll(run_id);
+    if (id > 0 && allow->level_of(repo) >= Level::kL3) runs.insert({repo, id});
   };
   if (event == "check_run") {
     // Name crcr/<owner>/<repo>/<workflow>/<job>; external_id "<run_id>:<pr>".
@@ -215,10 +220,7 @@ Reply WebhookHandler::rerun_requested(const std::string& event, const nlohmann::
     if (name.rfind("crcr/", 0) != 0) return json_reply(200, {{"ignored", true}});
     size_t a = name.find('/', 5), b = a == std::string::npos ? a : name.find('/', a + 1);
     std::string repo = name.substr(5, b == std::string::npos ? std::string::npos : b - 5);
-    try {
-      add(repo, std::stoll(external.substr(0, external.find(':'))));
-    } catch (const std::exception&) {
-    }
+    add(repo, external.substr(0, external.find(':')));
   } else {
     // Re-run all: every job with a check run on this commit, one full /rerun per (repo, run).
     for (const JobRecord& j :

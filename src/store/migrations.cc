@@ -140,13 +140,21 @@ DROP INDEX jobs_repo_created;
 )";
 }
 
+// Buildkite's run ids are build UUIDs: run_id is text. SQLite keeps a non-integer value as TEXT in
+// a BIGINT column as it is, and its rows read back the same, so only PostgreSQL changes the type.
+std::string v5(SqlDialect d) {
+  return d == SqlDialect::kPostgres
+             ? "ALTER TABLE jobs ALTER COLUMN run_id TYPE TEXT USING run_id::text;"
+             : "SELECT 1;";
+}
+
 }  // namespace
 
 const std::vector<std::string>& migrations(SqlDialect dialect) {
   static const std::vector<std::string> sqlite = {v1(SqlDialect::kSqlite), v2(SqlDialect::kSqlite),
-                                                  v3(), v4()};
-  static const std::vector<std::string> postgres = {v1(SqlDialect::kPostgres),
-                                                    v2(SqlDialect::kPostgres), v3(), v4()};
+                                                  v3(), v4(), v5(SqlDialect::kSqlite)};
+  static const std::vector<std::string> postgres = {
+      v1(SqlDialect::kPostgres), v2(SqlDialect::kPostgres), v3(), v4(), v5(SqlDialect::kPostgres)};
   return dialect == SqlDialect::kSqlite ? sqlite : postgres;
 }
 

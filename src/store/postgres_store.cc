@@ -112,7 +112,7 @@ JobRecord read_job(const pqxx::row& r) {
   j.key = text();
   j.delivery_id = text();
   j.repo = text();
-  j.run_id = i64();
+  j.run_id = text();
   j.run_attempt = i64();
   j.job_name = text();
   j.workflow_name = text();

@@ -69,7 +69,7 @@ JobRecord read_job(Stmt& s) {
   j.key = s.text(i++);
   j.delivery_id = s.text(i++);
   j.repo = s.text(i++);
-  j.run_id = s.i64(i++);
+  j.run_id = s.text(i++);
   j.run_attempt = s.i64(i++);
   j.job_name = s.text(i++);
   j.workflow_name = s.text(i++);

@@ -50,7 +50,7 @@ struct JobRecord {
   std::string key;
   std::string delivery_id;
   std::string repo;
-  int64_t run_id = 0;
+  std::string run_id;  // as the callback gave it: GitHub's integer or a Buildkite build UUID
   int64_t run_attempt = 1;
   std::string job_name;
   std::string workflow_name;

@@ -251,7 +251,7 @@ JobRecord full_job() {
   j.key = "d1:org/repo:77:2:build (linux)";
   j.delivery_id = "d1";
   j.repo = "org/repo";
-  j.run_id = 77;
+  j.run_id = "77";
   j.run_attempt = 2;
   j.job_name = "build (linux)";
   j.workflow_name = "CI";
@@ -948,7 +948,7 @@ TEST_P(StoreTest, InsertJobsBulkIgnoresExistingKeysAndRoundTrips) {
   tricky.last_body = "\\.\n\r\n\\\\N\t";
   tricky.workflow_url = "";
   tricky.check_run_created = false;
-  tricky.run_id = -7;
+  tricky.run_id = "-7";
   tricky.created_ms = 123;
 
   JobRecord overwrite = existing;
