@@ -62,9 +62,18 @@ function allowed(finding, device) {
 let lint, root;
 const generated = []; // {device, inputs, dir, files: [relative paths]}
 
-const loadYaml = (path) => JSON.parse(execFileSync(python, ['-c',
-  'import json, sys, yaml; json.dump(yaml.safe_load(open(sys.argv[1])), sys.stdout, default=str)',
-  path], { encoding: 'utf8' }));
+// Every YAML file init wrote, parsed by one PyYAML process in before(): path -> document.
+const parsed = new Map();
+const loadYaml = (path) => {
+  assert.ok(parsed.has(path), `not parsed: ${path}`);
+  return parsed.get(path);
+};
+function parseAll(paths) {
+  const docs = JSON.parse(execFileSync(python, ['-c', 'import json, sys, yaml\n' +
+    'json.dump([yaml.safe_load(open(p)) for p in sys.argv[1:]], sys.stdout, default=str)',
+  ...paths], { encoding: 'utf8', maxBuffer: 1 << 28 }));
+  paths.forEach((p, i) => parsed.set(p, docs[i]));
+}
 
 function init(dir, device, args) {
   const out = execFileSync(ootci, ['init', '--device', device, '--dir', dir, ...args],
@@ -80,6 +89,7 @@ before(async () => {
     if (c.again) init(dir, c.device, []);
     generated.push({ ...c, dir, files: init(dir, c.device, c.args) });
   }
+  parseAll(generated.flatMap((g) => g.files.filter((f) => /\.ya?ml$/.test(f)).map((f) => join(g.dir, f))));
 });
 after(() => rmSync(root, { recursive: true, force: true }));
 
