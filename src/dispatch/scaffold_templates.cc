@@ -393,6 +393,7 @@ runs:
           fi
           deb="$RUNNER_TEMP/ootci-setup/ootci_amd64.deb"
           mkdir -p "$(dirname "$deb")"
+          command -v curl >/dev/null || apt_install curl ca-certificates
           echo "Downloading $DEB_URL"
           curl -fsSL --retry 3 -o "$deb" -- "$DEB_URL"
           if ! printf '%s  %s\n' "${DEB_SHA256,,}" "$deb" | sha256sum -c --quiet -; then
