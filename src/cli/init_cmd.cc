@@ -1,4 +1,5 @@
-// `ootci init --device NAME [--dir PATH] [--force]`: scaffold a backend repository's CI.
+// `ootci init --device NAME [--dir PATH] [--force] [--ootci-deb-url URL --ootci-deb-sha256 HEX]
+// [--ootci-repository URL [--ootci-ref REF]]`: scaffold a backend repository's CI.
 #include <fmt/format.h>
 
 #include <iostream>
@@ -13,10 +14,11 @@ struct InitArgs {
   std::string device;
   std::string dir = ".";
   bool force = false;
+  OotciSource source;
 };
 
 void init(const InitArgs& a) {
-  auto files = scaffold_files(a.device);
+  auto files = scaffold_files(a.device, a.source);
   for (const auto& path : write_scaffold(a.dir, files, a.force))
     std::cout << fmt::format("wrote {}\n", a.dir == "." ? path : a.dir + "/" + path);
   std::cout << "next steps: README.ootci.md\n";
@@ -31,6 +33,14 @@ void add_init_commands(CLI::App& app) {
   cmd->add_option("--device", args.device, "device name: [a-z0-9_-]+")->required();
   cmd->add_option("--dir", args.dir, "where to write (default: .)");
   cmd->add_flag("--force", args.force, "overwrite files that exist");
+  cmd->add_option("--ootci-deb-url", args.source.deb_url,
+                  "the runners install ootci from this release's ootci_<version>_amd64.deb");
+  cmd->add_option("--ootci-deb-sha256", args.source.deb_sha256,
+                  "that .deb's SHA-256 (64 hex digits; required with --ootci-deb-url)");
+  cmd->add_option("--ootci-repository", args.source.repository,
+                  "without a .deb: the runners build ootci from this git URL");
+  cmd->add_option("--ootci-ref", args.source.ref,
+                  "the branch, tag or commit of --ootci-repository (default: its default branch)");
   cmd->callback([] { init(args); });
 }
 

@@ -10,9 +10,25 @@ namespace ootci {
 // Throws Error unless `device` is a non-empty [a-z0-9_-]+ (it names files, labels and a module).
 void validate_device_name(const std::string& device);
 
-// Relative path -> content, for `device`. Pure: the same device always gives the same files.
-// Throws Error for an invalid device name.
-std::map<std::string, std::string> scaffold_files(const std::string& device);
+// How the generated setup action installs ootci on the runners: a release's Debian package
+// (URL and SHA-256, both or neither), else a build from source (repository and ref). Empty
+// values leave the action's inputs empty for the user to fill in.
+struct OotciSource {
+  std::string deb_url;
+  std::string deb_sha256;
+  std::string repository;
+  std::string ref;
+};
+
+// Throws Error naming the option when a value cannot go into the action: a URL must be http(s)
+// of plain URL characters (no quotes, backslashes, braces or spaces: they would need escaping in
+// YAML or open a ${{ }} expression), the SHA-256 64 hex digits, a ref a plain git ref name.
+void validate_ootci_source(const OotciSource& source);
+
+// Relative path -> content, for `device`. Pure: the same arguments always give the same files.
+// Throws Error for an invalid device name or source.
+std::map<std::string, std::string> scaffold_files(const std::string& device,
+                                                  const OotciSource& source = {});
 
 // The paths of `files` that already exist under `dir`.
 std::vector<std::string> existing_scaffold_files(const std::string& dir,

