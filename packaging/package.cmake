@@ -21,11 +21,12 @@ set(CPACK_PACKAGE_NAME ootci)
 set(CPACK_PACKAGE_CONTACT "ootci maintainers <maintainers@ootci.invalid>" CACHE STRING
   "The Debian package's Maintainer")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "CI for PyTorch out-of-tree accelerator backends")
-set(CPACK_DEBIAN_PACKAGE_DESCRIPTION "${CPACK_PACKAGE_DESCRIPTION_SUMMARY}
- The relay (ootci relay serve) receives pytorch/pytorch webhooks and dispatches them to
- allowlisted backend repositories with guaranteed delivery, and serves the HUD. The backend kit
- adapts upstream PyTorch tests through YAML plans, runs them robustly with evidence, judges,
- selects, attributes and reports; ootci agent runs it on self-hosted machines.")
+# CPack puts the summary first and indents these lines as Debian's extended description.
+set(CPACK_DEBIAN_PACKAGE_DESCRIPTION
+  "The relay (ootci relay serve) receives pytorch/pytorch webhooks and dispatches them to
+allowlisted backend repositories with guaranteed delivery, and serves the HUD. The backend kit
+adapts upstream PyTorch tests through YAML plans, runs them robustly with evidence, judges,
+selects, attributes and reports; ootci agent runs it on self-hosted machines.")
 set(CPACK_DEBIAN_PACKAGE_SECTION devel)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)  # ootci_<version>_<arch>.deb
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)   # dpkg-shlibdeps adds the shared libraries' packages

@@ -44,6 +44,19 @@ ok "$(wc -l <<<"$listing") entries, Depends: $depends"
 
 dpkg-deb -x "$deb" "$tmp/root"
 ootci=$tmp/root/usr/bin/ootci
+
+# The units, with ExecStart pointed at the unpacked binary (verify wants it to exist). verify
+# exits 0 on unknown keys and bad values, so any output is a failure.
+if command -v systemd-analyze >/dev/null; then
+  mkdir "$tmp/units"
+  for unit in ootci-relay.service ootci-agent.service; do
+    sed "s|^ExecStart=/usr/bin/ootci |ExecStart=$ootci |" "$tmp/root/lib/systemd/system/$unit" \
+      >"$tmp/units/$unit"
+  done
+  out=$(systemd-analyze verify "$tmp"/units/*.service 2>&1) && [[ -z $out ]] ||
+    fail "systemd-analyze verify: $out"
+  ok "systemd-analyze verify: both units clean"
+fi
 unset OOTCI_PYTHON_DIR
 export PYTHONDONTWRITEBYTECODE=1
 
@@ -51,14 +64,17 @@ line=$("$ootci" --version)
 [[ $line == "ootci $version (git "*", Release)" ]] || fail "--version printed '$line'"
 ok "$line"
 
-# The example configs load (ootci reads the config before anything else; bad keys exit 2).
+# The reference backend's configs check, and its ootci.yaml resolves them on the real suite.
 out=$("$ootci" plan check examples/reference-backend/configs/*.yaml 2>&1) || fail "plan check: $out"
 ok "plan check: $out"
+torch_root=${OOTCI_TORCH_ROOT:-$(torch_suite_root)}
+out=$(TORCH_ROOT=$torch_root "$ootci" plan resolve --config examples/reference-backend/ootci.yaml \
+  -o "$tmp/plan.json" 2>&1) || fail "plan resolve: $out"
+ok "plan resolve: $out"
 
 # A tiny plan: two upstream test_view_ops.py variants on the reference backend. The unpacked
 # ootci_torch gets one line that records where it was imported from, so the run proves which
 # Python package its pytest processes used.
-torch_root=${OOTCI_TORCH_ROOT:-$(torch_suite_root)}
 python_dir=$tmp/root/usr/share/ootci/python
 cat >>"$python_dir/ootci_torch/__init__.py" <<'PY'
 import os as _os
@@ -105,5 +121,5 @@ grep -q '^run r-.* finished.*: 2 results$' <<<"$out" || fail "ootci run: $out"
 if grep -vxF "$python_dir/ootci_torch/__init__.py" "$tmp/imports.txt"; then
   fail "ootci_torch was imported from elsewhere"
 fi
-ok "ootci run: $(head -n 1 <<<"$out"); $(wc -l <"$tmp/imports.txt") imports of ootci_torch, all from the unpacked root"
+ok "ootci run: $(grep '^run r-' <<<"$out"); $(wc -l <"$tmp/imports.txt") imports of ootci_torch, all from the unpacked root"
 echo "package test: passed"
