@@ -12,6 +12,8 @@ fail() { echo "package test: FAIL: $*" >&2; exit 1; }
 ok() { echo "package test: ok: $*"; }
 
 deb=$(scripts/package)
+tmp=$(mktemp -d /tmp/ootci-package-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
 version=$(sed -n 's/^CMAKE_PROJECT_VERSION:STATIC=//p' build-package/CMakeCache.txt)
 [[ $deb == "dist/ootci_${version}_$(dpkg --print-architecture).deb" && -f $deb ]] ||
   fail "scripts/package printed '$deb'"
@@ -25,7 +27,8 @@ depends=$(dpkg-deb -f "$deb" Depends)
 [[ $(dpkg-deb -f "$deb" Recommends) == *python3-torch* ]] || fail "Recommends"
 listing=$(dpkg-deb -c "$deb" | awk '{print $6}')
 for f in ./usr/bin/ootci ./usr/share/ootci/python/ootci_torch/device_base.py \
-  ./usr/share/ootci/python/ootci_torch/csrc/op_observer.cpp ./usr/share/ootci/python/shims/expecttest.py \
+  ./usr/share/ootci/python/ootci_torch/csrc/op_observer.cpp \
+  ./usr/share/ootci/python/shims/expecttest.py \
   ./usr/share/doc/ootci/README.md ./usr/share/doc/ootci/run.md \
   ./lib/systemd/system/ootci-relay.service ./lib/systemd/system/ootci-agent.service \
   ./etc/ootci/relay.yaml.example ./etc/ootci/agent.yaml.example; do
@@ -34,9 +37,7 @@ done
 if grep -E '_test$|__pycache__|\.pyc$|^\./usr/(include|lib)/' <<<"$listing"; then
   fail "the package holds files it must not"
 fi
-control=$(mktemp -d /tmp/ootci-package-XXXXXX)
-tmp=$(mktemp -d /tmp/ootci-package-XXXXXX)
-trap 'rm -rf "$tmp" "$control"' EXIT
+control=$tmp/DEBIAN
 dpkg-deb -e "$deb" "$control"
 [[ -x $control/postinst && -x $control/prerm ]] || fail "postinst/prerm missing or not executable"
 grep -qxF /etc/ootci/relay.yaml.example "$control/conffiles" || fail "conffiles"
@@ -53,10 +54,13 @@ if command -v systemd-analyze >/dev/null; then
     sed "s|^ExecStart=/usr/bin/ootci |ExecStart=$ootci |" "$tmp/root/lib/systemd/system/$unit" \
       >"$tmp/units/$unit"
   done
-  out=$(systemd-analyze verify "$tmp"/units/*.service 2>&1) && [[ -z $out ]] ||
+  if ! out=$(systemd-analyze verify "$tmp"/units/*.service 2>&1) || [[ -n $out ]]; then
     fail "systemd-analyze verify: $out"
+  fi
   ok "systemd-analyze verify: both units clean"
 fi
+
+# From here on only the installed-layout rule may find the Python package.
 unset OOTCI_PYTHON_DIR
 export PYTHONDONTWRITEBYTECODE=1
 
@@ -116,10 +120,11 @@ if ! out=$(cd "$ws" && "$ootci" run --config ootci.yaml 2>&1); then
   echo "$out" >&2
   fail "ootci run exited non-zero"
 fi
-grep -q '^run r-.* finished.*: 2 results$' <<<"$out" || fail "ootci run: $out"
+grep -q '^run r-.* finished (success): 2 results$' <<<"$out" || fail "ootci run: $out"
 [[ -s $tmp/imports.txt ]] || fail "no pytest process imported ootci_torch"
 if grep -vxF "$python_dir/ootci_torch/__init__.py" "$tmp/imports.txt"; then
   fail "ootci_torch was imported from elsewhere"
 fi
-ok "ootci run: $(grep '^run r-' <<<"$out"); $(wc -l <"$tmp/imports.txt") imports of ootci_torch, all from the unpacked root"
+imports=$(wc -l <"$tmp/imports.txt")
+ok "ootci run: $(grep '^run r-' <<<"$out"); $imports import(s) of ootci_torch, all unpacked"
 echo "package test: passed"
