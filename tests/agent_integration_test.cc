@@ -206,7 +206,7 @@ TEST_P(AgentIntegration, PullRequestBecomesAVerdictOnTheRelayFieldByField) {
   EXPECT_EQ(record->event_type, "pull_request");
   EXPECT_EQ(record->pr_number, 2);
   EXPECT_EQ(record->head_sha, kHeadSha);
-  EXPECT_EQ(record->run_id, id);
+  EXPECT_EQ(record->run_id, std::to_string(id));
   EXPECT_EQ(record->run_attempt, 1);
   EXPECT_EQ(record->job_name, "ootci-agent");
   EXPECT_EQ(record->workflow_name, "ootci");

@@ -96,7 +96,7 @@ TEST_P(CallbackIntegration, CrcrActionBodyInProgressThenCompletedIsStoredFieldBy
   EXPECT_EQ(job->status, "completed");
   EXPECT_EQ(job->conclusion, "success");
   EXPECT_EQ(job->repo, "acme/two");
-  EXPECT_EQ(job->run_id, 111);
+  EXPECT_EQ(job->run_id, "111");
   EXPECT_EQ(job->run_attempt, 1);
   EXPECT_EQ(job->job_name, "test");
   EXPECT_EQ(job->workflow_name, "CI");
@@ -296,6 +296,14 @@ TEST_P(CallbackIntegration, TheRealClientsRetriesUuidRunIdsBareTokensAndWorkflow
   EXPECT_EQ(after->last_body, first->last_body);  // the stored step stands
   // A late in_progress re-send after completed is a duplicate too.
   EXPECT_EQ(reply(callback(ip_again, token("acme/two")))["duplicate"], true);
+  // A row an older relay stored holds hashes of the body bytes: a re-send is still a duplicate.
+  JobRecord legacy = *after;
+  legacy.completed_hash = sha256_hex(legacy.last_body);
+  legacy.in_progress_hash = sha256_hex(ip.dump());
+  ASSERT_TRUE(store->update_job(legacy, "completed", {}, legacy.check_run_created));
+  EXPECT_EQ(reply(callback(resent, token("acme/two")))["duplicate"], true);
+  EXPECT_EQ(reply(callback(ip_again, token("acme/two")))["duplicate"], true);
+  EXPECT_EQ(callback(action_body(cp, "completed", "acme/two"), token("acme/two")).status, 409);
 
   // The verdict is stored, cut, and the HUD's job page shows it.
   auto stored = nlohmann::json::parse(after->triage_json);

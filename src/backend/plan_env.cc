@@ -5,10 +5,29 @@
 
 namespace ootci {
 
+std::string choose_python_dir(const std::string& env_dir, const std::string& exe,
+                              const std::function<bool(const std::string&)>& is_dir,
+                              const std::string& built_in) {
+  if (!env_dir.empty()) return env_dir;
+  if (!exe.empty()) {
+    std::string installed =
+        (std::filesystem::path(exe).parent_path().parent_path() / "share/ootci/python").string();
+    if (is_dir(installed)) return installed;
+  }
+  return built_in;
+}
+
 std::string ootci_python_dir() {
-  const char* dir = std::getenv("OOTCI_PYTHON_DIR");
-  if (dir && *dir) return dir;
-  return OOTCI_PYTHON_DIR;
+  const char* env_dir = std::getenv("OOTCI_PYTHON_DIR");
+  // The kernel's link is already absolute with every symlink resolved, so /usr/local/bin/ootci
+  // linking to /opt/ootci/bin/ootci finds /opt/ootci/share.
+  std::error_code ec;
+  std::string exe = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+  auto is_dir = [](const std::string& path) {
+    std::error_code ec;
+    return std::filesystem::is_directory(path, ec);
+  };
+  return choose_python_dir(env_dir ? env_dir : "", ec ? "" : exe, is_dir, OOTCI_PYTHON_DIR);
 }
 
 std::map<std::string, std::string> plan_environment(

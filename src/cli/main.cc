@@ -1,13 +1,17 @@
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <iostream>
 
 #include "base/error.h"
 #include "cli/commands.h"
+#include "cli/version.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"ootci: CI for PyTorch out-of-tree accelerator backends"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", fmt::format("ootci {} (git {}, {})", ootci::kVersion,
+                                                ootci::kGitRevision, ootci::kBuildType));
   ootci::add_relay_commands(app);
   ootci::add_plan_commands(app);
   ootci::add_evidence_commands(app);

@@ -49,5 +49,15 @@ TEST(AgentConfig, BadInputNamesFileLineAndKey) {
   EXPECT_NE(error_of("backend: b.yaml\nconcurrency: 0\n").find("concurrency"), std::string::npos);
 }
 
+// The Debian package's /etc/ootci/agent.yaml.example (packaging/) loads, and keeps everything the
+// service writes under /var/lib/ootci: the service cannot write /etc/ootci.
+TEST(AgentConfig, ThePackagedExampleLoads) {
+  AgentConfig c = load_agent_config(source_dir() + "/packaging/agent.yaml.example");
+  EXPECT_EQ(c.backend, "/var/lib/ootci/backend/ootci.yaml");
+  EXPECT_EQ(c.state, "/var/lib/ootci/agent/queue.db");
+  EXPECT_EQ(c.jobs_dir, "/var/lib/ootci/agent/jobs");
+  EXPECT_EQ(c.secret_env, "OOTCI_AGENT_SECRET");
+}
+
 }  // namespace
 }  // namespace ootci

@@ -142,5 +142,14 @@ TEST(RelayConfig, BadConfigsNameFileLineAndKey) {
   for (const auto& c : cases) EXPECT_EQ(load_error(c.text), c.error) << c.text;
 }
 
+// The Debian package's /etc/ootci/relay.yaml.example (packaging/) loads, and keeps everything the
+// service writes under /var/lib/ootci: the service cannot write /etc/ootci.
+TEST(RelayConfig, ThePackagedExampleLoads) {
+  RelayConfig c = load_relay_config(source_dir() + "/packaging/relay.yaml.example");
+  EXPECT_EQ(c.store, "sqlite:/var/lib/ootci/relay.db");
+  EXPECT_EQ(c.webhook_secret_env, "GITHUB_APP_SECRET");
+  EXPECT_EQ(c.downstreams.at("acme/backend").transport, "webhook");
+}
+
 }  // namespace
 }  // namespace ootci

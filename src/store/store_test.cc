@@ -1077,6 +1077,13 @@ TEST_P(StoreTest, MigrationV3BackfillsCreatedMs) {
   // The new table works on the upgraded schema too.
   store->record_level("org/r", "L1", 5);
   EXPECT_EQ(store->level_since("org/r", "L1"), 5);
+  // Migration 5: integer run ids read back as they were, and a Buildkite build UUID fits.
+  EXPECT_EQ(started->run_id, "1");
+  JobRecord bk = *started;
+  bk.key = "bk";
+  bk.run_id = "0190b2f1-5c6e-4c3a-9a53-6f3c1c7e2b11";
+  ASSERT_TRUE(store->insert_job(bk, {}));
+  EXPECT_EQ(store->get_job("bk")->run_id, "0190b2f1-5c6e-4c3a-9a53-6f3c1c7e2b11");
 }
 
 TEST(StoreOpen, RejectsUnknownUri) {

@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# The Debian package as a user gets it: scripts/package builds it; unpacked with dpkg-deb -x into
+# a temporary root (never installed system-wide), its ootci prints CMake's version, checks the
+# reference backend's configs and runs two upstream tests on the reference backend, with the
+# Python package from the unpacked share/ootci/python (the installed-layout rule), not the source
+# tree's. scripts/test runs it after ctest.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+src=$(pwd)
+source scripts/lib/torch_suite.sh
+fail() { echo "package test: FAIL: $*" >&2; exit 1; }
+ok() { echo "package test: ok: $*"; }
+
+deb=$(scripts/package)
+tmp=$(mktemp -d /tmp/ootci-package-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+version=$(sed -n 's/^CMAKE_PROJECT_VERSION:STATIC=//p' "${OOTCI_PACKAGE_FROM:-build-package}/CMakeCache.txt")
+[[ $deb == "dist/ootci_${version}_$(dpkg --print-architecture).deb" && -f $deb ]] ||
+  fail "scripts/package printed '$deb'"
+ok "$deb ($(du -h "$deb" | cut -f1))"
+
+# The package's metadata and files: what the units and the binary need, no tests, no caches.
+[[ $(dpkg-deb -f "$deb" Package) == ootci && $(dpkg-deb -f "$deb" Version) == "$version" ]] ||
+  fail "control: $(dpkg-deb -f "$deb" Package Version)"
+depends=$(dpkg-deb -f "$deb" Depends)
+[[ $depends == *python3* && $depends == *libc6* ]] || fail "Depends: $depends"
+[[ $(dpkg-deb -f "$deb" Recommends) == *python3-torch* ]] || fail "Recommends"
+listing=$(dpkg-deb -c "$deb" | awk '{print $6}')
+for f in ./usr/bin/ootci ./usr/share/ootci/python/ootci_torch/device_base.py \
+  ./usr/share/ootci/python/ootci_torch/csrc/op_observer.cpp \
+  ./usr/share/ootci/python/shims/expecttest.py \
+  ./usr/share/doc/ootci/README.md ./usr/share/doc/ootci/run.md \
+  ./lib/systemd/system/ootci-relay.service ./lib/systemd/system/ootci-agent.service \
+  ./etc/ootci/relay.yaml.example ./etc/ootci/agent.yaml.example; do
+  grep -qxF "$f" <<<"$listing" || fail "$f is not in the package"
+done
+if grep -E '_test$|__pycache__|\.pyc$|^\./usr/(include|lib)/' <<<"$listing"; then
+  fail "the package holds files it must not"
+fi
+control=$tmp/DEBIAN
+dpkg-deb -e "$deb" "$control"
+[[ -x $control/postinst && -x $control/prerm ]] || fail "postinst/prerm missing or not executable"
+grep -qxF /etc/ootci/relay.yaml.example "$control/conffiles" || fail "conffiles"
+ok "$(wc -l <<<"$listing") entries, Depends: $depends"
+
+dpkg-deb -x "$deb" "$tmp/root"
+ootci=$tmp/root/usr/bin/ootci
+
+# The units, with ExecStart pointed at the unpacked binary (verify wants it to exist). verify
+# exits 0 on unknown keys and bad values, so any output is a failure.
+if command -v systemd-analyze >/dev/null; then
+  mkdir "$tmp/units"
+  for unit in ootci-relay.service ootci-agent.service; do
+    sed "s|^ExecStart=/usr/bin/ootci |ExecStart=$ootci |" "$tmp/root/lib/systemd/system/$unit" \
+      >"$tmp/units/$unit"
+  done
+  if ! out=$(systemd-analyze verify "$tmp"/units/*.service 2>&1) || [[ -n $out ]]; then
+    fail "systemd-analyze verify: $out"
+  fi
+  ok "systemd-analyze verify: both units clean"
+fi
+
+# From here on only the installed-layout rule may find the Python package.
+unset OOTCI_PYTHON_DIR
+export PYTHONDONTWRITEBYTECODE=1
+
+line=$("$ootci" --version)
+build_type=$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "${OOTCI_PACKAGE_FROM:-build-package}/CMakeCache.txt")
+[[ $line == "ootci $version (git "*", $build_type)" ]] || fail "--version printed '$line'"
+ok "$line"
+
+# The reference backend's configs check, and its ootci.yaml resolves them on the real suite.
+out=$("$ootci" plan check examples/reference-backend/configs/*.yaml 2>&1) || fail "plan check: $out"
+ok "plan check: $out"
+torch_root=${OOTCI_TORCH_ROOT:-$(torch_suite_root)}
+out=$(TORCH_ROOT=$torch_root "$ootci" plan resolve --config examples/reference-backend/ootci.yaml \
+  -o "$tmp/plan.json" 2>&1) || fail "plan resolve: $out"
+ok "plan resolve: $out"
+
+# A tiny plan: two upstream test_view_ops.py variants on the reference backend. The unpacked
+# ootci_torch gets one line that records where it was imported from, so the run proves which
+# Python package its pytest processes used.
+python_dir=$tmp/root/usr/share/ootci/python
+cat >>"$python_dir/ootci_torch/__init__.py" <<'PY'
+import os as _os
+if _os.environ.get("OOTCI_PACKAGE_TEST_IMPORTS"):
+    with open(_os.environ["OOTCI_PACKAGE_TEST_IMPORTS"], "a") as _f:
+        _f.write(__file__ + "\n")
+PY
+ws=$tmp/ws
+mkdir -p "$ws/configs"
+cat >"$ws/ootci.yaml" <<YAML
+backend:
+  name: reference
+  device_type: privateuseone
+  python: /usr/bin/python3
+  modules: [ootci_reference_backend]
+  pythonpath: [$src/examples/reference-backend]
+  env:
+    OOTCI_PACKAGE_TEST_IMPORTS: $tmp/imports.txt
+upstream:
+  torch_root: $torch_root
+  device_root: $src/examples/reference-backend
+test_configs: [configs/tiny.yaml]
+workspace: .ootci
+YAML
+cat >"$ws/configs/tiny.yaml" <<YAML
+test_suite_config:
+  files:
+    - path: \${TORCH_ROOT}/test/test_view_ops.py
+      unlisted_test_mode: skip
+      tests:
+        - names: [TestViewOps::test_view_view, TestViewOps::test_reshape_view]
+YAML
+
+env_json=$(cd "$ws" && "$ootci" plan env --config ootci.yaml --json 2>/dev/null)
+[[ $env_json == *"\"PYTHONPATH\": \"$python_dir:"* ]] || fail "plan env: $env_json"
+ok "plan env: PYTHONPATH starts with the unpacked $python_dir"
+
+if ! out=$(cd "$ws" && "$ootci" run --config ootci.yaml 2>&1); then
+  echo "$out" >&2
+  fail "ootci run exited non-zero"
+fi
+grep -q '^run r-.* finished (success): 2 results$' <<<"$out" || fail "ootci run: $out"
+[[ -s $tmp/imports.txt ]] || fail "no pytest process imported ootci_torch"
+if grep -vxF "$python_dir/ootci_torch/__init__.py" "$tmp/imports.txt"; then
+  fail "ootci_torch was imported from elsewhere"
+fi
+imports=$(wc -l <"$tmp/imports.txt")
+ok "ootci run: $(grep '^run r-' <<<"$out"); $imports import(s) of ootci_torch, all unpacked"
+echo "package test: passed"
