@@ -143,7 +143,7 @@ TEST_P(CallbackIntegration, AttackTableGetsTheRightStatusAndWritesNothing) {
   nlohmann::json missing_delivery = good;
   missing_delivery.erase("delivery_id");
   nlohmann::json bad_run_id = good;
-  bad_run_id["workflow"]["run_id"] = "abc";
+  bad_run_id["workflow"]["run_id"] = "1:evil";  // would forge a segment of the state key
 
   struct Case {
     std::string name;
@@ -167,7 +167,7 @@ TEST_P(CallbackIntegration, AttackTableGetsTheRightStatusAndWritesNothing) {
       {"missing workflow", missing_workflow.dump(), token("acme/two"), 400},
       {"missing workflow.name", missing_name.dump(), token("acme/two"), 400},
       {"missing delivery_id", missing_delivery.dump(), token("acme/two"), 400},
-      {"run_id not an integer", bad_run_id.dump(), token("acme/two"), 400},
+      {"run_id with a colon", bad_run_id.dump(), token("acme/two"), 400},
   };
   for (const auto& c : cases) {
     HttpRequest req;
