@@ -41,10 +41,16 @@ torch_suite_root() {
   dsc="$src/pytorch_${version#*:}.dsc"
   if [[ ! -f "$dsc" ]]; then
     torch_suite_ensure_deb_src
-    # Only the .dsc and the upstream tarball are needed; a missing Debian patch tarball is fine.
-    (cd "$src" && apt-get source --download-only -qq "pytorch=$version" >&2) || true
+    # Only the .dsc and the upstream tarball are needed; a missing Debian patch tarball is fine,
+    # so apt's complaints about it are shown only when what we need did not arrive.
+    local apt_log
+    apt_log=$(cd "$src" && apt-get source --download-only -qq "pytorch=$version" 2>&1) || true
   fi
-  [[ -f "$dsc" ]] || { echo "torch suite: could not download pytorch=$version source (.dsc missing)" >&2; return 1; }
+  if [[ ! -f "$dsc" ]]; then
+    echo "${apt_log:-}" >&2
+    echo "torch suite: could not download pytorch=$version source (.dsc missing)" >&2
+    return 1
+  fi
   orig=$(awk '/^Checksums-Sha256:/{f=1;next} /^[^ ]/{f=0} f && $3 ~ /orig\.tar/ {print $1, $3}' "$dsc")
   want=${orig%% *}
   orig="$src/${orig##* }"
