@@ -406,7 +406,7 @@ runs:
           # The build dependencies of ootci's scripts/setup, without its test-only packages.
           apt_install cmake ninja-build g++ pkg-config git ca-certificates \
             libcpp-httplib-dev nlohmann-json3-dev libyaml-cpp-dev libsqlite3-dev libpqxx-dev \
-            libssl-dev libpugixml-dev libcli11-dev libspdlog-dev libfmt-dev libgtest-dev
+            libssl-dev libpugixml-dev libcli11-dev libspdlog-dev libfmt-dev libgtest-dev libgmock-dev
           src="$RUNNER_TEMP/ootci-src"
           rm -rf "$src"
           git init -q "$src"

@@ -78,7 +78,9 @@ std::string mask_cpp(const std::string& t) {
                 t[i - 2] == 'U' || t[i - 2] == 'L')) {
       size_t paren = t.find('(', i);
       if (paren == std::string::npos) break;
-      std::string close = ")" + t.substr(i + 1, paren - i - 1) + "\"";
+      // Built by append: GCC 12 at -O3 reports a false -Wrestrict for ")" + substr.
+      std::string close = ")";
+      close.append(t, i + 1, paren - i - 1).push_back('"');
       size_t end = t.find(close, paren);
       end = end == std::string::npos ? t.size() : end;
       blank(m, paren + 1, end);
