@@ -73,7 +73,6 @@ std::string validate_triage_verdict(nlohmann::json& v, std::vector<std::string>*
                                                       "unknown"};
   static const std::vector<std::string> confidences = {"high", "medium", "low"};
   if (!v.is_object()) return "expected an object";
-  if (v.dump().size() > kMaxTriageBytes) return "larger than 16 KB";
   auto sv = v.find("schema_version");
   if (sv == v.end() || !(*sv == 1 || *sv == "1")) return "schema_version must be 1";
   std::string category = str(v, "category");
@@ -108,6 +107,8 @@ std::string validate_triage_verdict(nlohmann::json& v, std::vector<std::string>*
     notes->push_back(
         fmt::format("triage_verdict.evidence cut to {} of {} entries", kMaxTriageEvidence, had));
   }
+  // After the cuts: a verdict over the limit only by its summary or evidence is cut, not lost.
+  if (v.dump().size() > kMaxTriageBytes) return "larger than 16 KB";
   return "";
 }
 

@@ -151,6 +151,12 @@ TEST(CallbackBody, TriageVerdictIsCutToUpstreamCapsNotRejected) {
   EXPECT_EQ(v["evidence"][9]["i"], 9);
   EXPECT_EQ(notes, (std::vector<std::string>{"triage_verdict.summary cut to 1000 characters",
                                              "triage_verdict.evidence cut to 10 of 13 entries"}));
+  // Over 16 KB only by its summary: cut to fit, not dropped.
+  nlohmann::json long_summary = {
+      {"schema_version", 1}, {"category", "flake"}, {"confidence", "low"}};
+  long_summary["summary"] = std::string(20000, 's');
+  EXPECT_EQ(validate_triage_verdict(long_summary, &notes), "");
+  EXPECT_EQ(long_summary["summary"].get<std::string>().size(), 1000u);
 }
 
 TEST(CallbackBody, TriageVerdictWhereUpstreamPutsItOrAtTheTop) {
