@@ -78,6 +78,7 @@ class Rule:
     cpu_move: List[str]
     source: str
     method_text: str = ""
+    raw: dict = field(default_factory=dict)  # the rule's plan JSON, for harnesses that read more
     matched: bool = False  # set once the rule decides any test; unmatched rules are reported
 
     def matches(self, cls_name: str, names: Tuple[str, ...]) -> bool:
@@ -94,6 +95,7 @@ class FilePlan:
     supported_dtypes: Optional[Dict[str, DtypeEntry]]
     supported_ops: Optional[Dict[str, OpEntry]]
     rules: List[Rule]
+    raw: dict = field(default_factory=dict)  # the file's plan JSON
 
     def rule_for(self, cls_name: str, *names: str) -> Optional[Rule]:
         """The last rule matching the class and any of the names (the generic method, the variant)."""
@@ -139,6 +141,7 @@ def _rule(obj, where: str) -> Rule:
         cpu_move=list(obj.get("cpu_move") or []),
         source=obj.get("source", where),
         method_text=(obj.get("class") + "::" if obj.get("class") else "") + obj["method"],
+        raw=obj,
     )
 
 
@@ -157,6 +160,7 @@ def _file(obj, where: str) -> FilePlan:
         supported_dtypes=_dtype_table(obj.get("supported_dtypes")),
         supported_ops=ops,
         rules=[_rule(r, f"{where}.rules[{i}]") for i, r in enumerate(obj.get("rules") or [])],
+        raw=obj,
     )
 
 
