@@ -30,13 +30,18 @@ nlohmann::json op_json(const OpEntry& op) {
 
 nlohmann::json rule_body_json(const Rule& r) {
   nlohmann::json ops_include = nlohmann::json::array();
-  for (const auto& op : r.ops_include)
-    ops_include.push_back({{"name", op.name}, {"tags", op.tags}});
+  for (const auto& op : r.ops_include) {
+    nlohmann::json j = {{"name", op.name}, {"tags", op.tags}};
+    if (op.description) j["description"] = *op.description;
+    if (!op.sample_inputs_func.is_null()) j["sample_inputs_func"] = op.sample_inputs_func;
+    ops_include.push_back(std::move(j));
+  }
   nlohmann::json dtypes_include = nlohmann::json::array();
   for (const auto& d : r.dtypes_include) dtypes_include.push_back(dtype_json(d));
   return {
       {"class", r.class_name ? nlohmann::json(*r.class_name) : nlohmann::json(nullptr)},
       {"method", r.method},
+      {"exact", r.exact},
       {"mode", to_string(r.mode)},
       {"tags", r.tags},
       {"labels", r.labels},
@@ -45,6 +50,7 @@ nlohmann::json rule_body_json(const Rule& r) {
       {"ops", {{"include", ops_include}, {"exclude", r.ops_exclude}}},
       {"dtypes", {{"include", dtypes_include}, {"exclude", r.dtypes_exclude}}},
       {"cpu_move", r.cpu_move},
+      {"modules", {{"include", r.modules_include}, {"exclude", r.modules_exclude}}},
       {"extra", r.extra},
   };
 }

@@ -58,7 +58,7 @@ struct MergedFile {
 
 class PlanResolver {
  public:
-  explicit PlanResolver(const BackendConfig& backend) : backend_(backend) {}
+  PlanResolver(const BackendConfig& backend, bool strict) : backend_(backend), strict_(strict) {}
 
   PlanResult resolve() {
     read_configs();
@@ -84,7 +84,7 @@ class PlanResolver {
                                       backend_.test_config_where[i], i, pattern));
       for (const auto& f : files) {
         if (!seen.insert(f).second) continue;
-        SuiteConfigResult parsed = load_suite_config(f);
+        SuiteConfigResult parsed = load_suite_config(f, strict_);
         errors_.insert(errors_.end(), parsed.errors.begin(), parsed.errors.end());
         warnings_.insert(warnings_.end(), parsed.warnings.begin(), parsed.warnings.end());
         configs_.push_back(std::move(parsed.config));
@@ -137,6 +137,7 @@ class PlanResolver {
             merged.declared_as.end())
           merged.declared_as.push_back(entry.path);
         merged.labels.insert(config.labels.begin(), config.labels.end());
+        merged.labels.insert(entry.labels.begin(), entry.labels.end());
         merge_unlisted_mode(path, entry, merged);
         for (const Rule& rule : entry.rules) {
           if (merged.rule_bodies.insert(rule_body_json(rule).dump()).second)
@@ -158,15 +159,17 @@ class PlanResolver {
       merged.unlisted_test_mode = entry.unlisted_test_mode;
       merged.unlisted_where = entry.unlisted_where;
     } else if (*merged.unlisted_test_mode != *entry.unlisted_test_mode) {
-      errors_.push_back(fmt::format(
-          "{}: {}.unlisted_test_mode: conflicting unlisted_test_mode for {}: {} here but {} at {}",
+      // Spyre warns and keeps the first; ootci does the same rather than refuse real files.
+      warnings_.push_back(fmt::format(
+          "{}: {}.unlisted_test_mode: conflicting unlisted_test_mode for {}: {} here but {} at {}; "
+          "the first one applies",
           entry.unlisted_where, entry.yaml_path, shown(path), to_string(*entry.unlisted_test_mode),
           to_string(*merged.unlisted_test_mode), merged.unlisted_where));
     }
   }
 
-  // Adds `add` to `into` by name. A setting given in only one declaration applies; two different
-  // precisions are an error; force_xfail from any declaration holds.
+  // Adds `add` to `into` by name. A setting given in only one declaration applies; of two different
+  // precisions the first applies (a warning); force_xfail from any declaration holds.
   void merge_dtypes(const std::string& path, const std::string& what, std::vector<DtypeEntry>& into,
                     const std::vector<DtypeEntry>& add) {
     for (const DtypeEntry& d : add) {
@@ -177,8 +180,10 @@ class PlanResolver {
         continue;
       }
       if (d.precision && it->precision && it->precision != d.precision)
-        errors_.push_back(fmt::format(
-            "{}: {}: conflicting precision for dtype '{}'{} in {}: {} here but {} at {}", d.where,
+        warnings_.push_back(fmt::format(
+            "{}: {}: conflicting precision for dtype '{}'{} in {}: {} here but {} at {}; the first "
+            "one applies",
+            d.where,
             d.yaml_path, d.name, what, shown(path), precision_json(d.precision).dump(),
             precision_json(it->precision).dump(), it->where));
       if (!it->precision) it->precision = d.precision;
@@ -205,7 +210,8 @@ class PlanResolver {
 
   void merge_global(const std::string& path, const SuiteConfig& config, MergedFile& merged) {
     const GlobalConfig& g = config.global;
-    if (g.supported_dtypes) {
+    // An empty supported_dtypes filters nothing in Spyre: it reads as absent.
+    if (g.supported_dtypes && !g.supported_dtypes->empty()) {
       if (!merged.supported_dtypes) merged.supported_dtypes.emplace();
       merge_dtypes(path, "", *merged.supported_dtypes, *g.supported_dtypes);
     }
@@ -224,9 +230,10 @@ class PlanResolver {
               merged.extra[key].end())
             merged.extra[key].push_back(item);
       } else if (merged.extra[key] != value) {
-        errors_.push_back(fmt::format(
-            "{}: test_suite_config.global.{}: conflicting global.{} for {}: differs from {}", where,
-            key, key, shown(path), merged.extra_where[key]));
+        warnings_.push_back(fmt::format(
+            "{}: test_suite_config.global.{}: conflicting global.{} for {}: differs from {}; the "
+            "first one applies",
+            where, key, key, shown(path), merged.extra_where[key]));
       }
     }
   }
@@ -256,9 +263,11 @@ class PlanResolver {
           {"declared_as", f.declared_as},
           {"configs", f.configs},
           {"labels", f.labels},
-          {"unlisted_test_mode", to_string(f.unlisted_test_mode.value_or(TestMode::skip))},
+          // Spyre's default for a file entry without one.
+          {"unlisted_test_mode", to_string(f.unlisted_test_mode.value_or(TestMode::xfail))},
           {"supported_dtypes", dtypes},
           {"supported_ops", ops},
+          {"supported_modules", f.extra.value("supported_modules", nlohmann::json(nullptr))},
           {"rules", rules},
           {"extra", f.extra},
       });
@@ -284,6 +293,7 @@ class PlanResolver {
   }
 
   const BackendConfig& backend_;
+  bool strict_;
   std::vector<SuiteConfig> configs_;
   std::map<std::string, MergedFile> files_;
   std::vector<std::string> errors_;
@@ -292,8 +302,8 @@ class PlanResolver {
 
 }  // namespace
 
-PlanResult resolve_plan(const BackendConfig& backend) {
-  return PlanResolver(backend).resolve();
+PlanResult resolve_plan(const BackendConfig& backend, bool strict) {
+  return PlanResolver(backend, strict).resolve();
 }
 
 std::string plan_relpath(const std::string& path, const std::string& torch_root,

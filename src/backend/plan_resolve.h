@@ -18,7 +18,8 @@ struct PlanResult {
   bool ok() const { return errors.empty(); }
 };
 
-PlanResult resolve_plan(const BackendConfig& backend);
+// `strict`: unknown keys in configs are errors, not warnings.
+PlanResult resolve_plan(const BackendConfig& backend, bool strict = false);
 
 // The file's path relative to torch_root, else device_root, when under one; else as given.
 std::string plan_relpath(const std::string& path, const std::string& torch_root,

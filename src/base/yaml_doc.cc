@@ -155,14 +155,20 @@ std::optional<YamlMap> YamlMap::map(const std::string& key) {
     fail(n, child_path(key), "expected a mapping");
     return std::nullopt;
   }
-  return YamlMap(*doc_, n, child_path(key), errors_);
+  YamlMap child(*doc_, n, child_path(key), errors_);
+  child.unknown_ = unknown_;
+  return child;
 }
 
 void YamlMap::finish() const {
   if (!node_.IsMap()) return;
   for (auto it = node_.begin(); it != node_.end(); ++it) {
     std::string k = it->first.Scalar();  // empty for a non-scalar key, which is never known
-    if (!seen_.count(k)) fail(it->first, child_path(k), "unknown key");
+    if (seen_.count(k)) continue;
+    if (unknown_)
+      unknown_->push_back(yaml_message(*doc_, it->first, child_path(k), "unknown key (ignored)"));
+    else
+      fail(it->first, child_path(k), "unknown key");
   }
 }
 

@@ -55,8 +55,11 @@ class YamlMap {
   // Raw access for shapes the helpers do not cover; marks the key as known.
   YAML::Node raw(const std::string& key);
   std::string child_path(const std::string& key) const;
-  // Fails on the first key that was never read; in collect mode reports every such key.
+  // Fails on the first key that was never read; in collect mode reports every such key, to the
+  // unknown-key sink when one is set (a warning there: Spyre ignores keys it does not know).
   void finish() const;
+  // Where finish() reports unknown keys instead of the error sink; child maps inherit it.
+  void report_unknown_keys_to(std::vector<std::string>* sink) { unknown_ = sink; }
   // Throws, or in collect mode records, "file:line:col: path: message" for `node`.
   void fail(const YAML::Node& node, const std::string& path, const std::string& message) const;
 
@@ -70,6 +73,7 @@ class YamlMap {
   YAML::Node node_;
   std::string path_;
   std::vector<std::string>* errors_;
+  std::vector<std::string>* unknown_ = nullptr;
   std::set<std::string> seen_;
 };
 

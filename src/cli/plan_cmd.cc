@@ -4,6 +4,8 @@
 
 #include <fstream>
 #include <iostream>
+#include <map>
+#include <regex>
 #include <nlohmann/json.hpp>
 
 #include "backend/backend_config.h"
@@ -17,28 +19,46 @@
 namespace ootci {
 namespace {
 
+// "file: yaml.path-without-indices: message" of a "file:line:col: yaml.path: message" diagnostic,
+// so a warning repeated down a long list is printed once with a count.
+std::string warning_kind(const std::string& w) {
+  static const std::regex kPosition(R"(:\d+:\d+: )"), kIndex(R"(\[\d+\])");
+  return std::regex_replace(std::regex_replace(w, kPosition, ": "), kIndex, "[]");
+}
+
 // Prints diagnostics the way `plan check` documents them and stops with exit code 1 on errors.
+// Errors are all printed; a warning of the same kind in the same file is printed once, with how
+// many more there are.
 void report(const std::vector<std::string>& errors, const std::vector<std::string>& warnings) {
   for (const auto& e : errors) std::cerr << e << "\n";
-  for (const auto& w : warnings) std::cerr << "warning: " << w << "\n";
+  std::map<std::string, size_t> count;
+  for (const auto& w : warnings) ++count[warning_kind(w)];
+  for (const auto& w : warnings) {
+    auto it = count.find(warning_kind(w));
+    if (it == count.end()) continue;
+    std::cerr << "warning: " << w;
+    if (it->second > 1) std::cerr << fmt::format(" (and {} more like it in this file)", it->second - 1);
+    std::cerr << "\n";
+    count.erase(it);
+  }
   if (!errors.empty()) throw ExitStatus{1};
 }
 
 // Resolves and writes the plan; the summary goes to `summary` (stderr for `plan env`, whose
 // stdout is meant for eval).
 void resolve_and_write(const BackendConfig& backend, const std::string& out,
-                       std::ostream& summary) {
-  PlanResult r = resolve_plan(backend);
+                       std::ostream& summary, bool strict = false) {
+  PlanResult r = resolve_plan(backend, strict);
   report(r.errors, r.warnings);
   write_plan(r.plan, out);
   summary << fmt::format("wrote {}: {} files, {} rules\n", out, r.file_count, r.rule_count);
 }
 
-void plan_check(const std::vector<std::string>& files) {
+void plan_check(const std::vector<std::string>& files, bool strict) {
   size_t rules = 0;
   std::vector<std::string> errors, warnings;
   for (const auto& f : files) {
-    SuiteConfigResult r = load_suite_config(f);
+    SuiteConfigResult r = load_suite_config(f, strict);
     errors.insert(errors.end(), r.errors.begin(), r.errors.end());
     warnings.insert(warnings.end(), r.warnings.begin(), r.warnings.end());
     rules += r.config.rule_count();
@@ -94,15 +114,21 @@ void add_plan_commands(CLI::App& app) {
 
   auto* check = plan->add_subcommand("check", "Validate test-suite configs; report every error");
   static std::vector<std::string> check_files;
+  static bool check_strict = false;
   check->add_option("FILE", check_files, "test_suite_config YAML files")->required();
-  check->callback([] { plan_check(check_files); });
+  check->add_flag("--strict", check_strict, "unknown keys are errors, not warnings");
+  check->callback([] { plan_check(check_files, check_strict); });
 
   auto* resolve = plan->add_subcommand("resolve", "Resolve ootci.yaml and its configs into a plan");
   static std::string resolve_config, resolve_out;
+  static bool resolve_strict = false;
   resolve->add_option("--config", resolve_config, "ootci.yaml")->required();
   resolve->add_option("-o,--output", resolve_out, "plan.json to write")->required();
-  resolve->callback(
-      [] { resolve_and_write(load_backend_or_exit(resolve_config), resolve_out, std::cout); });
+  resolve->add_flag("--strict", resolve_strict, "unknown keys are errors, not warnings");
+  resolve->callback([] {
+    resolve_and_write(load_backend_or_exit(resolve_config), resolve_out, std::cout,
+                      resolve_strict);
+  });
 
   auto* env = plan->add_subcommand("env", "Print the environment for running pytest under a plan");
   static std::string env_config, env_plan;
