@@ -268,7 +268,7 @@ def _contiguous_strides(shape):
 
 def _fill(init, shape, dtype, ia, where):
     """A contiguous tensor of `shape` made by `init` (the seed is already set)."""
-    from torch.testing._internal.common_utils import make_tensor
+    from torch.testing import make_tensor
     try:
         if init == "rand":
             # make_tensor over [0, 1), as the RFC harness: the same draws give the same values.
