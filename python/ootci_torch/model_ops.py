@@ -22,7 +22,7 @@ import operator
 import os
 import sys
 from dataclasses import dataclass
-from typing import Any, Callable, List, Optional
+from typing import Callable, List, Optional
 
 import torch
 from torch.testing._internal.common_device_type import ops

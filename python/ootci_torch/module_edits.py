@@ -241,7 +241,7 @@ def patch_modules(test, file_plan, rules) -> bool:
     if not isinstance(modules_obj, _common_modules().modules):
         return False
     rules = [r for r in rules or [] if r is not None]
-    has_edits = any(_module_edits(r) for r in rules)
+    has_edits = any(_module_edits(r).get("include") or _module_edits(r).get("exclude") for r in rules)
     raw = getattr(file_plan, "raw", None) or {}
     if not has_edits and raw.get("supported_modules",
                                  (raw.get("extra") or {}).get("supported_modules")) is None:

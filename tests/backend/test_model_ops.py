@@ -6,7 +6,6 @@ upstream's test_modules.py in an inner pytest, as test_adaptation.py does."""
 import hashlib
 import json
 import math
-import os
 import pathlib
 import subprocess
 import sys
@@ -618,9 +617,11 @@ def test_patch_modules_edits_only_modules_tests():
     fp.raw["supported_modules"] = ["nn.ReLU"]
     upstream = list(module_db)
 
-    def test_forward(self, device, dtype, module_info, training):
-        pass
-    decorated = modules(module_db)(test_forward)
+    def fresh():
+        def test_forward(self, device, dtype, module_info, training):
+            pass
+        return test_forward
+    decorated = modules(module_db)(fresh())
     assert me.patch_modules(decorated, fp, [None])
     assert [m.name for m in decorated.parametrize_fn.__self__.module_info_list] == ["nn.ReLU"]
     assert me.patch_modules(decorated, fp, [None])  # once per device class: the same result
@@ -629,8 +630,11 @@ def test_patch_modules_edits_only_modules_tests():
     other = ops([])(lambda self, device, dtype, op: None)
     assert not me.patch_modules(other, fp, [None])
     fp.raw["supported_modules"] = None
-    plain = modules(module_db)(test_forward)
-    assert not me.patch_modules(plain, fp, [None])  # nothing to apply
+    plain = modules(module_db)(fresh())
+    empty = hand_plan([{"class": "TestModule", "method": "test_forward", "mode": "xfail", "source": "m:1:1",
+                        "modules": {"include": [], "exclude": []}}]).file_for("/x/tests/models/test_model_ops_v2.py")
+    assert not me.patch_modules(plain, fp, [None] + empty.rules)  # nothing to apply
+    assert plain.parametrize_fn.__self__.module_info_list is module_db
 
 
 # ------------------------------------------------------------------------------------------------
