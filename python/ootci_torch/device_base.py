@@ -48,20 +48,56 @@ def _torch_dtypes(names):
     return out
 
 
-def _with_includes(test, fp, generic_name, name, device_cls):
-    """Extends an @ops test's parametrization with the rule's included ops and dtypes."""
+def _ops_instance(test):
     parametrize = getattr(test, "parametrize_fn", None)
     ops_obj = getattr(parametrize, "__self__", None)
-    ops_cls = _cdt().ops
-    if not isinstance(ops_obj, ops_cls):
-        return
-    extra_ops = _plan.included_ops(fp, generic_name, name)
-    # A test instantiated without dtypes (OpDTypes.none) takes no dtype argument.
-    no_dtypes = ops_obj.opinfo_dtypes is _cdt().OpDTypes.none
-    extra_dtypes = [] if no_dtypes else _torch_dtypes(_plan.included_dtypes(fp, generic_name, name))
-    if not extra_ops and not extra_dtypes:
+    return ops_obj if isinstance(ops_obj, _cdt().ops) else None
+
+
+def _with_op_dtypes(op, entry):
+    """A copy of the OpInfo whose dtypes are the supported_ops entry's (the schema replaces them), with
+    the entry's first precision as the OpInfo's tolerance."""
+    if entry is None or entry.dtypes is None:
+        return op
+    op = copy.copy(op)
+    op.dtypes = set(_torch_dtypes(entry.dtypes))
+    for d in entry.dtypes.values():
+        if d.precision is not None:
+            if d.precision.atol is not None:
+                op.atol = d.precision.atol
+            if d.precision.rtol is not None:
+                op.rtol = d.precision.rtol
+            break
+    return op
+
+
+def _patch_op_list(test, fp, name):
+    """Applies supported_ops and the rules' ops/dtypes includes to an @ops test's op list.
+
+    As the schema says: the list keeps only supported ops, unless none of its ops is supported (then it
+    stays whole, and per-variant rules decide); a supported op's dtypes replace the OpInfo's and
+    widen the test's allowed dtypes. ootci's ops.include (without sample_inputs_func) adds OpInfos,
+    and dtypes.include adds dtype variants."""
+    ops_obj = _ops_instance(test)
+    if ops_obj is None:
         return
     op_list = list(ops_obj.op_list)
+    allowed = ops_obj.allowed_dtypes
+    supported = fp.supported_ops
+    if supported is not None:
+        def entry(op):
+            return supported.get(op.name) or supported.get(op.formatted_name)
+        kept = [op for op in op_list if entry(op) is not None]
+        if kept:
+            op_list = [_with_op_dtypes(op, entry(op)) for op in kept]
+            declared = {d for op in kept if entry(op).dtypes is not None
+                        for d in _torch_dtypes(entry(op).dtypes)}
+            if allowed is not None and declared:
+                allowed = set(allowed) | declared
+    extra_ops = _plan.included_ops(fp, name)
+    # A test instantiated without dtypes (OpDTypes.none) takes no dtype argument.
+    no_dtypes = ops_obj.opinfo_dtypes is _cdt().OpDTypes.none
+    extra_dtypes = [] if no_dtypes else _torch_dtypes(_plan.included_dtypes(fp, name))
     if extra_ops:
         from torch.testing._internal.common_methods_invocations import op_db
         # Several OpInfos share a name (div's rounding-mode variants): include them all.
@@ -69,17 +105,21 @@ def _with_includes(test, fp, generic_name, name, device_cls):
         for op in op_db:
             for alias in dict.fromkeys((op.name, op.formatted_name)):
                 by_name.setdefault(alias, []).append(op)
-        present = {id(op) for op in op_list}
+        present = {(op.name, op.variant_test_name) for op in op_list}
         for op_name in extra_ops:
             if op_name not in by_name:
-                raise _plan.PlanError(f"{fp.relpath}: {generic_name}::{name}: ops.include names "
-                                      f"'{op_name}', which is not an OpInfo in op_db")
+                raise _plan.PlanError(f"{fp.relpath}: {name}: ops.include names '{op_name}', "
+                                      f"which is not an OpInfo in op_db")
             for op in by_name[op_name]:
-                if id(op) not in present:
-                    present.add(id(op))
+                if (op.name, op.variant_test_name) not in present:
+                    present.add((op.name, op.variant_test_name))
                     op_list.append(op)
+    if op_list == list(ops_obj.op_list) and allowed is ops_obj.allowed_dtypes and not extra_dtypes:
+        return
     widened = copy.copy(ops_obj)
     widened.op_list = op_list
+    widened.allowed_dtypes = allowed
+    ops_cls = _cdt().ops
 
     def parametrize_fn(test, generic_cls, device_cls):
         seen = {}
@@ -92,6 +132,36 @@ def _with_includes(test, fp, generic_name, name, device_cls):
                 yield from ops_cls([op], dtypes=missing)._parametrize_test(test, generic_cls, device_cls)
 
     test.parametrize_fn = parametrize_fn
+
+
+class _AdmittedDevice(str):
+    """An @onlyOn device type that also admits the plan's device: torch 1.13's onlyOn compares
+    `self.device_type != slf.device_type` when the test runs."""
+    def __ne__(self, other):
+        return other not in (str(self), _PLAN.device_type)
+
+    def __eq__(self, other):
+        return not self.__ne__(other)
+
+    __hash__ = str.__hash__
+
+
+def _admit_only_on(test):
+    """Lets a test restricted with @onlyOn(...) run on the plan's device, as the schema's framework does: the
+    onlyOn instance is found in the closures of the decorator chain."""
+    only_on = _cdt().onlyOn
+    fn = getattr(test, "__func__", test)
+    seen = set()
+    while fn is not None and id(fn) not in seen:
+        seen.add(id(fn))
+        for cell in getattr(fn, "__closure__", None) or ():
+            try:
+                value = cell.cell_contents
+            except ValueError:
+                continue
+            if isinstance(value, only_on) and not isinstance(value.device_type, _AdmittedDevice):
+                value.device_type = _AdmittedDevice(value.device_type)
+        fn = getattr(fn, "__wrapped__", None)
 
 
 class PlanDeviceTestBase(DeviceTypeTestBase):  # noqa: F821  (defined by common_device_type)
@@ -117,9 +187,10 @@ class PlanDeviceTestBase(DeviceTypeTestBase):  # noqa: F821  (defined by common_
             # A file outside the plan runs as upstream wrote it.
             return super().instantiate_test(name, test, generic_cls=generic_cls)
         generic_name = generic_cls.__name__
-        _with_includes(test, fp, generic_name, name, cls)
+        _admit_only_on(test)
+        _patch_op_list(test, fp, name)
         before = set(cls.__dict__)
-        cls._ootci_includes = tuple(_plan.included_dtypes(fp, generic_name, name))
+        cls._ootci_includes = tuple(_plan.included_dtypes(fp, name))
         try:
             super().instantiate_test(name, test, generic_cls=generic_cls)
         finally:
@@ -134,7 +205,8 @@ class PlanDeviceTestBase(DeviceTypeTestBase):  # noqa: F821  (defined by common_
         op = kwargs.get("op")
         op_name = getattr(op, "name", None) if op is not None else None
         aliases = (op_name, getattr(op, "formatted_name", op_name)) if op_name else ()
-        decision = _plan.decide(fp, generic_name, method, variant, aliases, _dtype_names(kwargs))
+        decision = _plan.decide(fp, generic_name, method, variant, aliases, _dtype_names(kwargs),
+                                rule_source=getattr(op, "ootci_rule_source", None))
         if not decision.keep:
             delattr(cls, variant)
             return
@@ -147,6 +219,7 @@ class PlanDeviceTestBase(DeviceTypeTestBase):  # noqa: F821  (defined by common_
             "op": op_name,
             "dtype": ",".join(_dtype_names(kwargs)) or None,
             "rule": decision.rule.source if decision.rule else None,
+            "tags": list(decision.rule.tags) if decision.rule else [],
             # The config name the variant comes from, so evidence maps back to config entries.
             "base": f"{generic_name}::{method}",
         }

@@ -24,7 +24,15 @@ def dtype_name(dtype) -> str:
 
 
 def mark_name(prefix: str, name: str) -> str:
-    return prefix + re.sub(r"\W", "_", name)
+    """A pytest mark for any config string: every non-word character becomes "_" (so
+    `model__gpt-oss-20b` is selected by `-m model__gpt_oss_20b`), and a leading digit gets "_"."""
+    mark = prefix + re.sub(r"\W", "_", name)
+    return "_" + mark if mark[:1].isdigit() else mark
+
+
+def selected_labels() -> Tuple[str, ...]:
+    """The labels a run selects ($OOTCI_LABELS, comma-separated; empty: no label filter)."""
+    return tuple(x for x in (s.strip() for s in os.environ.get("OOTCI_LABELS", "").split(",")) if x)
 
 
 @dataclass
@@ -69,6 +77,7 @@ class Rule:
     method: re.Pattern
     mode: str
     tags: List[str]
+    labels: List[str]
     no_grad: bool
     precision: Optional[Precision]
     ops_include: Dict[str, List[str]]  # op name -> tags
@@ -81,10 +90,18 @@ class Rule:
     raw: dict = field(default_factory=dict)  # the rule's plan JSON, for harnesses that read more
     matched: bool = False  # set once the rule decides any test; unmatched rules are reported
 
-    def matches(self, cls_name: str, names: Tuple[str, ...]) -> bool:
-        if self.cls is not None and self.cls != cls_name:
-            return False
-        return any(self.method.fullmatch(n) for n in names)
+    exact: bool = True  # a plain identifier names one base method; else a regex over base names
+
+    def matches(self, base: str) -> bool:
+        """The schema's rule: only the base method name counts; the class part is informative."""
+        return self.method.pattern == base if self.exact else bool(self.method.fullmatch(base))
+
+    def dtype_set(self, supported: Optional[Dict[str, "DtypeEntry"]]) -> Optional[set]:
+        """The dtypes this entry is for (the schema's framework, _entry_dtype_set): its dtypes.include, else the
+        file's supported_dtypes, else None (any dtype)."""
+        if self.dtypes_include:
+            return set(self.dtypes_include)
+        return set(supported) if supported is not None else None
 
 
 @dataclass
@@ -97,12 +114,27 @@ class FilePlan:
     rules: List[Rule]
     raw: dict = field(default_factory=dict)  # the file's plan JSON
 
-    def rule_for(self, cls_name: str, *names: str) -> Optional[Rule]:
-        """The last rule matching the class and any of the names (the generic method, the variant)."""
-        for rule in reversed(self.rules):
-            if rule.matches(cls_name, names):
-                return rule
-        return None
+    def rules_for(self, base: str) -> List[Rule]:
+        """Every rule naming the base method: exact names first, then regexes, each in file order."""
+        exact = [r for r in self.rules if r.exact and r.matches(base)]
+        return exact + [r for r in self.rules if not r.exact and r.matches(base)]
+
+    def rule_for(self, base: str, dtypes: Tuple[str, ...] = ()) -> Optional[Rule]:
+        """The rule deciding one variant, as the schema's framework (_select_entry_for_variant) picks it: of the
+        rules naming the base method, the first whose dtype set holds the variant's dtype, else the
+        first without a dtype restriction, else the first."""
+        rules = self.rules_for(base)
+        if len(rules) <= 1:
+            return rules[0] if rules else None
+        if len(dtypes) == 1:
+            for r in rules:
+                dset = r.dtype_set(self.supported_dtypes)
+                if dset is not None and dtypes[0] in dset:
+                    return r
+        for r in rules:
+            if r.dtype_set(self.supported_dtypes) is None:
+                return r
+        return rules[0]
 
 
 @dataclass
@@ -119,8 +151,9 @@ class Decision:
 
 
 def _rule(obj, where: str) -> Rule:
+    exact = obj.get("exact", re.fullmatch(r"\w+", obj["method"]) is not None)
     try:
-        method = re.compile(obj["method"])
+        method = re.compile(re.escape(obj["method"]) if exact else obj["method"])
     except re.error as e:
         raise PlanError(f"{where}: invalid regex {obj['method']!r}: {e}")
     if obj["mode"] not in MODES:
@@ -132,6 +165,7 @@ def _rule(obj, where: str) -> Rule:
         method=method,
         mode=obj["mode"],
         tags=list(obj.get("tags") or []),
+        labels=list(obj.get("labels") or []),
         no_grad=bool(obj.get("no_grad")),
         precision=Precision.parse(obj.get("precision")),
         ops_include={o["name"]: list(o.get("tags") or []) for o in ops.get("include") or []},
@@ -142,6 +176,7 @@ def _rule(obj, where: str) -> Rule:
         source=obj.get("source", where),
         method_text=(obj.get("class") + "::" if obj.get("class") else "") + obj["method"],
         raw=obj,
+        exact=bool(exact),
     )
 
 
@@ -150,7 +185,7 @@ def _file(obj, where: str) -> FilePlan:
     if obj.get("supported_ops") is not None:
         ops = {o["name"]: OpEntry(o["name"], bool(o.get("force_xfail")), _dtype_table(o.get("dtypes")))
                for o in obj["supported_ops"]}
-    mode = obj.get("unlisted_test_mode") or "skip"
+    mode = obj.get("unlisted_test_mode") or "xfail"  # the schema's default
     if mode not in MODES:
         raise PlanError(f"{where}: unknown unlisted_test_mode {mode!r}")
     return FilePlan(
@@ -210,34 +245,47 @@ def current() -> Plan:
 
 
 def decide(fp: FilePlan, cls_name: str, method: str, variant: str,
-           op_name, dtypes: Tuple[str, ...]) -> Decision:
-    """Applies the plan to one variant: admission, mode, marks, precision (docs/plan.md)."""
-    rule = fp.rule_for(cls_name, method, variant)
+           op_name, dtypes: Tuple[str, ...], rule_source: Optional[str] = None) -> Decision:
+    """Applies the plan to one variant: admission, mode, marks, precision (docs/plan.md).
+
+    `rule_source` names the rule a variant comes from when the variant knows it (a model-derived
+    op test is built from one rule's ops.include); otherwise the rule is chosen as docs/plan.md says."""
+    rule = None
+    if rule_source is not None:
+        rule = next((r for r in fp.rules if r.source == rule_source), None)
+    if rule is None:
+        rule = fp.rule_for(method, dtypes)
     if rule is not None:
         rule.matched = True
     mode = rule.mode if rule else fp.unlisted_test_mode
-    marks = list(rule.tags) if rule else []
+    marks = [mark_name("", t) for t in rule.tags] if rule else []
+    # Every variant is marked with its suite labels: `-m testtype__unit`.
+    marks += [mark_name("testtype__", label) for label in fp.raw.get("labels") or []]
 
     if mode == "skip":
         return Decision(False, mode, "mode skip", rule=rule)
+    labels = selected_labels()
+    if rule is not None and rule.labels and labels and not set(labels) & set(rule.labels):
+        return Decision(False, mode, f"labels {rule.labels} not selected ({', '.join(labels)})",
+                        rule=rule)
 
     # An OpInfo answers to its name ("_masked.std") and to its formatted name ("_masked_std",
-    # the spelling in variant names), so a config may use either.
+    # the spelling in variant names), so a config may use either. Which ops a test has at all is
+    # decided on its @ops list (supported_ops, ops.include), before variants exist.
     aliases = (op_name,) if isinstance(op_name, str) else tuple(op_name or ())
     op = None
     if aliases:
         primary = aliases[0]
         for alias in dict.fromkeys(mark_name("op__", a) for a in aliases):
             marks.append(alias)
-        if rule and any(a in rule.ops_exclude for a in aliases):
+        if rule and any(a in rule.ops_exclude or any(a.startswith(x + "_") for x in rule.ops_exclude)
+                        for a in aliases):
             return Decision(False, mode, f"op {primary} excluded by {rule.source}", rule=rule)
         included = next((a for a in aliases if rule is not None and a in rule.ops_include), None)
         if included is not None:
-            marks.extend(rule.ops_include[included])
+            marks.extend(mark_name("", t) for t in rule.ops_include[included])
         if fp.supported_ops is not None:
             op = next((fp.supported_ops[a] for a in aliases if a in fp.supported_ops), None)
-            if op is None and included is None:
-                return Decision(False, mode, f"op {primary} not in supported_ops", rule=rule)
 
     force_xfail = bool(op and op.force_xfail)
     precision = None
@@ -248,12 +296,8 @@ def decide(fp: FilePlan, cls_name: str, method: str, variant: str,
             return Decision(False, mode, f"dtype {name} excluded by {rule.source}", rule=rule)
         glob = fp.supported_dtypes.get(name) if fp.supported_dtypes is not None else None
         op_dt = op.dtypes.get(name) if op is not None and op.dtypes is not None else None
-        if inc is None:
-            if fp.supported_dtypes is not None and glob is None:
-                return Decision(False, mode, f"dtype {name} not in supported_dtypes", rule=rule)
-            if op is not None and op.dtypes is not None and op_dt is None:
-                return Decision(False, mode, f"dtype {name} not supported for op {op.name}",
-                                rule=rule)
+        if inc is None and fp.supported_dtypes is not None and glob is None:
+            return Decision(False, mode, f"dtype {name} not in supported_dtypes", rule=rule)
         force_xfail |= any(e is not None and e.force_xfail for e in (inc, op_dt, glob))
         if len(dtypes) == 1:
             candidates = (inc.precision if inc else None, rule.precision if rule else None,
@@ -269,12 +313,18 @@ def decide(fp: FilePlan, cls_name: str, method: str, variant: str,
                     rule=rule)
 
 
-def included_dtypes(fp: FilePlan, cls_name: str, method: str) -> List[str]:
-    """dtypes a rule adds to a test beyond the ones upstream instantiates."""
-    rule = fp.rule_for(cls_name, method)
-    return list(rule.dtypes_include) if rule else []
+def included_dtypes(fp: FilePlan, method: str) -> List[str]:
+    """dtypes the rules naming a test add beyond the ones upstream instantiates (the union
+    is taken over every entry naming the test)."""
+    return list(dict.fromkeys(d for r in fp.rules_for(method) for d in r.dtypes_include))
 
 
-def included_ops(fp: FilePlan, cls_name: str, method: str) -> List[str]:
-    rule = fp.rule_for(cls_name, method)
-    return list(rule.ops_include) if rule else []
+def included_ops(fp: FilePlan, method: str) -> List[str]:
+    """OpInfo names the rules add to the test's @ops list (includes without sample_inputs_func;
+    those with it are model-derived op tests, ootci_torch.model_ops)."""
+    out = []
+    for r in fp.rules_for(method):
+        for inc in (r.raw.get("ops") or {}).get("include") or []:
+            if "sample_inputs_func" not in inc:
+                out.append(inc["name"])
+    return list(dict.fromkeys(out))

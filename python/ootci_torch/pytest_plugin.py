@@ -125,10 +125,14 @@ def pytest_collection_modifyitems(session, config, items):
                                                   reason=f"ootci plan: {decision.mode}"))
             info = {"mode": decision.mode, "op": None, "dtype": None,
                     "rule": decision.rule.source if decision.rule else None,
-                    "base": _plain_base(item)}
+                    "base": _plain_base(item),
+                    "tags": list(decision.rule.tags) if decision.rule else []}
         for key in ("mode", "op", "dtype", "rule", "base"):
             if info.get(key):
                 item.user_properties.append((f"ootci.{key}", info[key]))
+        # JUnit carries each tag as written; the mark is only its sanitised spelling.
+        for tag in info.get("tags") or []:
+            item.user_properties.append(("tag", tag))
         kept.append(item)
     if deselected:
         config.hook.pytest_deselected(items=deselected)

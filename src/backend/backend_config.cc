@@ -150,6 +150,7 @@ class BackendReader {
     r.test_timeout_s =
         static_cast<int>(m.integer("test_timeout_s", 1, 86400).value_or(r.test_timeout_s));
     if (auto v = m.str_list("pytest_args")) r.pytest_args = *v;
+    if (auto v = m.str_list("labels")) r.labels = *v;
   }
 
   // A string that must be one of `allowed`.

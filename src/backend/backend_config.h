@@ -16,6 +16,8 @@ struct RunSettings {
   int stall_timeout_s = 300;  // no output for this long: kill the process group, retry once
   int test_timeout_s = 900;   // one test running this long is killed and reported as a timeout
   std::vector<std::string> pytest_args;  // appended to every pytest command
+  // Spyre's CI filter: only files (and tests) with one of these labels run; empty: everything.
+  std::vector<std::string> labels;
 };
 
 // Which dispatches deserve a build (the `gate:` section; docs/dispatch.md).

@@ -113,19 +113,22 @@ TEST_F(PlanResolve, PlanJsonVersion1) {
                    "force_xfail": false}]},
       {"name": "mul", "force_xfail": false, "dtypes": null}])"));
   EXPECT_EQ(f["extra"], json::parse(R"({"devices": ["cpu"]})"));
+  EXPECT_EQ(f["supported_modules"], nullptr);
   ASSERT_EQ(f["rules"].size(), 2u);
   EXPECT_EQ(f["rules"][0], json::parse(R"({
-      "class": "TestOldViewOps", "method": "test_broadcast_to",
+      "class": "TestOldViewOps", "method": "test_broadcast_to", "exact": true,
       "mode": "mandatory_success", "tags": [], "labels": [], "no_grad": false,
       "precision": null,
       "ops": {"include": [{"name": "add", "tags": []}], "exclude": ["gcd"]},
       "dtypes": {"include": [{"name": "float32", "precision": null, "force_xfail": false}],
                  "exclude": ["bool", "int64"]},
       "cpu_move": [],
+      "modules": {"include": [], "exclude": []},
       "extra": {},
       "source": ")" + cfg + R"(:7:19"})"));
   EXPECT_EQ(f["rules"][1]["class"], nullptr);
   EXPECT_EQ(f["rules"][1]["method"], "test_view_.*");
+  EXPECT_EQ(f["rules"][1]["exact"], false);
   EXPECT_EQ(f["rules"][1]["mode"], "xfail");
   EXPECT_EQ(f["rules"][1]["tags"], json::array({"model_1"}));
   EXPECT_EQ(f["rules"][1]["precision"], json::parse(R"({"atol": 0.001, "rtol": null})"));
@@ -182,7 +185,8 @@ TEST_F(PlanResolve, IdenticalRuleIsDropped) {
   EXPECT_EQ(rules[1]["source"], first + ":5:32");
 }
 
-TEST_F(PlanResolve, UnlistedTestModeConflictNamesBothPlaces) {
+// Spyre warns and keeps the first; refusing a real tree for it would be stricter than Spyre.
+TEST_F(PlanResolve, UnlistedTestModeConflictWarnsWithBothPlacesAndTheFirstApplies) {
   std::string one = config("one.yaml", R"(test_suite_config:
   files:
     - path: ${TORCH_ROOT}/test/test_a.py
@@ -193,11 +197,27 @@ TEST_F(PlanResolve, UnlistedTestModeConflictNamesBothPlaces) {
     - path: ${TORCH_ROOT}/test/test_a.py
       unlisted_test_mode: xfail
 )");
-  PlanResult r = resolve_plan(backend_);
-  EXPECT_EQ(r.errors, Lines{two +
-                            ":4:27: test_suite_config.files[0].unlisted_test_mode: conflicting "
-                            "unlisted_test_mode for test/test_a.py: xfail here but skip at " +
-                            one + ":4:27"});
+  PlanResult r = resolve_ok();
+  EXPECT_EQ(r.warnings, Lines{two +
+                              ":4:27: test_suite_config.files[0].unlisted_test_mode: conflicting "
+                              "unlisted_test_mode for test/test_a.py: xfail here but skip at " +
+                              one + ":4:27; the first one applies"});
+  EXPECT_EQ(file_named(r.plan, "test/test_a.py")["unlisted_test_mode"], "skip");
+}
+
+TEST_F(PlanResolve, AnEmptySupportedDtypesFiltersNothingAndTheDefaultModeIsXfail) {
+  config("one.yaml", R"(test_suite_config:
+  files:
+    - path: ${TORCH_ROOT}/test/test_a.py
+      labels: [unit]
+  global:
+    supported_dtypes: []
+)");
+  PlanResult r = resolve_ok();
+  const json& a = file_named(r.plan, "test/test_a.py");
+  EXPECT_EQ(a["supported_dtypes"], nullptr);
+  EXPECT_EQ(a["unlisted_test_mode"], "xfail");
+  EXPECT_EQ(a["labels"], json::array({"unit"}));
 }
 
 TEST_F(PlanResolve, GlobalIsMergedPerFileAndDoesNotLeakToOtherFiles) {
@@ -247,7 +267,7 @@ TEST_F(PlanResolve, GlobalIsMergedPerFileAndDoesNotLeakToOtherFiles) {
   EXPECT_EQ(dev["supported_ops"][0]["dtypes"].size(), 2u);  // float16 and bfloat16 for relu
 }
 
-TEST_F(PlanResolve, ConflictingGlobalPrecisionIsAnError) {
+TEST_F(PlanResolve, ConflictingGlobalPrecisionWarnsAndTheFirstApplies) {
   std::string one = config("one.yaml", R"(test_suite_config:
   files:
     - path: ${TORCH_ROOT}/test/test_a.py
@@ -260,13 +280,15 @@ TEST_F(PlanResolve, ConflictingGlobalPrecisionIsAnError) {
   global:
     supported_dtypes: [{name: half, precision: {atol: 1e-2}}]
 )");
-  PlanResult r = resolve_plan(backend_);
-  EXPECT_EQ(r.errors,
+  PlanResult r = resolve_ok();
+  EXPECT_EQ(r.warnings,
             (Lines{two +
                    ":5:24: test_suite_config.global.supported_dtypes[0]: conflicting precision "
                    "for dtype 'float16' in test/test_a.py: {\"atol\":0.01,\"rtol\":null} here "
                    "but {\"atol\":0.001,\"rtol\":null} at " +
-                   one + ":5:24"}));
+                   one + ":5:24; the first one applies"}));
+  EXPECT_EQ(file_named(r.plan, "test/test_a.py")["supported_dtypes"][0]["precision"]["atol"],
+            0.001);
 }
 
 // A setting given by one declaration only is not a conflict: Spyre's example config and its
@@ -331,12 +353,16 @@ TEST_F(PlanResolve, ErrorsOfEveryConfigAreReportedTogether) {
   std::string two = config("two.yaml", "test_suite_config:\n  fils: []\n");
   backend_.test_configs.push_back(device_ + "/configs/none-*.yaml");
   backend_.test_config_where.push_back(backend_.path + ":12:5");
-  PlanResult r = resolve_plan(backend_);
+  PlanResult r = resolve_plan(backend_, /*strict=*/true);
   EXPECT_EQ(r.errors, (Lines{one + ":2:24: test_suite_config.files[0].mode: unknown key",
                              two + ":2:3: test_suite_config: missing required key 'files'",
                              two + ":2:3: test_suite_config.fils: unknown key",
                              backend_.path + ":12:5: test_configs[2]: no file matches '" + device_ +
                                  "/configs/none-*.yaml'"}));
+  // Without --strict the unknown keys are warnings and only real errors remain.
+  PlanResult lenient = resolve_plan(backend_);
+  EXPECT_EQ(lenient.errors.size(), 2u);
+  EXPECT_EQ(lenient.warnings.size(), 2u);
 }
 
 TEST_F(PlanResolve, ConfigGlobsAreSortedAndReadOnce) {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -404,6 +405,26 @@ std::vector<PlanFile> plan_files(const nlohmann::json& plan, const std::optional
   return out;
 }
 
+}  // namespace
+
+std::vector<std::string> files_with_labels(const nlohmann::json& plan,
+                                           const std::vector<std::string>& labels,
+                                           std::vector<std::string>* unlabelled) {
+  std::vector<std::string> out;
+  for (const auto& f : plan["files"]) {
+    auto have = f.value("labels", std::vector<std::string>{});
+    if (have.empty() && unlabelled) unlabelled->push_back(f["relpath"].get<std::string>());
+    for (const auto& l : labels)
+      if (std::find(have.begin(), have.end(), l) != have.end()) {
+        out.push_back(f["relpath"].get<std::string>());
+        break;
+      }
+  }
+  return out;
+}
+
+namespace {
+
 // Shard K of N over whole files, as `ootci shards` assigns them from the same evidence.
 std::vector<PlanFile> shard_of(const std::vector<PlanFile>& files, EvidenceStore& store, int k,
                                int n) {
@@ -453,6 +474,21 @@ std::vector<PlanFile> files_of_manifest(const nlohmann::json& plan,
     if (it->second.contains("bases")) f.bases = it->second["bases"].get<std::vector<std::string>>();
     out.push_back(std::move(f));
   }
+  return out;
+}
+
+// The files Spyre's label filter keeps; the ones without any label are named on stderr, since
+// no label selects them.
+std::vector<PlanFile> only_labelled(const nlohmann::json& plan, const std::vector<PlanFile>& files,
+                                    const std::vector<std::string>& labels) {
+  std::vector<std::string> unlabelled;
+  std::vector<std::string> keep = files_with_labels(plan, labels, &unlabelled);
+  for (const auto& relpath : unlabelled)
+    std::cerr << fmt::format("ootci run: {} has no labels, so --labels {} does not select it\n",
+                             relpath, fmt::join(labels, ","));
+  std::vector<PlanFile> out;
+  for (const auto& f : files)
+    if (std::find(keep.begin(), keep.end(), f.relpath) != keep.end()) out.push_back(f);
   return out;
 }
 
@@ -522,6 +558,11 @@ RunReport run_plan(const RunRequest& req) {
   }
   info.status = "running";
 
+  std::vector<std::string> labels = req.labels.value_or(backend.run.labels);
+  if (!req.resume_run.empty())
+    labels = info.manifest.value("labels", std::vector<std::string>{});
+  else if (!labels.empty())
+    files = only_labelled(resolved.plan, files, labels);
   if (req.shards > 0) files = shard_of(files, *store, req.shard, req.shards);
 
   std::string run_dir = backend.workspace + "/runs/" + info.id;
@@ -530,6 +571,7 @@ RunReport run_plan(const RunRequest& req) {
   write_plan(resolved.plan, plan_path);
   info.manifest = build_manifest(backend, resolved.plan, plan_path, info);
   record_files(info.manifest, files);
+  if (!labels.empty()) info.manifest["labels"] = labels;
   if (req.resume_run.empty())
     store->begin_run(info);
   else
@@ -537,6 +579,7 @@ RunReport run_plan(const RunRequest& req) {
   order_longest_first(files, store->file_durations());
 
   auto env = plan_environment(backend, plan_path, ootci_python_dir(), process_env("PYTHONPATH"));
+  if (!labels.empty()) env["OOTCI_LABELS"] = fmt::format("{}", fmt::join(labels, ","));
   if (req.record_ops) {
     env["OOTCI_RECORD_OPS"] = "1";
     env["OOTCI_DEVICE_TYPE"] = backend.device_type;

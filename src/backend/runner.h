@@ -35,7 +35,15 @@ struct RunRequest {
   // test_configs, e.g. `ootci discover`'s; the config hash comes from its content.
   std::optional<nlohmann::json> plan_override;
   bool record_ops = false;  // record each test's device ops (OOTCI_RECORD_OPS=1)
+  // Run only files and tests with one of these labels (Spyre's CI filter); nullopt: run.labels.
+  std::optional<std::vector<std::string>> labels;
 };
+
+// The files whose plan labels (suite and file labels) meet `labels`, as Spyre's CI selects them:
+// a file without labels is never selected; those are returned in `unlabelled`.
+std::vector<std::string> files_with_labels(const nlohmann::json& plan,
+                                           const std::vector<std::string>& labels,
+                                           std::vector<std::string>* unlabelled);
 
 struct RunReport {
   std::string run_id;

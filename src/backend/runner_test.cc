@@ -38,5 +38,20 @@ TEST(LoadSelection, BasesMustBeAListOfStrings) {
   EXPECT_THROW(load_selection(selection_file(R"({"bases": "a::B::c"})")), Error);
 }
 
+// Spyre's CI filter: a file runs when one of its labels is selected; an unlabelled one never does.
+TEST(FilesWithLabels, SelectsByAnyLabelAndNamesUnlabelledFiles) {
+  nlohmann::json plan = nlohmann::json::parse(R"({"files": [
+      {"relpath": "test/a.py", "labels": ["unit", "trunk"]},
+      {"relpath": "test/b.py", "labels": ["integration"]},
+      {"relpath": "test/c.py", "labels": []},
+      {"relpath": "test/d.py"}]})");
+  std::vector<std::string> unlabelled;
+  EXPECT_EQ(files_with_labels(plan, {"trunk", "regression"}, &unlabelled),
+            (std::vector<std::string>{"test/a.py"}));
+  EXPECT_EQ(unlabelled, (std::vector<std::string>{"test/c.py", "test/d.py"}));
+  EXPECT_EQ(files_with_labels(plan, {"integration", "unit"}, nullptr),
+            (std::vector<std::string>{"test/a.py", "test/b.py"}));
+}
+
 }  // namespace
 }  // namespace ootci

@@ -87,7 +87,11 @@ class SuiteReader {
       read_suite(*suite, r.config);
     }
     root.finish();
-    for (auto& w : unknown_) (strict_ ? errors_ : warnings_).push_back(std::move(w));
+    const std::string ignored = " (ignored)";
+    for (auto& w : unknown_) {
+      if (strict_ && w.ends_with(ignored)) w.resize(w.size() - ignored.size());
+      (strict_ ? errors_ : warnings_).push_back(std::move(w));
+    }
     r.errors = std::move(errors_);
     r.warnings = std::move(warnings_);
     sort_by_position(r.errors, doc_.name);
@@ -142,7 +146,6 @@ class SuiteReader {
     }
     return out;
   }
-
 
   // The `name` of an entry: required, and a canonical dtype when `is_dtype`.
   std::optional<std::string> entry_name(YamlMap& m, bool is_dtype) {
@@ -267,8 +270,8 @@ class SuiteReader {
     }
     t.str("device");
     std::string init = t.str("init").value_or("rand");
-    static const std::vector<std::string> kInits = {
-        "rand", "randn", "randint", "full", "zeros", "ones", "arange", "eye", "xavier", "file"};
+    static const std::vector<std::string> kInits = {"rand", "randn",  "randint", "full",   "zeros",
+                                                    "ones", "arange", "eye",     "xavier", "file"};
     bool init_known = std::find(kInits.begin(), kInits.end(), init) != kInits.end();
     if (!init_known)
       fail(t.raw("init"), t.child_path("init"),
@@ -352,8 +355,7 @@ class SuiteReader {
     static const std::vector<std::string> kKinds = {"tensor", "tensor_list", "value", "py",
                                                     "config", "module",      "cache"};
     if (!node.IsMap() || node.size() != 1) {
-      fail(node, path,
-           fmt::format("expected a mapping with one of {}", fmt::join(kKinds, ", ")));
+      fail(node, path, fmt::format("expected a mapping with one of {}", fmt::join(kKinds, ", ")));
       return;
     }
     std::string kind = node.begin()->first.Scalar();

@@ -11,9 +11,9 @@ namespace {
 
 using Lines = std::vector<std::string>;
 
-SuiteConfigResult parse(const std::string& yaml) {
+SuiteConfigResult parse(const std::string& yaml, bool strict = false) {
   YamlDoc doc = load_yaml_text("c.yaml", yaml);
-  return parse_suite_config(doc);
+  return parse_suite_config(doc, strict);
 }
 
 struct BadConfig {
@@ -60,89 +60,58 @@ test_suite_confg: {}
   files:
     - path: a.py
       tests:
-        - names: [A::test_a, [A::test_b]]
-          edits: {dtypes: {exclude: [bool]}}
-)",
-     {"c.yaml:5:30: test_suite_config.files[0].tests[0].names[1]: expected a string",
-      "c.yaml:6:38: test_suite_config.files[0].tests[0].edits.dtypes.exclude[0]: expected a "
-      "mapping"}},
-    {"unknown dtype",
-     R"(test_suite_config:
-  files:
-    - path: a.py
-      tests:
         - names: [A::test_a]
-          edits:
-            dtypes:
-              exclude: [{name: float8}]
+          tags: [model__gpt-oss-20b, torch.mul.1_spyre, [nested]]
 )",
-     {"c.yaml:8:32: test_suite_config.files[0].tests[0].edits.dtypes.exclude[0].name: unknown "
-      "dtype 'float8' (expected one of float16, float32, float64, bfloat16, half, int8, int16, "
-      "int32, int64, uint8, uint16, uint32, uint64, complex32, complex64, complex128, bool)"}},
-    {"unknown dtype in global",
-     R"(test_suite_config:
-  files: [{path: a.py}]
-  global:
-    supported_ops:
-      - name: add
-        dtypes: [{name: float128}]
-)",
-     {"c.yaml:6:25: test_suite_config.global.supported_ops[0].dtypes[0].name: unknown dtype "
-      "'float128' (expected one of float16, float32, float64, bfloat16, half, int8, int16, int32, "
-      "int64, uint8, uint16, uint32, uint64, complex32, complex64, complex128, bool)"}},
-    {"invalid regex",
+     {"c.yaml:6:57: test_suite_config.files[0].tests[0].tags[2]: expected a string"}},
+    {"tensor specs: negative dimension, unknown init, randint without high, bad dtype",
      R"(test_suite_config:
   files:
-    - path: a.py
+    - path: m.py
       tests:
-        - names: ["TestA::test_("]
-)",
-     {"c.yaml:5:19: test_suite_config.files[0].tests[0].names[0]: invalid regex 'test_(': "
-      "Mismatched '(' and ')' in regular expression"}},
-    {"invalid names",
-     R"(test_suite_config:
-  files:
-    - path: a.py
-      tests:
-        - names: [A::b::c, "::test_a", "A::", Not-a-class::test_a]
-)",
-     {"c.yaml:5:19: test_suite_config.files[0].tests[0].names[0]: invalid test name 'A::b::c' "
-      "(expected Class::method or method)",
-      "c.yaml:5:28: test_suite_config.files[0].tests[0].names[1]: invalid test name '::test_a' "
-      "(expected Class::method or method)",
-      "c.yaml:5:40: test_suite_config.files[0].tests[0].names[2]: invalid test name 'A::' "
-      "(expected Class::method or method)",
-      "c.yaml:5:47: test_suite_config.files[0].tests[0].names[3]: invalid test name "
-      "'Not-a-class::test_a' (expected Class::method or method)"}},
-    {"invalid tags",
-     R"(test_suite_config:
-  files:
-    - path: a.py
-      tests:
-        - names: [A::test_a]
-          tags: [model_1, x-y, 2fast]
+        - names: [TestSpyreModelOps::test_model_ops_db]
           edits:
             ops:
-              include: [{name: add, tags: ["has space"]}]
+              include:
+                - name: torch.mul
+                  sample_inputs_func:
+                    args:
+                      - tensor: {shape: [2, -3], dtype: torch.float16, init: rand}
+                      - tensor: {shape: [4], dtype: float16, init: gaussian}
+                      - tensor: {shape: [4], dtype: torch.int64, init: randint}
+                      - tensor: {shape: [4], dtype: torch.float8}
+                      - tensor: {shape: [4], dtype: float32, colour: red}
+                      - tensor: {shape: [2, 2], dtype: float32, init: arange}
+                      - tensor_list: [{shape: [1], dtype: float32, init: full}]
+                      - {value: 1, py: "2"}
+                      - cache: {layer_idx: 0}
 )",
-     {"c.yaml:6:27: test_suite_config.files[0].tests[0].tags[1]: tag 'x-y' is not a valid "
-      "identifier",
-      "c.yaml:6:32: test_suite_config.files[0].tests[0].tags[2]: tag '2fast' is not a valid "
-      "identifier",
-      "c.yaml:9:44: test_suite_config.files[0].tests[0].edits.ops.include[0].tags[0]: tag 'has "
-      "space' is not a valid identifier"}},
-    {"conflicting duplicate",
-     R"(test_suite_config:
-  files:
-    - path: a.py
-      tests:
-        - names: [C::m]
-          mode: xfail
-        - names: [C::m]
-          mode: skip
-)",
-     {"c.yaml:7:19: test_suite_config.files[0].tests[1].names[0]: conflicting duplicate: 'C::m' "
-      "is mode skip here but xfail at c.yaml:5:19"}},
+     {"c.yaml:12:45: test_suite_config.files[0].tests[0].edits.ops.include[0].sample_inputs_func"
+      ".args[0].tensor.shape[1]: must be at least 0, not -3",
+      "c.yaml:13:68: test_suite_config.files[0].tests[0].edits.ops.include[0].sample_inputs_func"
+      ".args[1].tensor.init: unknown init 'gaussian' (expected one of rand, randn, randint, full, "
+      "zeros, ones, arange, eye, xavier, file)",
+      "c.yaml:14:33: test_suite_config.files[0].tests[0].edits.ops.include[0].sample_inputs_func"
+      ".args[2].tensor.init_args: init 'randint' needs init_args.high",
+      "c.yaml:15:53: test_suite_config.files[0].tests[0].edits.ops.include[0].sample_inputs_func"
+      ".args[3].tensor.dtype: unknown dtype 'torch.float8' (expected one of float16, float32, "
+      "float64, bfloat16, half, int8, int16, int32, int64, uint8, uint16, uint32, uint64, "
+      "complex32, complex64, complex128, bool, optionally as torch.<name>)",
+      "c.yaml:16:62: test_suite_config.files[0].tests[0].edits.ops.include[0].sample_inputs_func"
+      ".args[4].tensor.colour: unknown key",
+      "c.yaml:17:41: test_suite_config.files[0].tests[0].edits.ops.include[0].sample_inputs_func"
+      ".args[5].tensor.shape: init 'arange' needs a 1-D shape, not 2 dimensions",
+      "c.yaml:18:39: test_suite_config.files[0].tests[0].edits.ops.include[0].sample_inputs_func"
+      ".args[6].tensor_list[0].init_args: init 'full' needs init_args.fill_value",
+      "c.yaml:19:25: test_suite_config.files[0].tests[0].edits.ops.include[0].sample_inputs_func"
+      ".args[7]: expected a mapping with one of tensor, tensor_list, value, py, config, module, "
+      "cache",
+      "c.yaml:20:32: test_suite_config.files[0].tests[0].edits.ops.include[0].sample_inputs_func"
+      ".args[8].cache: missing required key 'cache_path'",
+      "c.yaml:20:32: test_suite_config.files[0].tests[0].edits.ops.include[0].sample_inputs_func"
+      ".args[8].cache: missing required key 'key'",
+      "c.yaml:20:32: test_suite_config.files[0].tests[0].edits.ops.include[0].sample_inputs_func"
+      ".args[8].cache: missing required key 'value'"}},
     {"missing names",
      R"(test_suite_config:
   files:
@@ -186,6 +155,7 @@ test_suite_confg: {}
           mode: xfial
           colour: red
         - names: [A::b::c]
+        - names: [A.*::test_(]
     - path: b.py
       unlisted_test_mode: never
   global:
@@ -197,22 +167,138 @@ test_suite_confg: {}
       "c.yaml:7:11: test_suite_config.files[0].tests[0].colour: unknown key",
       "c.yaml:8:19: test_suite_config.files[0].tests[1].names[0]: invalid test name 'A::b::c' "
       "(expected Class::method or method)",
-      "c.yaml:10:27: test_suite_config.files[1].unlisted_test_mode: unknown mode 'never' "
+      "c.yaml:9:19: test_suite_config.files[0].tests[2].names[0]: invalid regex 'test_(': "
+      "Mismatched '(' and ')' in regular expression",
+      "c.yaml:11:27: test_suite_config.files[1].unlisted_test_mode: unknown mode 'never' "
       "(expected mandatory_success, xfail, xfail_strict or skip)",
-      "c.yaml:12:31: test_suite_config.global.supported_dtypes[0].name: unknown dtype 'float8' "
+      "c.yaml:13:31: test_suite_config.global.supported_dtypes[0].name: unknown dtype 'float8' "
       "(expected one of float16, float32, float64, bfloat16, half, int8, int16, int32, int64, "
       "uint8, uint16, uint32, uint64, complex32, complex64, complex128, bool)",
-      "c.yaml:13:51: test_suite_config.global.supported_ops[1].force_xfail: expected true or "
+      "c.yaml:14:51: test_suite_config.global.supported_ops[1].force_xfail: expected true or "
       "false"}},
 };
 
+// Under --strict unknown keys join the errors; inside a tensor spec they are errors anyway.
 TEST(SuiteConfig, BadConfigsReportEveryErrorWithFileLineAndPath) {
   for (const auto& c : kBadConfigs) {
     SCOPED_TRACE(c.what);
-    SuiteConfigResult r = parse(c.yaml);
+    SuiteConfigResult r = parse(c.yaml, /*strict=*/true);
     EXPECT_EQ(r.errors, c.errors);
     EXPECT_FALSE(r.ok());
   }
+}
+
+// Spyre's models ignore keys they do not know, so by default ootci warns and goes on.
+TEST(SuiteConfig, UnknownKeysWarnUnlessStrict) {
+  const char* yaml = R"(test_suite_config:
+  files:
+    - path: a.py
+      unlisted: skip
+      tests:
+        - names: [test_a]
+          edits:
+            ops:
+              include: [{name: torch.arange, sample_inputs_func: {args: [{value: 1}]}, kwargs: {}}]
+)";
+  SuiteConfigResult r = parse(yaml);
+  EXPECT_TRUE(r.ok());
+  EXPECT_EQ(r.warnings,
+            (Lines{"c.yaml:4:7: test_suite_config.files[0].unlisted: unknown key (ignored)",
+                   "c.yaml:9:88: test_suite_config.files[0].tests[0].edits.ops.include[0]."
+                   "kwargs: unknown key (ignored)"}));
+  SuiteConfigResult strict = parse(yaml, true);
+  EXPECT_EQ(strict.errors.size(), 2u);
+  EXPECT_TRUE(strict.warnings.empty());
+}
+
+// Spyre keeps the first of two entries naming one test with different modes, and matches base
+// names only, so `C::m` and `D::m` are the same test.
+TEST(SuiteConfig, ConflictingDuplicateWarnsWithBothPlaces) {
+  SuiteConfigResult r = parse(R"(test_suite_config:
+  files:
+    - path: a.py
+      tests:
+        - names: [C::m]
+          mode: xfail
+        - names: [D::m]
+          mode: skip
+)");
+  EXPECT_TRUE(r.ok());
+  EXPECT_EQ(r.warnings,
+            (Lines{"c.yaml:7:19: test_suite_config.files[0].tests[1].names[0]: duplicate 'D::m' "
+                   "with mode skip here but xfail at c.yaml:5:19: the first one wins (as in "
+                   "Spyre) unless a dtype edit selects this one"}));
+  EXPECT_EQ(r.config.files[0].rules.size(), 2u);
+}
+
+TEST(SuiteConfig, NamesAreExactBaseNamesOrRegexesAndTheClassIsInformative) {
+  SuiteConfigResult r = parse(R"(test_suite_config:
+  files:
+    - path: a.py
+      tests:
+        - names: [TestA::test_add, LxPlanning.*::test_cat.*_lx_(pointwise|reduction), test_x1]
+)");
+  ASSERT_TRUE(r.ok()) << r.errors[0];
+  const auto& rules = r.config.files[0].rules;
+  ASSERT_EQ(rules.size(), 3u);
+  EXPECT_TRUE(rules[0].exact);
+  EXPECT_EQ(rules[0].method, "test_add");
+  EXPECT_FALSE(rules[1].exact);
+  EXPECT_EQ(*rules[1].class_name, "LxPlanning.*");
+  EXPECT_EQ(rules[1].method, "test_cat.*_lx_(pointwise|reduction)");
+  EXPECT_TRUE(rules[2].exact);
+  EXPECT_FALSE(rules[2].class_name);
+}
+
+TEST(SuiteConfig, ModelOpInputsAndModulesAreCarriedAsWritten) {
+  SuiteConfigResult r = parse(R"(test_suite_config:
+  labels: [trunk]
+  files:
+    - path: m.py
+      labels: [unit]
+      tests:
+        - names: [TestSpyreModelOps::test_model_ops_db]
+          tags: [model__granite-3.3-8b-instruct]
+          edits:
+            ops:
+              include:
+                - name: torch.mul
+                  description: x * 12
+                  tags: [torch.mul.1]
+                  sample_inputs_func:
+                    args:
+                      - tensor: {shape: [1, 4], stride: [4, 1], dtype: torch.bfloat16, init: rand}
+                      - value: 12.0
+                    kwargs: {alpha: 1}
+            modules:
+              include:
+                - name: linear_small
+                  module_path: torch.nn.Linear
+                  constructor_inputs: {args: [{value: 4}, {value: 2}]}
+                  forward_inputs:
+                    - {args: [{tensor: {shape: [3, 4], dtype: float32}}]}
+              exclude: [{name: Conv2d}]
+  global:
+    input_config: {seed: 123}
+    supported_modules: [torch.nn.Linear, {name: torch.nn.ReLU, force_xfail: true}]
+)");
+  ASSERT_TRUE(r.ok()) << r.errors[0];
+  EXPECT_TRUE(r.warnings.empty());
+  EXPECT_EQ(r.config.labels, (Lines{"trunk"}));
+  EXPECT_EQ(r.config.files[0].labels, (Lines{"unit"}));
+  const Rule& rule = r.config.files[0].rules[0];
+  EXPECT_EQ(rule.tags, (Lines{"model__granite-3.3-8b-instruct"}));
+  ASSERT_EQ(rule.ops_include.size(), 1u);
+  const OpInclude& op = rule.ops_include[0];
+  EXPECT_EQ(*op.description, "x * 12");
+  EXPECT_EQ(op.sample_inputs_func["args"][1]["value"], 12.0);
+  EXPECT_TRUE(op.sample_inputs_func["args"][1]["value"].is_number_float());
+  EXPECT_EQ(op.sample_inputs_func["args"][0]["tensor"]["stride"], nlohmann::json({4, 1}));
+  EXPECT_EQ(op.sample_inputs_func["kwargs"]["alpha"], 1);
+  ASSERT_EQ(rule.modules_include.size(), 1u);
+  EXPECT_EQ(rule.modules_include[0]["module_path"], "torch.nn.Linear");
+  EXPECT_EQ(rule.modules_exclude, (Lines{"Conv2d"}));
+  EXPECT_EQ(r.config.global.extra["input_config"]["seed"], 123);
 }
 
 TEST(SuiteConfig, SameModeDuplicateIsOnlyAWarning) {
@@ -289,7 +375,7 @@ TEST(SuiteConfig, ReadsEveryKeyOfTheSchema) {
   EXPECT_EQ(a.labels, (Lines{"smoke"}));
   EXPECT_TRUE(a.no_grad);
   EXPECT_EQ(a.precision, (Precision{1e-3, std::nullopt}));
-  EXPECT_EQ(a.ops_include, (std::vector<OpInclude>{{"add", {"t"}}}));
+  EXPECT_EQ(a.ops_include, (std::vector<OpInclude>{{"add", {"t"}, std::nullopt, nullptr}}));
   EXPECT_EQ(a.ops_exclude, (Lines{"gcd"}));
   ASSERT_EQ(a.dtypes_include.size(), 1u);
   EXPECT_EQ(a.dtypes_include[0].name, "float16");  // half is canonicalised
@@ -297,9 +383,9 @@ TEST(SuiteConfig, ReadsEveryKeyOfTheSchema) {
   EXPECT_TRUE(a.dtypes_include[0].force_xfail);
   EXPECT_EQ(a.dtypes_exclude, (Lines{"bool"}));
   EXPECT_EQ(a.cpu_move, (Lines{"assertEqual"}));
-  EXPECT_EQ(a.extra,
-            nlohmann::json::parse(R"({"modules": {"include": [{"name": "torch.nn.Linear"}]},
-      "inputs": {"seed": 3}, "selectors": {"include": [{"has_ops": true}]}})"));
+  EXPECT_EQ(a.modules_include, (std::vector<nlohmann::json>{{{"name", "torch.nn.Linear"}}}));
+  EXPECT_EQ(a.extra, nlohmann::json::parse(R"({"inputs": {"seed": 3},
+      "selectors": {"include": [{"has_ops": true}]}})"));
   const Rule& b = f.rules[1];
   EXPECT_FALSE(b.class_name);
   EXPECT_EQ(b.method, "test_view_.*");
@@ -322,12 +408,12 @@ TEST(SuiteConfig, ReadsEveryKeyOfTheSchema) {
       "input_config": {"seed": 0}, "devices": ["cpu", "spyre"]})"));
 }
 
-TEST(SuiteConfig, DefaultsFollowTheRfc) {
+TEST(SuiteConfig, DefaultsFollowSpyre) {
   SuiteConfigResult r = parse(
       "test_suite_config:\n  files:\n    - path: a.py\n      tests:\n"
       "        - names: A::test_a\n");
   ASSERT_TRUE(r.ok()) << r.errors[0];
-  EXPECT_EQ(r.config.labels, (Lines{"full"}));
+  EXPECT_EQ(r.config.labels, Lines{});  // Spyre: no labels, never selected by a label filter
   EXPECT_FALSE(r.config.files[0].unlisted_test_mode);
   ASSERT_EQ(r.config.files[0].rules.size(), 1u);  // Spyre allows a single name as a string
   EXPECT_EQ(r.config.files[0].rules[0].mode, TestMode::mandatory_success);
@@ -337,15 +423,18 @@ TEST(SuiteConfig, DefaultsFollowTheRfc) {
 
 TEST(SuiteConfig, EveryRealSpyreConfigValidates) {
   std::vector<std::string> paths;
-  for (const auto& e : std::filesystem::recursive_directory_iterator(fixture_path("spyre-configs")))
-    if (e.path().extension() == ".yaml") paths.push_back(e.path().string());
-  ASSERT_GE(paths.size(), 9u);
+  for (const char* tree : {"spyre-configs", "spyre-configs-current"})
+    for (const auto& e : std::filesystem::recursive_directory_iterator(fixture_path(tree)))
+      if (e.path().extension() == ".yaml") paths.push_back(e.path().string());
+  ASSERT_EQ(paths.size(), 9u + 94u);
+  size_t rules = 0;
   for (const auto& p : paths) {
     SCOPED_TRACE(p);
     SuiteConfigResult r = load_suite_config(p);
     EXPECT_EQ(r.errors, Lines{});
-    EXPECT_GT(r.config.rule_count(), 0u);
+    rules += r.config.rule_count();
   }
+  EXPECT_GT(rules, 2500u);  // the current tree alone has 2,480
 }
 
 }  // namespace

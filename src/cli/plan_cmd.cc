@@ -5,8 +5,8 @@
 #include <fstream>
 #include <iostream>
 #include <map>
-#include <regex>
 #include <nlohmann/json.hpp>
+#include <regex>
 
 #include "backend/backend_config.h"
 #include "backend/plan_env.h"
@@ -14,7 +14,10 @@
 #include "backend/plan_resolve.h"
 #include "backend/suite_config.h"
 #include "base/error.h"
+#include "base/scratch_dir.h"
 #include "cli/commands.h"
+#include "select/plan_lint.h"
+#include "select/test_hashes.h"
 
 namespace ootci {
 namespace {
@@ -37,7 +40,8 @@ void report(const std::vector<std::string>& errors, const std::vector<std::strin
     auto it = count.find(warning_kind(w));
     if (it == count.end()) continue;
     std::cerr << "warning: " << w;
-    if (it->second > 1) std::cerr << fmt::format(" (and {} more like it in this file)", it->second - 1);
+    if (it->second > 1)
+      std::cerr << fmt::format(" (and {} more like it in this file)", it->second - 1);
     std::cerr << "\n";
     count.erase(it);
   }
@@ -46,8 +50,8 @@ void report(const std::vector<std::string>& errors, const std::vector<std::strin
 
 // Resolves and writes the plan; the summary goes to `summary` (stderr for `plan env`, whose
 // stdout is meant for eval).
-void resolve_and_write(const BackendConfig& backend, const std::string& out,
-                       std::ostream& summary, bool strict = false) {
+void resolve_and_write(const BackendConfig& backend, const std::string& out, std::ostream& summary,
+                       bool strict = false) {
   PlanResult r = resolve_plan(backend, strict);
   report(r.errors, r.warnings);
   write_plan(r.plan, out);
@@ -106,6 +110,49 @@ void plan_env(const std::string& config, const std::string& plan_arg, bool as_js
     std::cout << "export " << key << "=" << sh_quote(value) << "\n";
 }
 
+// The base names of every upstream file's tests, by the plan's relpath, read from the source
+// (test_hashes.py), so nothing is imported or run.
+std::map<std::string, std::vector<std::string>> tests_by_file(const BackendConfig& backend,
+                                                              const nlohmann::json& plan) {
+  std::map<std::string, std::vector<std::string>> out;
+  ScratchDir scratch("lint");
+  int n = 0;
+  for (const std::string& root : {backend.torch_root, backend.device_root}) {
+    std::vector<std::string> files;
+    for (const auto& f : plan["files"]) {
+      std::string path = f["path"], relpath = f["relpath"];
+      if (path == root + "/" + relpath && !out.count(relpath)) files.push_back(relpath);
+    }
+    if (files.empty()) continue;
+    TreeHashes hashes =
+        hash_test_tree(backend.python, root, files, fmt::format("{}/{}", scratch.path(), n++));
+    for (const auto& relpath : files) out[relpath];  // a file without tests lists none
+    for (const auto& [id, hash] : hashes.tests) {
+      size_t file_end = id.find("::");
+      out[id.substr(0, file_end)].push_back(id.substr(id.rfind("::") + 2));
+    }
+    for (const auto& [relpath, error] : hashes.errors) {
+      std::cerr << fmt::format("plan lint: {}: not read: {}\n", relpath, error);
+      out.erase(relpath);
+    }
+  }
+  return out;
+}
+
+void plan_lint(const std::string& config, bool as_json) {
+  BackendConfig backend = load_backend_or_exit(config);
+  PlanResult r = resolve_plan(backend);
+  report(r.errors, {});
+  std::vector<LintFinding> findings = lint_plan(r.plan, tests_by_file(backend, r.plan));
+  if (as_json) {
+    std::cout << findings_json(findings).dump(2) << "\n";
+  } else {
+    for (const auto& f : findings) std::cout << format_finding(f) << "\n";
+    std::cout << fmt::format("{} findings in {} files\n", findings.size(), r.file_count);
+  }
+  if (!findings.empty()) throw ExitStatus{1};
+}
+
 }  // namespace
 
 void add_plan_commands(CLI::App& app) {
@@ -126,9 +173,16 @@ void add_plan_commands(CLI::App& app) {
   resolve->add_option("-o,--output", resolve_out, "plan.json to write")->required();
   resolve->add_flag("--strict", resolve_strict, "unknown keys are errors, not warnings");
   resolve->callback([] {
-    resolve_and_write(load_backend_or_exit(resolve_config), resolve_out, std::cout,
-                      resolve_strict);
+    resolve_and_write(load_backend_or_exit(resolve_config), resolve_out, std::cout, resolve_strict);
   });
+
+  auto* lint = plan->add_subcommand(
+      "lint", "Spyre's static checks: duplicates, uncovered tests, dead names, missing labels");
+  static std::string lint_config;
+  static bool lint_json = false;
+  lint->add_option("--config", lint_config, "ootci.yaml")->required();
+  lint->add_flag("--json", lint_json, "print the findings as JSON");
+  lint->callback([] { plan_lint(lint_config, lint_json); });
 
   auto* env = plan->add_subcommand("env", "Print the environment for running pytest under a plan");
   static std::string env_config, env_plan;

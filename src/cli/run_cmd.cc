@@ -22,6 +22,7 @@ struct RunArgs {
   std::string resume;
   std::string evidence;
   std::string run_id;
+  std::vector<std::string> labels;
   int workers = 0;
 };
 
@@ -40,6 +41,7 @@ void run_command(const RunArgs& a) {
   if (!a.select.empty()) req.selection = load_selection(a.select);
   if (!a.shard.empty()) std::tie(req.shard, req.shards) = parse_shard(a.shard);
   req.workers = a.workers;
+  if (!a.labels.empty()) req.labels = a.labels;
   req.resume_run = a.resume;
   req.run_id = a.run_id;
   req.tty = isatty(STDERR_FILENO);
@@ -75,6 +77,10 @@ void add_run_commands(CLI::App& app) {
   cmd->add_option("--run-id", args.run_id, "id for the new run (default: generated)")
       ->excludes("--resume");
   cmd->add_option("--evidence", args.evidence, "evidence database (default: workspace)");
+  cmd->add_option("--labels", args.labels,
+                  "run only files and tests with one of these labels, e.g. unit,trunk "
+                  "(default: run.labels)")
+      ->delimiter(',');
   cmd->callback([] { run_command(args); });
 }
 

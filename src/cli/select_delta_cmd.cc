@@ -10,6 +10,7 @@
 #include "backend/path_glob.h"
 #include "base/atomic_file.h"
 #include "base/error.h"
+#include "base/scratch_dir.h"
 #include "cli/commands.h"
 #include "select/test_hashes.h"
 
@@ -24,24 +25,6 @@ struct DeltaArgs {
   std::vector<std::string> files;
   std::string config;
   std::string output;
-};
-
-// A temporary folder removed when the command ends.
-class ScratchDir {
- public:
-  ScratchDir() {
-    std::string pattern = (fs::temp_directory_path() / "ootci-delta-XXXXXX").string();
-    if (!mkdtemp(pattern.data())) throw Error("cannot create a temporary folder");
-    path_ = pattern;
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
 };
 
 // The relpaths the globs match in either tree (every test/**/test_*.py when there are none).
@@ -68,7 +51,7 @@ std::string file_line(const FileDelta& f) {
 void delta_command(const DeltaArgs& a) {
   std::string python = "/usr/bin/python3";
   if (!a.config.empty()) python = load_backend_or_exit(a.config).python;
-  ScratchDir scratch;
+  ScratchDir scratch("delta");
   std::string from = a.from, to = a.to;
   if (!a.repo.empty()) {
     from = scratch.path() + "/from";

@@ -12,27 +12,13 @@
 
 #include "base/error.h"
 #include "base/file_text.h"
+#include "base/scratch_dir.h"
 #include "base/subprocess.h"
 
 namespace fs = std::filesystem;
 
 namespace ootci {
 namespace {
-
-// A scratch folder removed when it goes out of scope.
-struct ScratchDir {
-  std::string path;
-  ScratchDir() {
-    const char* tmp = std::getenv("TMPDIR");
-    std::string pattern = fmt::format("{}/ootci-git-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(pattern.data())) throw Error(fmt::format("cannot create {}", pattern));
-    path = pattern;
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
 
 std::string last_line(const std::string& text) {
   std::string t = text;
@@ -197,11 +183,11 @@ std::map<std::string, std::string> git_files_at(const std::string& dir, const st
   std::string top = git_output(dir, {"rev-parse", "--show-toplevel"});
   while (!top.empty() && top.back() == '\n') top.pop_back();
   std::string prefix = prefix_of(dir);
-  ScratchDir scratch;
-  std::string tar = scratch.path + "/tree.tar";
+  ScratchDir scratch("git");
+  std::string tar = scratch.path() + "/tree.tar";
   git_output(top, {"archive", "--format=tar", "-o", tar,
                    prefix.empty() ? rev + "^{tree}" : rev + ":" + prefix});
-  std::string out_dir = scratch.path + "/tree";
+  std::string out_dir = scratch.path() + "/tree";
   fs::create_directories(out_dir);
   std::string tar_out, tar_err;
   std::vector<std::string> extract = {"tar", "-xf", tar, "-C", out_dir};
