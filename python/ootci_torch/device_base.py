@@ -12,6 +12,7 @@ import functools
 import importlib
 import sys
 
+from ootci_torch import module_edits
 from ootci_torch import plan as _plan
 
 _PLAN = _plan.current()
@@ -171,6 +172,12 @@ class PlanDeviceTestBase(DeviceTypeTestBase):  # noqa: F821  (defined by common_
     _ootci_includes: tuple = ()
 
     @classmethod
+    def get_primary_device(cls):
+        # With an index, as newer PyTorch's PrivateUse1TestBase names it: tensors report
+        # "<device>:0", and upstream tests compare a module's parameters with the test's device.
+        return f"{cls.device_type}:0"
+
+    @classmethod
     def _get_dtypes(cls, test):
         dtypes = super()._get_dtypes(test)
         if dtypes is None or not cls._ootci_includes:
@@ -189,6 +196,7 @@ class PlanDeviceTestBase(DeviceTypeTestBase):  # noqa: F821  (defined by common_
         generic_name = generic_cls.__name__
         _admit_only_on(test)
         _patch_op_list(test, fp, name)
+        module_edits.patch_modules(test, fp, fp.rules_for(name))
         before = set(cls.__dict__)
         cls._ootci_includes = tuple(_plan.included_dtypes(fp, name))
         try:
