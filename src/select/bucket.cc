@@ -442,7 +442,7 @@ std::vector<Bucket> bucket_variants(const BaseEvidence& base, const Capabilities
 namespace {
 
 // Either framework may read the dtype: the variant's parameters', or the one in its name.
-bool split_commas_has(const VariantEvidence& v, const std::string& dtype) {
+bool may_have_dtype(const VariantEvidence& v, const std::string& dtype) {
   std::vector<std::string> own = split_commas(v.dtype);
   return spyre_dtype(v.name) == dtype || std::find(own.begin(), own.end(), dtype) != own.end();
 }
@@ -463,13 +463,17 @@ bool may_restrict_dtype(const std::vector<PoolVariant>& pool, const std::string&
   };
   if (global_dtypes) {
     // Spyre falls back to the global dtypes for an unrestricted entry, so a variant without a
-    // dtype in its name would get the first entry, the restricted one; and an include outside the
-    // global dtypes would create variants that were never created.
+    // dtype in its name would get the first entry, the restricted one (and so would one with
+    // several dtypes in ootci's plan, which routes only a single recorded dtype); an include
+    // outside the global dtypes would create variants that were never created.
     if (!global_dtypes->count(dtype)) return false;
-    if (active([](const VariantEvidence& v) { return spyre_dtype(v.name).empty(); })) return false;
+    if (active([](const VariantEvidence& v) {
+          return spyre_dtype(v.name).empty() || split_commas(v.dtype).size() != 1;
+        }))
+      return false;
   }
   if (active([&](const VariantEvidence& v) {
-        return unambiguous_dtype(v).empty() && split_commas_has(v, dtype);
+        return unambiguous_dtype(v).empty() && may_have_dtype(v, dtype);
       }))
     return false;
   if (mode == TestMode::xfail) return true;
@@ -479,7 +483,7 @@ bool may_restrict_dtype(const std::vector<PoolVariant>& pool, const std::string&
   for (const PoolVariant& p : pool) {
     if (!p.v->op.empty()) return false;
     if (p.v->dtype.empty()) continue;
-    has[*p.base] |= split_commas_has(*p.v, dtype);
+    has[*p.base] |= may_have_dtype(*p.v, dtype);
   }
   return std::all_of(has.begin(), has.end(), [](const auto& h) { return h.second; });
 }
@@ -496,10 +500,6 @@ using Items = std::vector<const Item*>;
 
 bool failing(const Bucket& b) {
   return b.mode == TestMode::xfail || b.mode == TestMode::xfail_strict;
-}
-
-bool may_have_dtype(const VariantEvidence& v, const std::string& dtype) {
-  return split_commas_has(v, dtype);
 }
 
 // Both frameworks read the dtype: edits on it apply alike (ootci: any of the variant's dtypes;
@@ -539,7 +539,8 @@ std::vector<const Bucket*> buckets_of(const Items& items) {
 }
 
 bool all_accept(const Items& items, TestMode mode) {
-  return std::all_of(items.begin(), items.end(), [&](const Item* i) { return accepts(*i->b, mode); });
+  return std::all_of(items.begin(), items.end(),
+                     [&](const Item* i) { return accepts(*i->b, mode); });
 }
 
 // The entries of one method, built step by step (docs/select.md, "From variants to config
@@ -584,13 +585,15 @@ class MethodEntries {
     return named(d);
   }
 
+  // One name per entry: Spyre's checker reports a method listed twice, so a method several
+  // classes define is named by its first class, and the reason names the others.
   std::vector<NameDecision> named(const NameDecision& d) const {
-    std::vector<NameDecision> out;
-    for (const auto& base : bases_) {
-      out.push_back(d);
-      out.back().name = base;
-    }
-    return out;
+    NameDecision out = d;
+    out.name = bases_[0];
+    if (bases_.size() > 1)
+      out.reason += fmt::format("; one entry for {}: Spyre matches the method name only",
+                                fmt::join(bases_, " and "));
+    return {out};
   }
 
   Items routed_where(const std::function<bool(const Item*)>& pred) const {
@@ -644,9 +647,8 @@ class MethodEntries {
   bool exclude_op(const std::string& op) {
     std::string formatted = formatted_op(op);
     Items members = routed_where([&](const Item* i) { return i->v->op == op; });
-    Items collide = routed_where([&](const Item* i) {
-      return i->v->op != op && op_exclusion_covers(formatted, i->v->op);
-    });
+    Items collide = routed_where(
+        [&](const Item* i) { return i->v->op != op && op_exclusion_covers(formatted, i->v->op); });
     if (members.empty() || !collide.empty() || !all_accept(members, TestMode::skip)) return false;
     ops_exclude_.insert(op);
     ops_exclude_.insert(formatted);
@@ -720,9 +722,8 @@ class MethodEntries {
   void exclude_failing_ops() {
     for (const auto& op : routed_ops()) {
       Items members = routed_where([&](const Item* i) { return i->v->op == op; });
-      if (std::all_of(members.begin(), members.end(), [](const Item* i) {
-            return failing(*i->b) || i->b->mode == TestMode::skip;
-          }))
+      if (std::all_of(members.begin(), members.end(),
+                      [](const Item* i) { return failing(*i->b) || i->b->mode == TestMode::skip; }))
         exclude_op(op);
     }
   }
@@ -742,8 +743,9 @@ class MethodEntries {
       std::string dtype = unambiguous_dtype(*crash->v);
       const std::string& op = crash->v->op;
       size_t by_dtype = dtype.empty() ? SIZE_MAX : collateral(of_dtype(dtype));
-      size_t by_op = op.empty() ? SIZE_MAX
-                                : collateral(routed_where([&](const Item* i) { return i->v->op == op; }));
+      size_t by_op = op.empty()
+                         ? SIZE_MAX
+                         : collateral(routed_where([&](const Item* i) { return i->v->op == op; }));
       if (by_dtype <= by_op && by_dtype != SIZE_MAX && exclude_dtype(dtype)) continue;
       if (by_op != SIZE_MAX) exclude_op(op);
     }
@@ -775,11 +777,6 @@ class MethodEntries {
         mode == TestMode::mandatory_success
             ? "a regression candidate is never demoted"
             : "a config names no single variant, and no dtype or op edit separates these";
-    std::set<std::string> classes;
-    for (const Item* i : items) classes.insert(*i->base);
-    if (classes.size() > 1)
-      why += fmt::format(" ({} are one entry: Spyre matches the method name only)",
-                         fmt::join(classes, " and "));
     if (mode == TestMode::skip) return "; all skipped: " + why;
     return fmt::format("; all run as {}: {}", to_string(mode), why);
   }
@@ -799,8 +796,9 @@ class MethodEntries {
     Summary s = summarize(buckets_of(excluded_), TestMode::skip);
     std::string out = fmt::format("; excluded {}: {}", fmt::join(what, " and "), s.body);
     if (collateral(excluded_) > 0)
-      out += " (left out rather than run in this entry's mode: a config gives no op or dtype a "
-             "mode of its own)";
+      out +=
+          " (left out rather than run in this entry's mode: a config gives no op or dtype a "
+          "mode of its own)";
     return out;
   }
 
@@ -812,8 +810,8 @@ class MethodEntries {
       d.dtypes_include.assign(restricted_dtypes_.at(mode).begin(),
                               restricted_dtypes_.at(mode).end());
       Summary s = summarize(buckets_of(items), mode);
-      d.reason = join_reason(s.label, fmt::format("for {}: {}", fmt::join(d.dtypes_include, ", "),
-                                                  s.body)) +
+      d.reason = join_reason(s.label,
+                             fmt::format("for {}: {}", fmt::join(d.dtypes_include, ", "), s.body)) +
                  conservative_note(items, mode);
       for (auto& n : named(d)) out.push_back(std::move(n));
     }
@@ -822,8 +820,8 @@ class MethodEntries {
     head.dtypes_exclude.assign(dtypes_exclude_.begin(), dtypes_exclude_.end());
     head.ops_exclude.assign(ops_exclude_.begin(), ops_exclude_.end());
     Summary s = summarize(buckets_of(routed_), head.mode);
-    head.reason = join_reason(s.label, s.body) + conservative_note(routed_, head.mode) +
-                  excluded_part();
+    head.reason =
+        join_reason(s.label, s.body) + conservative_note(routed_, head.mode) + excluded_part();
     for (auto& n : named(head)) out.push_back(std::move(n));
     return out;
   }
@@ -855,9 +853,9 @@ std::vector<NameDecision> represent_method(
   return MethodEntries(std::move(items), std::move(names), global_dtypes).build();
 }
 
-std::vector<NameDecision> represent_base(const BaseEvidence& base,
-                                         const std::vector<Bucket>& buckets,
-                                         const std::optional<std::set<std::string>>& global_dtypes) {
+std::vector<NameDecision> represent_base(
+    const BaseEvidence& base, const std::vector<Bucket>& buckets,
+    const std::optional<std::set<std::string>>& global_dtypes) {
   return represent_method({&base}, {&buckets}, global_dtypes);
 }
 
@@ -865,8 +863,8 @@ std::vector<NameDecision> represent_file(
     const FileEvidence& file, const std::vector<std::vector<Bucket>>& buckets,
     const std::optional<std::set<std::string>>& global_dtypes) {
   // One pool per method name: Spyre drops the class, so TestA::m and TestB::m share entries.
-  std::map<std::string, std::pair<std::vector<const BaseEvidence*>,
-                                  std::vector<const std::vector<Bucket>*>>>
+  std::map<std::string,
+           std::pair<std::vector<const BaseEvidence*>, std::vector<const std::vector<Bucket>*>>>
       by_method;
   for (size_t i = 0; i < file.bases.size(); ++i) {
     auto& [bases, of] = by_method[method_of(file.bases[i].base)];

@@ -407,8 +407,8 @@ TEST(Represent, OpsWhoseVariantsAllCrashOrFailAreExcludedInBothSpellings) {
       "TestX::test_o",
       {variant("test_o_add_privateuseone_float32", "float32", {{"passed", "", ""}}, {}, "add"),
        variant("test_o_add_privateuseone_int64", "int64", {{"passed", "", ""}}, {}, "add"),
-       variant("test_o_linalg_det_privateuseone_float32", "float32", {{"error", "SIGSEGV", ""}},
-               {}, "linalg.det"),
+       variant("test_o_linalg_det_privateuseone_float32", "float32", {{"error", "SIGSEGV", ""}}, {},
+               "linalg.det"),
        variant("test_o_linalg_det_privateuseone_int64", "int64", {{"error", "SIGSEGV", ""}}, {},
                "linalg.det"),
        variant("test_o_acos_privateuseone_float32", "float32",
@@ -424,8 +424,7 @@ TEST(Represent, OpsWhoseVariantsAllCrashOrFailAreExcludedInBothSpellings) {
   ASSERT_EQ(d.size(), 1u);
   EXPECT_EQ(d[0].mode, TestMode::mandatory_success);
   // ootci matches the OpInfo name, Spyre the formatted one.
-  EXPECT_EQ(d[0].ops_exclude,
-            (std::vector<std::string>{"acos", "linalg.det", "linalg_det"}));
+  EXPECT_EQ(d[0].ops_exclude, (std::vector<std::string>{"acos", "linalg.det", "linalg_det"}));
   EXPECT_TRUE(d[0].dtypes_exclude.empty());
   EXPECT_NE(d[0].reason.find("; excluded ops acos, linalg.det: "), std::string::npos)
       << d[0].reason;
@@ -477,13 +476,12 @@ TEST(Represent, ACrashLeftInATestTakesTheDtypeOrOpThatCostsLess) {
 }
 
 TEST(Represent, AMultiDtypeVariantIsNeverRoutedByADtypeEdit) {
-  BaseEvidence base{
-      "TestX::test_m",
-      {variant("test_m_privateuseone_int64", "int64", {{"error", "SIGSEGV", ""}}),
-       variant("test_m_privateuseone_float32_int64", "float32,int64",
-               {{"failed", "AssertionError", "no"}}),
-       variant("test_m_privateuseone_float32", "float32", {{"passed", "", ""}}),
-       variant("test_m_privateuseone_float64", "float64", {{"passed", "", ""}})}};
+  BaseEvidence base{"TestX::test_m",
+                    {variant("test_m_privateuseone_int64", "int64", {{"error", "SIGSEGV", ""}}),
+                     variant("test_m_privateuseone_float32_int64", "float32,int64",
+                             {{"failed", "AssertionError", "no"}}),
+                     variant("test_m_privateuseone_float32", "float32", {{"passed", "", ""}}),
+                     variant("test_m_privateuseone_float64", "float64", {{"passed", "", ""}})}};
   std::vector<Bucket> buckets = bucket_variants(base, reference_caps());
   std::vector<NameDecision> d = represent_base(base, buckets);
   // ootci reads float32 and int64 in the multi-dtype variant, Spyre float32 from its name: no
@@ -530,19 +528,19 @@ TEST(Represent, OneClassPassingAndAnotherFailingTheSameMethodShareTheWeakerMode)
   std::vector<std::vector<Bucket>> buckets = {bucket_variants(a, reference_caps()),
                                               bucket_variants(b, reference_caps())};
   std::vector<NameDecision> d = represent_method({&a, &b}, {&buckets[0], &buckets[1]}, {});
-  // float32 runs as xfail in both classes (it fails in one), float64 stays mandatory in both.
-  ASSERT_EQ(d.size(), 4u);
-  for (const auto& name : {"TestA::test_m", "TestB::test_m"}) {
-    ASSERT_TRUE(restricted(d, name));
-    EXPECT_EQ(restricted(d, name)->mode, TestMode::xfail);
-    EXPECT_EQ(restricted(d, name)->dtypes_include, std::vector<std::string>{"float32"});
-    EXPECT_EQ(unrestricted(d, name)->mode, TestMode::mandatory_success);
-  }
-  EXPECT_NE(restricted(d, "TestA::test_m")
-                ->reason.find("(TestA::test_m and TestB::test_m are one entry: Spyre matches the "
-                              "method name only)"),
-            std::string::npos)
-      << restricted(d, "TestA::test_m")->reason;
+  // float32 runs as xfail in both classes (it fails in one), float64 stays mandatory in both. One
+  // name per entry, the first class's: Spyre's checker reports a method listed twice.
+  ASSERT_EQ(d.size(), 2u);
+  ASSERT_TRUE(restricted(d, "TestA::test_m"));
+  EXPECT_EQ(restricted(d, "TestA::test_m")->mode, TestMode::xfail);
+  EXPECT_EQ(restricted(d, "TestA::test_m")->dtypes_include, std::vector<std::string>{"float32"});
+  ASSERT_TRUE(unrestricted(d, "TestA::test_m"));
+  EXPECT_EQ(unrestricted(d, "TestA::test_m")->mode, TestMode::mandatory_success);
+  EXPECT_EQ(restricted(d, "TestA::test_m")->reason,
+            "xfail: for float32: mandatory_success: passed in every run (1 variant); fails in "
+            "every run (1 variant) (AssertionError: Tensors are not close!); all run as xfail: a "
+            "config names no single variant, and no dtype or op edit separates these; one entry "
+            "for TestA::test_m and TestB::test_m: Spyre matches the method name only");
   expect_safe({&a, &b}, buckets, d);
   EXPECT_EQ(modes(a, d)["test_m_privateuseone_float32"], TestMode::xfail);
   EXPECT_EQ(modes(b, d)["test_m_privateuseone_float64"], TestMode::mandatory_success);
@@ -554,9 +552,9 @@ TEST(Represent, OneClassPassingAndAnotherFailingTheSameMethodShareTheWeakerMode)
   std::vector<std::vector<Bucket>> nb = {bucket_variants(c, reference_caps()),
                                          bucket_variants(e, reference_caps())};
   d = represent_method({&c, &e}, {&nb[0], &nb[1]}, {});
-  ASSERT_EQ(d.size(), 2u);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].name, "TestA::test_n");
   EXPECT_EQ(d[0].mode, TestMode::xfail);
-  EXPECT_TRUE(d[0].same_settings(d[1]));  // one entry with both names
   expect_safe({&c, &e}, nb, d);
   e.variants[0] = variant("test_n_privateuseone", "", {{"error", "SIGSEGV", ""}});
   nb[1] = bucket_variants(e, reference_caps());
@@ -566,9 +564,10 @@ TEST(Represent, OneClassPassingAndAnotherFailingTheSameMethodShareTheWeakerMode)
 }
 
 TEST(Represent, ARegressionCandidateIsNeverDemotedByAMerge) {
-  BaseEvidence a{"TestA::test_r",
-                 {variant("test_r_privateuseone", "",
-                          {{"failed", "RuntimeError", "boom"}, {"passed", "", ""}, {"passed", "", ""}})}};
+  BaseEvidence a{
+      "TestA::test_r",
+      {variant("test_r_privateuseone", "",
+               {{"failed", "RuntimeError", "boom"}, {"passed", "", ""}, {"passed", "", ""}})}};
   BaseEvidence b{"TestB::test_r",
                  {variant("test_r_privateuseone", "", {{"failed", "AssertionError", "no"}})}};
   std::vector<std::vector<Bucket>> buckets = {bucket_variants(a, reference_caps()),
@@ -588,11 +587,11 @@ TEST(Represent, RestrictedEntriesInOpsTestsAreXfailOnly) {
   auto ops_test = [](const std::string& f16_outcome) {
     return BaseEvidence{
         "TestX::test_u",
-        {variant("test_u_abs_privateuseone_float16", "float16", {{f16_outcome, "AssertionError", "x"}},
-                 {}, "abs"),
+        {variant("test_u_abs_privateuseone_float16", "float16",
+                 {{f16_outcome, "AssertionError", "x"}}, {}, "abs"),
          variant("test_u_abs_privateuseone_float32", "float32", {{"passed", "", ""}}, {}, "abs"),
-         variant("test_u_neg_privateuseone_float16", "float16", {{f16_outcome, "AssertionError", "x"}},
-                 {}, "neg"),
+         variant("test_u_neg_privateuseone_float16", "float16",
+                 {{f16_outcome, "AssertionError", "x"}}, {}, "neg"),
          variant("test_u_neg_privateuseone_float32", "float32", {{"passed", "", ""}}, {}, "neg"),
          variant("test_u_sin_privateuseone_float32", "float32", {{"passed", "", ""}}, {}, "sin")}};
   };
@@ -606,7 +605,8 @@ TEST(Represent, RestrictedEntriesInOpsTestsAreXfailOnly) {
   // float16 passes where everything else fails: no mandatory_success entry for it.
   BaseEvidence passing = ops_test("passed");
   for (auto& v : passing.variants)
-    if (v.dtype == "float32") v = variant(v.name, "float32", {{"failed", "AssertionError", "y"}}, {}, v.op);
+    if (v.dtype == "float32")
+      v = variant(v.name, "float32", {{"failed", "AssertionError", "y"}}, {}, v.op);
   buckets = bucket_variants(passing, reference_caps());
   d = represent_base(passing, buckets);
   ASSERT_EQ(d.size(), 1u);
@@ -647,15 +647,17 @@ TEST(Represent, ATestNoRunRanIsSkipped) {
 TEST(Represent, AFileIsRepresentedByMethodNameAndNamesNoVariant) {
   FileEvidence f;
   f.relpath = "test/test_x.py";
-  f.bases = {{"TestA::test_m",
-              {variant("test_m_privateuseone_float32", "float32", {{"passed", "", ""}}),
-               variant("test_m_privateuseone_complex64", "complex64",
-                       {{"failed", "RuntimeError", "not implemented for 'ComplexFloat'"}})}},
-             {"TestA::test_z", {variant("test_z_privateuseone", "", {{"passed", "", ""}})}},
-             {"TestB::test_m",
-              {variant("test_m_privateuseone_float32", "float32", {{"passed", "", ""}}),
-               variant("test_m_privateuseone_complex64", "complex64", {{"error", "SIGSEGV", ""}})}}};
-  f.bases[2].variants[0].test_id = "test/test_x.py::TestBPRIVATEUSEONE::test_m_privateuseone_float32";
+  f.bases = {
+      {"TestA::test_m",
+       {variant("test_m_privateuseone_float32", "float32", {{"passed", "", ""}}),
+        variant("test_m_privateuseone_complex64", "complex64",
+                {{"failed", "RuntimeError", "not implemented for 'ComplexFloat'"}})}},
+      {"TestA::test_z", {variant("test_z_privateuseone", "", {{"passed", "", ""}})}},
+      {"TestB::test_m",
+       {variant("test_m_privateuseone_float32", "float32", {{"passed", "", ""}}),
+        variant("test_m_privateuseone_complex64", "complex64", {{"error", "SIGSEGV", ""}})}}};
+  f.bases[2].variants[0].test_id =
+      "test/test_x.py::TestBPRIVATEUSEONE::test_m_privateuseone_float32";
   f.bases[2].variants[1].test_id =
       "test/test_x.py::TestBPRIVATEUSEONE::test_m_privateuseone_complex64";
   std::vector<std::vector<Bucket>> buckets;
@@ -663,11 +665,11 @@ TEST(Represent, AFileIsRepresentedByMethodNameAndNamesNoVariant) {
   std::vector<NameDecision> d = represent_file(f, buckets, std::nullopt);
   std::set<std::string> names;
   for (const auto& x : d) names.insert(x.name);
-  EXPECT_EQ(names, (std::set<std::string>{"TestA::test_m", "TestA::test_z", "TestB::test_m"}));
+  EXPECT_EQ(names, (std::set<std::string>{"TestA::test_m", "TestA::test_z"}));
   // complex64 crashes in TestB and fails in TestA: one method, so it is excluded for both.
+  ASSERT_EQ(d.size(), 2u);
   EXPECT_EQ(unrestricted(d, "TestA::test_m")->dtypes_exclude,
             std::vector<std::string>{"complex64"});
-  EXPECT_TRUE(unrestricted(d, "TestA::test_m")->same_settings(*unrestricted(d, "TestB::test_m")));
   expect_safe({&f.bases[0], &f.bases[1], &f.bases[2]}, buckets, d);
 }
 

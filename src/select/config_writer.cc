@@ -19,7 +19,7 @@ constexpr const char* kMarker = "# ootci:";
 // A marker's reason continues on comment lines whose text starts under the reason's first word.
 constexpr const char* kContinuation = "#        ";
 constexpr const char* kDefaultItemIndent = "        ";
-constexpr size_t kLineWidth = 100;      // a reason wraps at this column
+constexpr size_t kLineWidth = 100;        // a reason wraps at this column
 constexpr size_t kShortReasonChars = 72;  // the reason on a mode line stops here
 
 std::vector<std::string> text_lines(const std::string& text) {
@@ -428,10 +428,9 @@ size_t entry_count(const std::vector<NameDecision>& decisions) {
 }
 
 std::string render_config(const std::string& relpath, const std::vector<std::string>& labels,
-                          const std::vector<NameDecision>& decisions, const ExistingConfig* existing,
-                          bool overwrite_human) {
-  std::vector<std::string> out =
-      existing ? existing->layout.head : default_head(relpath, labels);
+                          const std::vector<NameDecision>& decisions,
+                          const ExistingConfig* existing, bool overwrite_human) {
+  std::vector<std::string> out = existing ? existing->layout.head : default_head(relpath, labels);
   std::string tests_line = existing ? existing->layout.tests_line : "      tests:";
   std::string indent = existing ? existing->layout.item_indent : kDefaultItemIndent;
 

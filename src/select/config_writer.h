@@ -61,8 +61,8 @@ std::string config_file_name(const std::string& relpath);
 // regenerated, when `overwrite_human`). Decisions a human entry covers must already be left out
 // (without_human).
 std::string render_config(const std::string& relpath, const std::vector<std::string>& labels,
-                          const std::vector<NameDecision>& decisions, const ExistingConfig* existing,
-                          bool overwrite_human);
+                          const std::vector<NameDecision>& decisions,
+                          const ExistingConfig* existing, bool overwrite_human);
 
 // The decisions no human-written rule covers.
 std::vector<NameDecision> without_human(const std::vector<NameDecision>& decisions,

@@ -23,7 +23,8 @@ bool listed(const std::vector<std::string>& list, const std::string& name) {
 }
 
 bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 // The dtypes a variant may be known by: its parameters' and the one in its name.

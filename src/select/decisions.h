@@ -38,7 +38,9 @@ struct NameDecision {
 // "Class::method" -> {"Class", "method"}; "method" -> {"", "method"}.
 std::pair<std::string, std::string> split_base(const std::string& base);
 // The method a name matches under Spyre's rules: the part after "::".
-inline std::string method_of(const std::string& name) { return split_base(name).second; }
+inline std::string method_of(const std::string& name) {
+  return split_base(name).second;
+}
 
 // The dtype Spyre reads from a variant's name (`extract_dtype_from_name`: the longest dtype name
 // found as "_<dtype>_" or a "_<dtype>" suffix; "half" is float16), or "" when it finds none.

@@ -69,6 +69,7 @@ std::string entry_label(const NameDecision& d) {
 struct VariantCounts {
   std::map<TestMode, size_t> by_mode;
   size_t human = 0;
+  std::map<std::string, std::string> by_test_id;  // mode name, or "human"
 };
 
 VariantCounts count_variants(const FileEvidence& f, const std::vector<NameDecision>& decisions,
@@ -77,12 +78,17 @@ VariantCounts count_variants(const FileEvidence& f, const std::vector<NameDecisi
   VariantCounts c;
   DecisionIndex index(decisions, global_dtypes);
   for (const BaseEvidence& b : f.bases) {
-    if (human_owns(human_rules, b.base)) {
-      c.human += b.variants.size();
-      continue;
+    bool human = human_owns(human_rules, b.base);
+    for (const VariantEvidence& v : b.variants) {
+      if (human) {
+        ++c.human;
+        c.by_test_id[v.test_id] = "human";
+        continue;
+      }
+      TestMode mode = index.mode(b.base, v).value_or(TestMode::skip);
+      ++c.by_mode[mode];
+      c.by_test_id[v.test_id] = to_string(mode);
     }
-    for (const VariantEvidence& v : b.variants)
-      ++c.by_mode[index.mode(b.base, v).value_or(TestMode::skip)];
   }
   return c;
 }
@@ -131,7 +137,8 @@ void print_changes(const ConfigDiff& diff, std::ostream& out) {
 }
 
 struct FileOutcome {
-  std::string status;  // created | updated | unchanged
+  std::string status;                        // created | updated | unchanged
+  std::map<std::string, std::string> modes;  // by test id, as VariantCounts
 };
 
 FileOutcome propose_file(const ProposeRequest& req, const FileEvidence& f, const Capabilities& caps,
@@ -204,6 +211,7 @@ FileOutcome propose_file(const ProposeRequest& req, const FileEvidence& f, const
                                      plural(v.variants, "variant"))
                        : fmt::format("  agent: rejected {} {}: {}\n", v.where, v.summary, v.why));
   print_changes(diff, out);
+  outcome.modes = std::move(counts.by_test_id);
   return outcome;
 }
 
@@ -271,14 +279,20 @@ int propose(const ProposeRequest& req, std::ostream& out, std::ostream& err) {
 
   int code = 0;
   std::map<std::string, size_t> statuses;
+  nlohmann::json variants = nlohmann::json::object();
   for (const FileEvidence& f : files) {
     try {
-      ++statuses[propose_file(req, f, caps.of(f.relpath), out, err).status];
+      FileOutcome outcome = propose_file(req, f, caps.of(f.relpath), out, err);
+      ++statuses[outcome.status];
+      for (const auto& [test_id, mode] : outcome.modes) variants[test_id] = mode;
     } catch (const Error& e) {
       err << fmt::format("error: {}: {}\n", f.relpath, e.what());
       code = 1;
     }
   }
+  if (!req.variants_path.empty())
+    write_file_atomically(req.variants_path,
+                          nlohmann::json{{"version", 1}, {"variants", variants}}.dump(2) + "\n");
   out << fmt::format("{}: {} created, {} updated, {} unchanged{}\n", plural(files.size(), "file"),
                      statuses["created"], statuses["updated"], statuses["unchanged"],
                      req.dry_run ? " (dry run: nothing written)" : "");

@@ -196,9 +196,9 @@ TEST(Rebucket, MovesRewriteAWholeEntryOrAWholeDtypeAndNeverNameAVariant) {
   EXPECT_EQ(after[0].reason, all.reason);
   // The admitted dtype comes off the exclusions and runs in the entry's mode.
   EXPECT_TRUE(after[1].dtypes_exclude.empty());
-  EXPECT_EQ(after[1].reason,
-            "mandatory_success: passed in 1 of 1 run; dtype complex64 runs again: " +
-                excluded.reason);
+  EXPECT_EQ(
+      after[1].reason,
+      "mandatory_success: passed in 1 of 1 run; dtype complex64 runs again: " + excluded.reason);
   EXPECT_EQ(after[2].mode, TestMode::xfail);  // test_t: int64 still fails
   EXPECT_EQ(after[3].name, "TestViewOps::test_t");
   EXPECT_EQ(after[3].dtypes_include, std::vector<std::string>{"float32"});
