@@ -3,8 +3,10 @@
 // plan check`), idempotence, human edits, the agent hook, and rebucketing from later runs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "backend/evidence.h"
 #include "testing/ootci_cli.h"
@@ -250,6 +252,71 @@ TEST_F(SelectCli, ProposeWritesOneValidConfigPerFileAndIsIdempotent) {
             "  entries: 8 (was 8); names: 0 added, 0 changed, 0 removed");
   EXPECT_EQ(split_lines(again.out).back(), "1 file: 0 created, 0 updated, 1 unchanged");
   EXPECT_EQ(read_file(proposed()), text);
+}
+
+// Every `- Name` line under `names:` of a written config.
+Lines written_names(const std::string& text) {
+  Lines out;
+  bool in_names = false;
+  for (const std::string& line : split_lines(text)) {
+    std::string t = line.substr(std::min(line.find_first_not_of(' '), line.size()));
+    if (t == "- names:") {
+      in_names = true;
+    } else if (in_names && t.rfind("- ", 0) == 0) {
+      out.push_back(t.substr(2));
+    } else {
+      in_names = false;
+    }
+  }
+  return out;
+}
+
+TEST_F(SelectCli, ProposedEntriesNameBaseMethodsAndDecideVariantsByDtypeEdits) {
+  CliRun r = propose({"--variants", dir_ + "/variants.json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::set<std::string> bases;
+  for (const auto& v : discovery()) bases.insert(v.base);
+  Lines names = written_names(read_file(proposed()));
+  ASSERT_EQ(names.size(), 8u) << read_file(proposed());
+  for (const auto& n : names) EXPECT_TRUE(bases.count(n)) << n << " is not a base method";
+  // test_transposes: complex128 fails (its own entry), complex64 crashes (excluded).
+  EXPECT_EQ(std::count(names.begin(), names.end(), "TestOldViewOps::test_transposes"), 2);
+  nlohmann::json decided = nlohmann::json::parse(read_file(dir_ + "/variants.json"));
+  EXPECT_EQ(decided["version"], 1);
+  std::string id = kFile + "::TestOldViewOpsPRIVATEUSEONE::test_transposes_privateuseone_";
+  EXPECT_EQ(decided["variants"][id + "float32"], "mandatory_success");
+  EXPECT_EQ(decided["variants"][id + "complex128"], "xfail");
+  EXPECT_EQ(decided["variants"][id + "complex64"], "skip");
+  EXPECT_EQ(decided["variants"].size(), 11u);
+  EXPECT_NE(r.out.find("  + xfail [complex128] [1 name]: xfail: for complex128: dtype complex128 "
+                       "is not supported on the device"),
+            std::string::npos)
+      << r.out;
+}
+
+TEST_F(SelectCli, LabelsComeFromSelectLabels) {
+  ASSERT_EQ(propose().code, 0);
+  EXPECT_NE(read_file(proposed()).find("\n  labels: [unit]\n"), std::string::npos);
+  std::filesystem::remove(proposed());
+  write_config("select:\n  labels: [trunk, unit]\n");
+  ASSERT_EQ(propose().code, 0);
+  EXPECT_NE(read_file(proposed()).find("\n  labels: [trunk, unit]\n"), std::string::npos);
+  // An existing file keeps its labels; when they leave the vocabulary, propose says so.
+  write_config("select:\n  labels: [integration]\n");
+  CliRun kept = propose();
+  ASSERT_EQ(kept.code, 0) << kept.err;
+  EXPECT_NE(read_file(proposed()).find("\n  labels: [trunk, unit]\n"), std::string::npos);
+  EXPECT_NE(kept.err.find("warning: " + proposed() +
+                          ": its labels [trunk, unit] name none of select.labels [integration]"),
+            std::string::npos)
+      << kept.err;
+  write_config("select:\n  labels: []\n");
+  CliRun empty = propose();
+  EXPECT_EQ(empty.code, 1);
+  EXPECT_NE(empty.err.find("select.labels: expected a non-empty list (a file without labels is "
+                           "never selected)"),
+            std::string::npos)
+      << empty.err;
 }
 
 TEST_F(SelectCli, HumanEditsSurviveAndDryRunWritesNothing) {

@@ -250,7 +250,7 @@ class BackendReader {
     if (auto v = m.str("artifact_url")) r.artifact_url = *v;
   }
 
-  // select: the external agent `ootci select propose` may consult.
+  // select: the external agent `ootci select propose` may consult, and the labels it writes.
   static void read_select(YamlMap& m, SelectSettings& s) {
     if (auto v = m.str_list("agent_command")) {
       if (v->empty())
@@ -261,6 +261,13 @@ class BackendReader {
     }
     s.agent_timeout_s =
         static_cast<int>(m.integer("agent_timeout_s", 1, 86400).value_or(s.agent_timeout_s));
+    if (auto v = m.str_list("labels")) {
+      if (v->empty())
+        m.fail(m.raw("labels"), m.child_path("labels"),
+               "expected a non-empty list (a file without labels is never selected)");
+      else
+        s.labels = *v;
+    }
   }
 
   // attribute: the three targets (backend, tests, core) and the probe budget.

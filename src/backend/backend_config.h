@@ -63,6 +63,8 @@ struct SelectSettings {
   // proposals (JSON) on stdout; empty: no agent, the deterministic buckets stand.
   std::vector<std::string> agent_command;
   int agent_timeout_s = 300;  // per upstream file
+  // test_suite_config.labels of a config propose creates: Spyre's CI selects files by label.
+  std::vector<std::string> labels{"unit"};
 };
 
 // How `ootci attribute` materializes each moving target at a revision and how much it may probe

@@ -31,6 +31,7 @@ CapabilitySources sources_of(const CommonArgs& a, const BackendConfig& backend) 
 
 struct ProposeArgs : CommonArgs {
   std::vector<std::string> files;
+  std::string variants;
   bool overwrite_human = false, dry_run = false, no_agent = false;
   size_t later_runs = 20;
 };
@@ -56,6 +57,8 @@ void add_select_bucket_commands(CLI::App& select) {
   propose_cmd->add_flag("--no-agent", p.no_agent, "do not consult select.agent_command");
   propose_cmd->add_option("--later-runs", p.later_runs,
                           "runs after the discovery that count as evidence (default: 20)");
+  propose_cmd->add_option("--variants", p.variants,
+                          "write how the proposed configs decide each variant (JSON) to this file");
   propose_cmd->callback([] {
     ProposeRequest r;
     r.backend = load_backend_or_exit(p.config);
@@ -67,6 +70,7 @@ void add_select_bucket_commands(CLI::App& select) {
     r.use_agent = !p.no_agent;
     r.later_runs = p.later_runs;
     r.sources = sources_of(p, r.backend);
+    r.variants_path = p.variants;
     if (int code = propose(r, std::cout, std::cerr)) throw ExitStatus{code};
   });
 

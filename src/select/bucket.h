@@ -70,13 +70,42 @@ Seen classify(const TestResult& result);
 std::vector<Bucket> bucket_variants(const BaseEvidence& base, const Capabilities& caps,
                                     size_t fixed_after = 2);
 
-// The names that reproduce `buckets` (one per variant of `base`), faithful to the schema: the
-// base gets the bucket most of its variants share; a dtype (then an op) whose every variant is
-// skip becomes edits.<dtypes|ops>.exclude on it; every other variant whose bucket differs gets
-// a name of its own (the variant's exact name, a full-match regex). Variant names are written
-// after every base name, so they win ("the last rule wins").
-std::vector<NameDecision> represent_base(const BaseEvidence& base,
-                                         const std::vector<Bucket>& buckets);
+// The decisions that reproduce a file's buckets under Spyre's matching (docs/select.md, "From
+// variants to config entries"): one pool per method name, since Spyre drops the class, each
+// class-qualified base named in the pool's entries. An unrestricted entry per method (its majority
+// mode, with dtypes.exclude / ops.exclude for what must not run); a dtype-restricted entry
+// (edits.dtypes.include) for a dtype whose variants need another mode; and what no edit can
+// separate gets the weaker mode that is safe for all of them. `buckets[i]` belongs to
+// `file.bases[i]`; `global_dtypes` is the file's global.supported_dtypes (nullopt: none).
+std::vector<NameDecision> represent_file(const FileEvidence& file,
+                                         const std::vector<std::vector<Bucket>>& buckets,
+                                         const std::optional<std::set<std::string>>& global_dtypes);
+// The same for the bases of one method (every class defining it), taken as one pool.
+std::vector<NameDecision> represent_method(
+    const std::vector<const BaseEvidence*>& bases,
+    const std::vector<const std::vector<Bucket>*>& buckets,
+    const std::optional<std::set<std::string>>& global_dtypes);
+// One base alone.
+std::vector<NameDecision> represent_base(
+    const BaseEvidence& base, const std::vector<Bucket>& buckets,
+    const std::optional<std::set<std::string>>& global_dtypes = std::nullopt);
+
+// A variant of a method's pool; `active` when it ran on the device (its bucket is not neutral).
+struct PoolVariant {
+  const std::string* base;
+  const VariantEvidence* v;
+  bool active = true;
+};
+// Whether a dtype-restricted entry (edits.dtypes.include: [dtype]) in `mode` for the method of
+// `pool` decides exactly that dtype's variants in Spyre and in ootci, and creates no variant the
+// evidence never saw unless `mode` is xfail, which no outcome turns red.
+bool may_restrict_dtype(const std::vector<PoolVariant>& pool, const std::string& dtype,
+                        TestMode mode, const std::optional<std::set<std::string>>& global_dtypes);
+
+// Whether running a variant of this bucket in `mode` is safe: its own mode; xfail for a pass or a
+// strict failure (never red, only weaker); skip for anything but a regression candidate, which
+// always stays mandatory_success.
+bool accepts(const Bucket& bucket, TestMode mode);
 
 // "ComplexFloat" -> "complex64" (c10 ScalarType names in error messages), or "".
 std::string dtype_of_scalar_type(const std::string& scalar_type);

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <set>
+
 namespace ootci {
 namespace {
 
@@ -272,6 +275,48 @@ TEST(Bucket, AFailureOfOneDtypeWhileTheOthersPassNamesTheDtype) {
   EXPECT_EQ(b[2].cause, Cause::failure);
 }
 
+// Every variant that ran runs in a mode safe for its bucket (accepts), and every name is a base.
+void expect_safe(const std::vector<const BaseEvidence*>& bases,
+                 const std::vector<std::vector<Bucket>>& buckets,
+                 const std::vector<NameDecision>& decisions,
+                 const std::optional<std::set<std::string>>& global = std::nullopt) {
+  std::set<std::string> names;
+  for (const auto* b : bases) names.insert(b->base);
+  for (const auto& d : decisions) EXPECT_TRUE(names.count(d.name)) << d.name;
+  DecisionIndex index(decisions, global);
+  for (size_t b = 0; b < bases.size(); ++b)
+    for (size_t i = 0; i < bases[b]->variants.size(); ++i) {
+      if (buckets[b][i].neutral()) continue;
+      std::optional<TestMode> mode = index.mode(bases[b]->base, bases[b]->variants[i]);
+      ASSERT_TRUE(mode) << bases[b]->variants[i].name;
+      EXPECT_TRUE(accepts(buckets[b][i], *mode))
+          << bases[b]->variants[i].name << ": " << to_string(buckets[b][i].mode) << " run as "
+          << to_string(*mode);
+    }
+}
+
+// The mode each variant runs in, by variant name.
+std::map<std::string, TestMode> modes(const BaseEvidence& base,
+                                      const std::vector<NameDecision>& decisions,
+                                      const std::optional<std::set<std::string>>& global = {}) {
+  DecisionIndex index(decisions, global);
+  std::map<std::string, TestMode> out;
+  for (const auto& v : base.variants) out[v.name] = index.mode(base.base, v).value();
+  return out;
+}
+
+const NameDecision* unrestricted(const std::vector<NameDecision>& d, const std::string& name) {
+  for (const auto& x : d)
+    if (x.name == name && !x.restricted()) return &x;
+  return nullptr;
+}
+
+const NameDecision* restricted(const std::vector<NameDecision>& d, const std::string& name) {
+  for (const auto& x : d)
+    if (x.name == name && x.restricted()) return &x;
+  return nullptr;
+}
+
 TEST(Represent, AUniformTestIsOneName) {
   BaseEvidence base{"TestX::test_a",
                     {variant("test_a_privateuseone_float32", "float32",
@@ -281,14 +326,14 @@ TEST(Represent, AUniformTestIsOneName) {
   std::vector<NameDecision> d = represent_base(base, bucket_variants(base, reference_caps()));
   ASSERT_EQ(d.size(), 1u);
   EXPECT_EQ(d[0].name, "TestX::test_a");
-  EXPECT_FALSE(d[0].is_variant());
+  EXPECT_FALSE(d[0].restricted());
   EXPECT_EQ(d[0].mode, TestMode::xfail);
   EXPECT_EQ(d[0].reason, std::string("xfail: aten::transpose.int is not implemented on the "
                                      "device (NotImplementedError: ") +
                              kDisabled + ")");
 }
 
-TEST(Represent, MixedVariantsKeepTheMajorityAndNameTheRest) {
+TEST(Represent, ADtypeThatNeedsAnotherModeGetsAnEntryRestrictedToIt) {
   BaseEvidence base{
       "TestX::test_a",
       {variant("test_a_privateuseone_complex128", "complex128",
@@ -297,76 +342,276 @@ TEST(Represent, MixedVariantsKeepTheMajorityAndNameTheRest) {
        variant("test_a_privateuseone_float32", "float32", {{"passed", "", ""}}),
        variant("test_a_privateuseone_float64", "float64", {{"passed", "", ""}}),
        variant("test_a_privateuseone_int8", "int8", {{"skipped", "", "Skipped: no int8"}})}};
-  std::vector<NameDecision> d = represent_base(base, bucket_variants(base, reference_caps()));
+  std::vector<Bucket> buckets = bucket_variants(base, reference_caps());
+  std::vector<NameDecision> d = represent_base(base, buckets);
   ASSERT_EQ(d.size(), 2u);
-  EXPECT_EQ(d[0].name, "TestX::test_a");
-  EXPECT_EQ(d[0].mode, TestMode::mandatory_success);
-  EXPECT_EQ(d[0].dtypes_exclude, std::vector<std::string>{"complex64"});
-  EXPECT_TRUE(d[0].ops_exclude.empty());
-  EXPECT_EQ(d[0].reason,
+  const NameDecision* head = unrestricted(d, "TestX::test_a");
+  ASSERT_TRUE(head);
+  EXPECT_EQ(head->mode, TestMode::mandatory_success);
+  EXPECT_EQ(head->dtypes_exclude, std::vector<std::string>{"complex64"});
+  EXPECT_TRUE(head->ops_exclude.empty());
+  EXPECT_EQ(head->reason,
             "mandatory_success: passed in every run; excluded dtype complex64: crashes the test "
             "process with SIGSEGV in every run");
-  EXPECT_EQ(d[1].name, "TestX::test_a_privateuseone_complex128");
-  EXPECT_EQ(d[1].variant, "test_a_privateuseone_complex128");
-  EXPECT_EQ(d[1].base, "TestX::test_a");
-  EXPECT_EQ(d[1].mode, TestMode::xfail);
-  EXPECT_EQ(d[1].reason,
-            "xfail: dtype complex128 is not supported on the device (RuntimeError: \"abs\" not "
-            "implemented for 'ComplexDouble')");
+  const NameDecision* complex = restricted(d, "TestX::test_a");
+  ASSERT_TRUE(complex);
+  EXPECT_EQ(complex->dtypes_include, std::vector<std::string>{"complex128"});
+  EXPECT_EQ(complex->mode, TestMode::xfail);
+  EXPECT_EQ(complex->reason,
+            "xfail: for complex128: dtype complex128 is not supported on the device "
+            "(RuntimeError: \"abs\" not implemented for 'ComplexDouble')");
 
-  // The decisions reproduce every bucket.
-  DecisionIndex index(d);
-  EXPECT_EQ(index.mode(base.base, base.variants[0]), TestMode::xfail);
-  EXPECT_EQ(index.mode(base.base, base.variants[1]), TestMode::skip);
-  EXPECT_EQ(index.mode(base.base, base.variants[2]), TestMode::mandatory_success);
-  EXPECT_EQ(index.mode(base.base, base.variants[3]), TestMode::mandatory_success);
+  // Applied as Spyre applies them, the decisions reproduce every bucket exactly.
+  std::map<std::string, TestMode> m = modes(base, d);
+  EXPECT_EQ(m["test_a_privateuseone_complex128"], TestMode::xfail);
+  EXPECT_EQ(m["test_a_privateuseone_complex64"], TestMode::skip);
+  EXPECT_EQ(m["test_a_privateuseone_float32"], TestMode::mandatory_success);
+  EXPECT_EQ(m["test_a_privateuseone_float64"], TestMode::mandatory_success);
+  expect_safe({&base}, {buckets}, d);
 }
 
-TEST(Represent, AnOpWhoseVariantsAllCrashIsExcluded) {
+TEST(Represent, WithGlobalDtypesAVariantWithoutADtypeKeepsTheDtypeInItsTestsEntry) {
+  // Spyre gives an entry without dtypes.include the global dtypes, so a variant with no dtype in
+  // its name would fall to the first entry: a restricted one, if there were one.
+  BaseEvidence base{"TestX::test_g",
+                    {variant("test_g_privateuseone", "", {{"passed", "", ""}}),
+                     variant("test_g_privateuseone_float32", "float32", {{"passed", "", ""}}),
+                     variant("test_g_privateuseone_float16", "float16",
+                             {{"failed", "AssertionError", "Tensors are not close!"}})}};
+  std::vector<Bucket> buckets = bucket_variants(base, reference_caps());
+  std::set<std::string> global = {"float16", "float32"};
+  std::vector<NameDecision> d = represent_base(base, buckets, global);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].mode, TestMode::xfail);
+  EXPECT_NE(d[0].reason.find("; all run as xfail: a config names no single variant"),
+            std::string::npos)
+      << d[0].reason;
+  expect_safe({&base}, {buckets}, d, global);
+
+  // Without the dtype-less variant, the restricted entry decides float16 exactly.
+  base.variants.erase(base.variants.begin());
+  buckets = bucket_variants(base, reference_caps());
+  d = represent_base(base, buckets, global);
+  ASSERT_EQ(d.size(), 2u);
+  std::map<std::string, TestMode> m = modes(base, d, global);
+  EXPECT_EQ(m["test_g_privateuseone_float32"], TestMode::mandatory_success);
+  EXPECT_EQ(m["test_g_privateuseone_float16"], TestMode::xfail);
+  expect_safe({&base}, {buckets}, d, global);
+  // A dtype outside the global ones is never included: that would create its variants.
+  d = represent_base(base, buckets, std::set<std::string>{"float32"});
+  EXPECT_EQ(d.size(), 1u);
+}
+
+TEST(Represent, OpsWhoseVariantsAllCrashOrFailAreExcludedInBothSpellings) {
   BaseEvidence base{
       "TestX::test_o",
       {variant("test_o_add_privateuseone_float32", "float32", {{"passed", "", ""}}, {}, "add"),
        variant("test_o_add_privateuseone_int64", "int64", {{"passed", "", ""}}, {}, "add"),
-       variant("test_o_conj_privateuseone_float32", "float32", {{"error", "SIGSEGV", ""}}, {},
-               "conj"),
-       variant("test_o_conj_privateuseone_int64", "int64", {{"error", "SIGSEGV", ""}}, {}, "conj"),
-       variant("test_o_mul_privateuseone_int64", "int64", {{"error", "Timeout", ""}}, {}, "mul"),
-       variant("test_o_mul_privateuseone_float32", "float32", {{"passed", "", ""}}, {}, "mul")}};
-  std::vector<NameDecision> d = represent_base(base, bucket_variants(base, reference_caps()));
-  ASSERT_EQ(d.size(), 2u);
-  EXPECT_EQ(d[0].ops_exclude, std::vector<std::string>{"conj"});
+       variant("test_o_linalg_det_privateuseone_float32", "float32", {{"error", "SIGSEGV", ""}}, {},
+               "linalg.det"),
+       variant("test_o_linalg_det_privateuseone_int64", "int64", {{"error", "SIGSEGV", ""}}, {},
+               "linalg.det"),
+       variant("test_o_acos_privateuseone_float32", "float32",
+               {{"failed", "NotImplementedError", "Could not run 'aten::acos.out' on it"}}, {},
+               "acos"),
+       variant("test_o_acos_privateuseone_int64", "int64",
+               {{"failed", "NotImplementedError", "Could not run 'aten::acos.out' on it"}}, {},
+               "acos"),
+       variant("test_o_mul_privateuseone_float32", "float32", {{"passed", "", ""}}, {}, "mul"),
+       variant("test_o_mul_privateuseone_int64", "int64", {{"passed", "", ""}}, {}, "mul")}};
+  std::vector<Bucket> buckets = bucket_variants(base, reference_caps());
+  std::vector<NameDecision> d = represent_base(base, buckets);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].mode, TestMode::mandatory_success);
+  // ootci matches the OpInfo name, Spyre the formatted one.
+  EXPECT_EQ(d[0].ops_exclude, (std::vector<std::string>{"acos", "linalg.det", "linalg_det"}));
   EXPECT_TRUE(d[0].dtypes_exclude.empty());
-  EXPECT_EQ(d[1].name, "TestX::test_o_mul_privateuseone_int64");
-  EXPECT_EQ(d[1].mode, TestMode::skip);
-  EXPECT_EQ(d[1].reason, "skip: hangs (Timeout) in every run");
+  EXPECT_NE(d[0].reason.find("; excluded ops acos, linalg.det: "), std::string::npos)
+      << d[0].reason;
+  EXPECT_NE(d[0].reason.find("aten::acos.out is not implemented on the device"),
+            std::string::npos)
+      << d[0].reason;  // rebucket's admission finds the op here
+  std::map<std::string, TestMode> m = modes(base, d);
+  EXPECT_EQ(m["test_o_acos_privateuseone_float32"], TestMode::skip);
+  EXPECT_EQ(m["test_o_linalg_det_privateuseone_int64"], TestMode::skip);
+  EXPECT_EQ(m["test_o_mul_privateuseone_int64"], TestMode::mandatory_success);
+  expect_safe({&base}, {buckets}, d);
 }
 
-TEST(Represent, AMultiDtypeVariantBlocksExcludingADtypeItDoesNotFailFor) {
+TEST(Represent, AnOpExclusionThatWouldAlsoCatchAnotherOpIsNotMade) {
+  // Spyre's ops.exclude `sum` also leaves out `sum_to_size` (a prefix before '_').
   BaseEvidence base{
-      "TestX::test_m",
-      {variant("test_m_privateuseone_int64", "int64", {{"error", "SIGSEGV", ""}}),
-       variant("test_m_privateuseone_float32_int64", "float32,int64", {{"passed", "", ""}}),
-       variant("test_m_privateuseone_float32", "float32", {{"passed", "", ""}})}};
-  std::vector<NameDecision> d = represent_base(base, bucket_variants(base, reference_caps()));
-  ASSERT_EQ(d.size(), 2u);
-  EXPECT_TRUE(d[0].dtypes_exclude.empty());
-  EXPECT_EQ(d[1].name, "TestX::test_m_privateuseone_int64");
-  EXPECT_EQ(d[1].mode, TestMode::skip);
+      "TestX::test_p",
+      {variant("test_p_sum_privateuseone_float32", "float32", {{"error", "SIGSEGV", ""}}, {},
+               "sum"),
+       variant("test_p_sum_to_size_privateuseone_float32", "float32", {{"passed", "", ""}}, {},
+               "sum_to_size"),
+       variant("test_p_mul_privateuseone_float32", "float32", {{"passed", "", ""}}, {}, "mul")}};
+  std::vector<Bucket> buckets = bucket_variants(base, reference_caps());
+  std::vector<NameDecision> d = represent_base(base, buckets);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_TRUE(d[0].ops_exclude.empty());
+  EXPECT_EQ(d[0].mode, TestMode::skip);  // the crash cannot be left out alone
+  expect_safe({&base}, {buckets}, d);
 }
 
-TEST(Represent, AMostlyCrashingTestIsSkippedWithItsPassingVariantsNamed) {
+TEST(Represent, ACrashLeftInATestTakesTheDtypeOrOpThatCostsLess) {
+  BaseEvidence base{
+      "TestX::test_o",
+      {variant("test_o_add_privateuseone_float32", "float32", {{"passed", "", ""}}, {}, "add"),
+       variant("test_o_add_privateuseone_int64", "int64", {{"passed", "", ""}}, {}, "add"),
+       variant("test_o_mul_privateuseone_float32", "float32", {{"passed", "", ""}}, {}, "mul"),
+       variant("test_o_mul_privateuseone_float64", "float64", {{"passed", "", ""}}, {}, "mul"),
+       variant("test_o_mul_privateuseone_int64", "int64", {{"error", "Timeout", ""}}, {}, "mul")}};
+  std::vector<Bucket> buckets = bucket_variants(base, reference_caps());
+  std::vector<NameDecision> d = represent_base(base, buckets);
+  ASSERT_EQ(d.size(), 1u);
+  // int64 leaves out one passing variant (add's), mul two.
+  EXPECT_EQ(d[0].dtypes_exclude, std::vector<std::string>{"int64"});
+  EXPECT_TRUE(d[0].ops_exclude.empty());
+  EXPECT_EQ(d[0].mode, TestMode::mandatory_success);
+  EXPECT_NE(d[0].reason.find("(left out rather than run in this entry's mode"), std::string::npos)
+      << d[0].reason;
+  expect_safe({&base}, {buckets}, d);
+}
+
+TEST(Represent, AMultiDtypeVariantIsNeverRoutedByADtypeEdit) {
+  BaseEvidence base{"TestX::test_m",
+                    {variant("test_m_privateuseone_int64", "int64", {{"error", "SIGSEGV", ""}}),
+                     variant("test_m_privateuseone_float32_int64", "float32,int64",
+                             {{"failed", "AssertionError", "no"}}),
+                     variant("test_m_privateuseone_float32", "float32", {{"passed", "", ""}}),
+                     variant("test_m_privateuseone_float64", "float64", {{"passed", "", ""}})}};
+  std::vector<Bucket> buckets = bucket_variants(base, reference_caps());
+  std::vector<NameDecision> d = represent_base(base, buckets);
+  // ootci reads float32 and int64 in the multi-dtype variant, Spyre float32 from its name: no
+  // restricted entry for either, so it stays in the test's entry, which becomes xfail; float64,
+  // which it does not touch, keeps mandatory_success in an entry of its own.
+  ASSERT_EQ(d.size(), 2u);
+  const NameDecision* head = unrestricted(d, "TestX::test_m");
+  ASSERT_TRUE(head);
+  EXPECT_EQ(head->dtypes_exclude, std::vector<std::string>{"int64"});
+  EXPECT_EQ(head->mode, TestMode::xfail);
+  ASSERT_TRUE(restricted(d, "TestX::test_m"));
+  EXPECT_EQ(restricted(d, "TestX::test_m")->dtypes_include, std::vector<std::string>{"float64"});
+  EXPECT_EQ(restricted(d, "TestX::test_m")->mode, TestMode::mandatory_success);
+  expect_safe({&base}, {buckets}, d);
+}
+
+TEST(Represent, AMostlyCrashingTestExcludesItsCrashingDtypes) {
   BaseEvidence base{"TestX::test_c",
                     {variant("test_c_privateuseone_float32", "float32", {{"error", "SIGSEGV", ""}}),
                      variant("test_c_privateuseone_float64", "float64", {{"error", "SIGSEGV", ""}}),
                      variant("test_c_privateuseone_int64", "int64", {{"passed", "", ""}})}};
-  std::vector<NameDecision> d = represent_base(base, bucket_variants(base, reference_caps()));
+  std::vector<Bucket> buckets = bucket_variants(base, reference_caps());
+  std::vector<NameDecision> d = represent_base(base, buckets);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].mode, TestMode::mandatory_success);
+  EXPECT_EQ(d[0].dtypes_exclude, (std::vector<std::string>{"float32", "float64"}));
+  std::map<std::string, TestMode> m = modes(base, d);
+  EXPECT_EQ(m["test_c_privateuseone_int64"], TestMode::mandatory_success);
+  EXPECT_EQ(m["test_c_privateuseone_float32"], TestMode::skip);
+}
+
+TEST(Represent, OneClassPassingAndAnotherFailingTheSameMethodShareTheWeakerMode) {
+  // Spyre drops the class: TestA::test_m and TestB::test_m are one method to it.
+  BaseEvidence a{"TestA::test_m",
+                 {variant("test_m_privateuseone_float32", "float32", {{"passed", "", ""}}),
+                  variant("test_m_privateuseone_float64", "float64", {{"passed", "", ""}})}};
+  BaseEvidence b{"TestB::test_m",
+                 {variant("test_m_privateuseone_float32", "float32",
+                          {{"failed", "AssertionError", "Tensors are not close!"}}),
+                  variant("test_m_privateuseone_float64", "float64", {{"passed", "", ""}})}};
+  for (auto* base : {&a, &b})
+    for (auto& v : base->variants)
+      v.test_id = "test/test_x.py::" + split_base(base->base).first + "PRIVATEUSEONE::" + v.name;
+  std::vector<std::vector<Bucket>> buckets = {bucket_variants(a, reference_caps()),
+                                              bucket_variants(b, reference_caps())};
+  std::vector<NameDecision> d = represent_method({&a, &b}, {&buckets[0], &buckets[1]}, {});
+  // float32 runs as xfail in both classes (it fails in one), float64 stays mandatory in both. One
+  // name per entry, the first class's: Spyre's checker reports a method listed twice.
   ASSERT_EQ(d.size(), 2u);
+  ASSERT_TRUE(restricted(d, "TestA::test_m"));
+  EXPECT_EQ(restricted(d, "TestA::test_m")->mode, TestMode::xfail);
+  EXPECT_EQ(restricted(d, "TestA::test_m")->dtypes_include, std::vector<std::string>{"float32"});
+  ASSERT_TRUE(unrestricted(d, "TestA::test_m"));
+  EXPECT_EQ(unrestricted(d, "TestA::test_m")->mode, TestMode::mandatory_success);
+  EXPECT_EQ(restricted(d, "TestA::test_m")->reason,
+            "xfail: for float32: mandatory_success: passed in every run (1 variant); fails in "
+            "every run (1 variant) (AssertionError: Tensors are not close!); all run as xfail: a "
+            "config names no single variant, and no dtype or op edit separates these; one entry "
+            "for TestA::test_m and TestB::test_m: Spyre matches the method name only");
+  expect_safe({&a, &b}, buckets, d);
+  EXPECT_EQ(modes(a, d)["test_m_privateuseone_float32"], TestMode::xfail);
+  EXPECT_EQ(modes(b, d)["test_m_privateuseone_float64"], TestMode::mandatory_success);
+
+  // No dtype to tell them apart: the method is xfail in both; a crash in one skips both.
+  BaseEvidence c{"TestA::test_n", {variant("test_n_privateuseone", "", {{"passed", "", ""}})}};
+  BaseEvidence e{"TestB::test_n",
+                 {variant("test_n_privateuseone", "", {{"failed", "AssertionError", "no"}})}};
+  std::vector<std::vector<Bucket>> nb = {bucket_variants(c, reference_caps()),
+                                         bucket_variants(e, reference_caps())};
+  d = represent_method({&c, &e}, {&nb[0], &nb[1]}, {});
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].name, "TestA::test_n");
+  EXPECT_EQ(d[0].mode, TestMode::xfail);
+  expect_safe({&c, &e}, nb, d);
+  e.variants[0] = variant("test_n_privateuseone", "", {{"error", "SIGSEGV", ""}});
+  nb[1] = bucket_variants(e, reference_caps());
+  d = represent_method({&c, &e}, {&nb[0], &nb[1]}, {});
   EXPECT_EQ(d[0].mode, TestMode::skip);
-  EXPECT_TRUE(d[0].dtypes_exclude.empty());
-  EXPECT_EQ(d[1].mode, TestMode::mandatory_success);
-  DecisionIndex index(d);
-  EXPECT_EQ(index.mode(base.base, base.variants[2]), TestMode::mandatory_success);
-  EXPECT_EQ(index.mode(base.base, base.variants[0]), TestMode::skip);
+  expect_safe({&c, &e}, nb, d);
+}
+
+TEST(Represent, ARegressionCandidateIsNeverDemotedByAMerge) {
+  BaseEvidence a{
+      "TestA::test_r",
+      {variant("test_r_privateuseone", "",
+               {{"failed", "RuntimeError", "boom"}, {"passed", "", ""}, {"passed", "", ""}})}};
+  BaseEvidence b{"TestB::test_r",
+                 {variant("test_r_privateuseone", "", {{"failed", "AssertionError", "no"}})}};
+  std::vector<std::vector<Bucket>> buckets = {bucket_variants(a, reference_caps()),
+                                              bucket_variants(b, reference_caps())};
+  ASSERT_EQ(buckets[0][0].cause, Cause::regressed);
+  std::vector<NameDecision> d = represent_method({&a, &b}, {&buckets[0], &buckets[1]}, {});
+  EXPECT_EQ(d[0].mode, TestMode::mandatory_success);
+  EXPECT_NE(d[0].reason.find("all run as mandatory_success: a regression candidate is never "
+                             "demoted"),
+            std::string::npos)
+      << d[0].reason;
+}
+
+TEST(Represent, RestrictedEntriesInOpsTestsAreXfailOnly) {
+  // An include adds its dtype to every op of an @ops test (ootci), also to ops never seen with
+  // it: only xfail is safe for variants no run has seen.
+  auto ops_test = [](const std::string& f16_outcome) {
+    return BaseEvidence{
+        "TestX::test_u",
+        {variant("test_u_abs_privateuseone_float16", "float16",
+                 {{f16_outcome, "AssertionError", "x"}}, {}, "abs"),
+         variant("test_u_abs_privateuseone_float32", "float32", {{"passed", "", ""}}, {}, "abs"),
+         variant("test_u_neg_privateuseone_float16", "float16",
+                 {{f16_outcome, "AssertionError", "x"}}, {}, "neg"),
+         variant("test_u_neg_privateuseone_float32", "float32", {{"passed", "", ""}}, {}, "neg"),
+         variant("test_u_sin_privateuseone_float32", "float32", {{"passed", "", ""}}, {}, "sin")}};
+  };
+  BaseEvidence failing = ops_test("failed");
+  std::vector<Bucket> buckets = bucket_variants(failing, reference_caps());
+  std::vector<NameDecision> d = represent_base(failing, buckets);
+  ASSERT_TRUE(restricted(d, "TestX::test_u"));
+  EXPECT_EQ(restricted(d, "TestX::test_u")->mode, TestMode::xfail);
+  expect_safe({&failing}, {buckets}, d);
+
+  // float16 passes where everything else fails: no mandatory_success entry for it.
+  BaseEvidence passing = ops_test("passed");
+  for (auto& v : passing.variants)
+    if (v.dtype == "float32")
+      v = variant(v.name, "float32", {{"failed", "AssertionError", "y"}}, {}, v.op);
+  buckets = bucket_variants(passing, reference_caps());
+  d = represent_base(passing, buckets);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].mode, TestMode::xfail);
+  expect_safe({&passing}, {buckets}, d);
 }
 
 TEST(Represent, SeveralMissingOpsAreAllNamedInOneReason) {
@@ -399,11 +644,99 @@ TEST(Represent, ATestNoRunRanIsSkipped) {
   EXPECT_EQ(d[0].reason, "skip: upstream skips it on this device (Skipped: Only runs on cuda)");
 }
 
+TEST(Represent, AFileIsRepresentedByMethodNameAndNamesNoVariant) {
+  FileEvidence f;
+  f.relpath = "test/test_x.py";
+  f.bases = {
+      {"TestA::test_m",
+       {variant("test_m_privateuseone_float32", "float32", {{"passed", "", ""}}),
+        variant("test_m_privateuseone_complex64", "complex64",
+                {{"failed", "RuntimeError", "not implemented for 'ComplexFloat'"}})}},
+      {"TestA::test_z", {variant("test_z_privateuseone", "", {{"passed", "", ""}})}},
+      {"TestB::test_m",
+       {variant("test_m_privateuseone_float32", "float32", {{"passed", "", ""}}),
+        variant("test_m_privateuseone_complex64", "complex64", {{"error", "SIGSEGV", ""}})}}};
+  f.bases[2].variants[0].test_id =
+      "test/test_x.py::TestBPRIVATEUSEONE::test_m_privateuseone_float32";
+  f.bases[2].variants[1].test_id =
+      "test/test_x.py::TestBPRIVATEUSEONE::test_m_privateuseone_complex64";
+  std::vector<std::vector<Bucket>> buckets;
+  for (const auto& b : f.bases) buckets.push_back(bucket_variants(b, reference_caps()));
+  std::vector<NameDecision> d = represent_file(f, buckets, std::nullopt);
+  std::set<std::string> names;
+  for (const auto& x : d) names.insert(x.name);
+  EXPECT_EQ(names, (std::set<std::string>{"TestA::test_m", "TestA::test_z"}));
+  // complex64 crashes in TestB and fails in TestA: one method, so it is excluded for both.
+  ASSERT_EQ(d.size(), 2u);
+  EXPECT_EQ(unrestricted(d, "TestA::test_m")->dtypes_exclude,
+            std::vector<std::string>{"complex64"});
+  expect_safe({&f.bases[0], &f.bases[1], &f.bases[2]}, buckets, d);
+}
+
+TEST(Decisions, SpyreReadsTheDtypeFromTheVariantName) {
+  EXPECT_EQ(spyre_dtype("test_a_privateuseone_float32"), "float32");
+  EXPECT_EQ(spyre_dtype("test_a_privateuseone_bfloat16"), "bfloat16");
+  EXPECT_EQ(spyre_dtype("test_a_privateuseone_complex128"), "complex128");
+  EXPECT_EQ(spyre_dtype("test_a_privateuseone_uint8"), "uint8");
+  EXPECT_EQ(spyre_dtype("test_pool_half_privateuseone"), "float16");
+  EXPECT_EQ(spyre_dtype("test_bool_indices_privateuseone"), "bool");  // not a dtype to ootci
+  EXPECT_EQ(spyre_dtype("test_a_privateuseone_float32_int64"), "float32");
+  EXPECT_EQ(spyre_dtype("test_a_privateuseone"), "");
+  VariantEvidence v;
+  v.name = "test_a_privateuseone_float32";
+  v.dtype = "float32";
+  EXPECT_EQ(unambiguous_dtype(v), "float32");
+  v.name = "test_bool_indices_privateuseone";
+  v.dtype = "";
+  EXPECT_EQ(unambiguous_dtype(v), "");
+  v.name = "test_a_privateuseone_float32_int64";
+  v.dtype = "float32,int64";
+  EXPECT_EQ(unambiguous_dtype(v), "");
+  EXPECT_EQ(formatted_op("linalg.vector_norm"), "linalg_vector_norm");
+  EXPECT_TRUE(op_exclusion_covers("max", "max"));
+  EXPECT_TRUE(op_exclusion_covers("linalg_det", "linalg.det"));
+  EXPECT_TRUE(op_exclusion_covers("sum", "sum_to_size"));
+  EXPECT_FALSE(op_exclusion_covers("add", "addmm"));
+}
+
+TEST(Decisions, TheIndexPicksEntriesAsSpyreDoes) {
+  auto entry = [](const std::string& name, TestMode mode, std::vector<std::string> include) {
+    NameDecision d;
+    d.name = name;
+    d.mode = mode;
+    d.dtypes_include = std::move(include);
+    return d;
+  };
+  VariantEvidence f16, f32, plain;
+  f16.name = "test_a_privateuseone_float16";
+  f16.dtype = "float16";
+  f32.name = "test_a_privateuseone_float32";
+  f32.dtype = "float32";
+  plain.name = "test_a_privateuseone";
+  // Given unrestricted first, the index still puts the restricted entry first, as it is written.
+  std::vector<NameDecision> d = {entry("TestX::test_a", TestMode::mandatory_success, {}),
+                                 entry("TestX::test_a", TestMode::xfail, {"float16"})};
+  for (const auto& global : {std::optional<std::set<std::string>>{},
+                             std::optional<std::set<std::string>>{{"float16", "float32"}}}) {
+    DecisionIndex index(d, global);
+    EXPECT_EQ(index.mode("TestX::test_a", f16), TestMode::xfail);
+    EXPECT_EQ(index.mode("TestX::test_a", f32), TestMode::mandatory_success);
+    // The class is dropped: another class's test_a is decided by the same entries.
+    EXPECT_EQ(index.mode("TestY::test_a", f16), TestMode::xfail);
+    EXPECT_FALSE(index.mode("TestX::test_b", f16));
+  }
+  // With global dtypes, a variant without a dtype gets the first entry written: the restricted
+  // one (which is why propose writes none then).
+  DecisionIndex global(d, std::set<std::string>{"float16", "float32"});
+  EXPECT_EQ(global.mode("TestX::test_a", plain), TestMode::xfail);
+  DecisionIndex none(d);
+  EXPECT_EQ(none.mode("TestX::test_a", plain), TestMode::mandatory_success);
+  // A dtype outside the global ones is not created, unless an entry includes it.
+  DecisionIndex narrow(d, std::set<std::string>{"float16"});
+  EXPECT_EQ(narrow.mode("TestX::test_a", f32), TestMode::skip);
+}
+
 TEST(BucketHelpers, NamesAndQuotes) {
-  EXPECT_EQ(regex_escape("test_a_(1, 2)_x.y"), "test_a_\\(1, 2\\)_x\\.y");
-  EXPECT_EQ(variant_config_name("TestX::test_a", "test_a_privateuseone"),
-            "TestX::test_a_privateuseone");
-  EXPECT_EQ(variant_config_name("test_plain", "test_plain"), "test_plain");
   EXPECT_EQ(dtype_of_scalar_type("ComplexFloat"), "complex64");
   EXPECT_EQ(dtype_of_scalar_type("Long"), "int64");
   EXPECT_EQ(dtype_of_scalar_type("Quaternion"), "");

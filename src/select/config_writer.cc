@@ -16,7 +16,11 @@ namespace ootci {
 namespace {
 
 constexpr const char* kMarker = "# ootci:";
+// A marker's reason continues on comment lines whose text starts under the reason's first word.
+constexpr const char* kContinuation = "#        ";
 constexpr const char* kDefaultItemIndent = "        ";
+constexpr size_t kLineWidth = 100;        // a reason wraps at this column
+constexpr size_t kShortReasonChars = 72;  // the reason on a mode line stops here
 
 std::vector<std::string> text_lines(const std::string& text) {
   std::vector<std::string> out;
@@ -53,6 +57,32 @@ std::optional<std::string> marker_reason(const std::string& line) {
   return start == std::string::npos ? "" : reason.substr(start);
 }
 
+// The text of a marker's continuation line, or nullopt for any other line.
+std::optional<std::string> continuation(const std::string& line) {
+  size_t n = line.find_first_not_of(" \t");
+  size_t width = std::strlen(kContinuation);
+  if (n == std::string::npos || line.compare(n, width, kContinuation) != 0 ||
+      line.size() == n + width || line[n + width] == ' ')
+    return std::nullopt;
+  return line.substr(n + width);
+}
+
+// The reason of an entry's leading comment lines: the first marker's, continuation lines joined.
+std::optional<std::string> leading_reason(const std::vector<std::string>& lines) {
+  for (size_t i = 0; i < lines.size(); ++i) {
+    std::optional<std::string> reason = marker_reason(lines[i]);
+    if (!reason) continue;
+    while (i + 1 < lines.size()) {
+      std::optional<std::string> more = continuation(lines[i + 1]);
+      if (!more) break;
+      *reason += " " + *more;
+      ++i;
+    }
+    return reason;
+  }
+  return std::nullopt;
+}
+
 bool is_item(const std::string& line, size_t indent) {
   return indent_of(line) == indent && line.size() > indent && line[indent] == '-' &&
          (line.size() == indent + 1 || line[indent + 1] == ' ');
@@ -76,27 +106,31 @@ std::string one_line(std::string s) {
   return s;
 }
 
-std::vector<std::string> default_head(const std::string& relpath) {
+std::vector<std::string> default_head(const std::string& relpath,
+                                      const std::vector<std::string>& labels) {
+  std::vector<std::string> quoted;
+  for (const auto& l : labels) quoted.push_back(yaml_scalar(l));
   return {
       "# Proposed by `ootci select propose` from execution evidence (docs/select.md). An entry",
       "# under a `# ootci:` comment is rewritten by the next proposal; delete that comment line to",
       "# make the entry yours: ootci then keeps it as written and leaves its tests alone.",
       "test_suite_config:",
-      "  labels: [full]",
+      fmt::format("  labels: [{}]", fmt::join(quoted, ", ")),
       "  files:",
       "    - path: ${TORCH_ROOT}/" + relpath,
       "      unlisted_test_mode: skip",
   };
 }
 
-// Names grouped into entries, in the order they are written.
+// Names grouped into entries, in the order they are written: dtype-restricted entries first, so
+// Spyre picks them for their dtypes before a method's unrestricted entry (which, with global
+// supported_dtypes, would cover those dtypes too).
 std::vector<std::vector<const NameDecision*>> group_entries(
     const std::vector<NameDecision>& decisions) {
   std::vector<std::vector<const NameDecision*>> groups;
   for (const auto& d : decisions) {
-    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) {
-      return g[0]->is_variant() == d.is_variant() && g[0]->same_settings(d);
-    });
+    auto it = std::find_if(groups.begin(), groups.end(),
+                           [&](const auto& g) { return g[0]->same_settings(d); });
     if (it == groups.end())
       groups.push_back({&d});
     else
@@ -105,32 +139,69 @@ std::vector<std::vector<const NameDecision*>> group_entries(
   for (auto& g : groups)
     std::sort(g.begin(), g.end(), [](auto* a, auto* b) { return a->name < b->name; });
   std::sort(groups.begin(), groups.end(), [](const auto& a, const auto& b) {
-    // Base names first, so a variant's own name comes later and wins.
-    if (a[0]->is_variant() != b[0]->is_variant()) return !a[0]->is_variant();
+    if (a[0]->restricted() != b[0]->restricted()) return a[0]->restricted();
     if (a[0]->mode != b[0]->mode) return a[0]->mode < b[0]->mode;
     if (a[0]->name != b[0]->name) return a[0]->name < b[0]->name;
+    if (a[0]->dtypes_include != b[0]->dtypes_include)
+      return a[0]->dtypes_include < b[0]->dtypes_include;
     return a[0]->reason < b[0]->reason;
   });
   return groups;
 }
 
+// `# ootci: <reason>`, wrapped at kLineWidth on spaces onto continuation lines (one space is cut
+// at each break, so joining the lines with one space gives the reason back).
+void render_marker(const std::string& reason, const std::string& in,
+                   std::vector<std::string>& out) {
+  std::string prefix = in + kMarker + " ";
+  std::string rest = one_line(reason);
+  while (prefix.size() + rest.size() > kLineWidth) {
+    size_t room = kLineWidth - prefix.size();
+    size_t cut = rest.rfind(' ', room);
+    if (cut == std::string::npos || cut == 0) cut = rest.find(' ', room);
+    if (cut == std::string::npos) break;
+    out.push_back(prefix + rest.substr(0, cut));
+    rest = rest.substr(cut + 1);
+    prefix = in + kContinuation;
+  }
+  out.push_back(prefix + rest);
+}
+
+// The reason's first clause, as Spyre writes one on the mode line: `mode: xfail  # <short>`.
+std::string short_reason(const std::string& reason) {
+  std::string s = one_line(reason);
+  s = s.substr(0, std::min(s.find(" ("), s.find("; ")));
+  if (s.size() <= kShortReasonChars) return s;
+  size_t cut = s.rfind(' ', kShortReasonChars);
+  return s.substr(0, cut == std::string::npos ? kShortReasonChars : cut) + " ...";
+}
+
 void render_entry(const std::vector<const NameDecision*>& names, const std::string& in,
                   std::vector<std::string>& out) {
   const NameDecision& d = *names[0];
-  out.push_back(in + kMarker + " " + one_line(d.reason));
+  render_marker(d.reason, in, out);
   out.push_back(in + "- names:");
   for (const auto* n : names) out.push_back(in + "    - " + yaml_scalar(n->name));
-  out.push_back(in + "  mode: " + to_string(d.mode));
-  if (d.ops_exclude.empty() && d.dtypes_exclude.empty()) return;
+  std::string mode = in + "  mode: " + to_string(d.mode);
+  if (d.mode != TestMode::mandatory_success && !d.reason.empty())
+    mode += "  # " + short_reason(d.reason);
+  out.push_back(mode);
+  if (d.ops_exclude.empty() && d.dtypes_exclude.empty() && d.dtypes_include.empty()) return;
   out.push_back(in + "  edits:");
-  auto exclude = [&](const char* key, const std::vector<std::string>& list) {
-    if (list.empty()) return;
-    out.push_back(in + "    " + key + ":");
-    out.push_back(in + "      exclude:");
-    for (const auto& x : list) out.push_back(in + "        - name: " + yaml_scalar(x));
+  auto list = [&](const char* key, const std::vector<std::string>& names) {
+    if (names.empty()) return;
+    out.push_back(in + "      " + key + ":");
+    for (const auto& x : names) out.push_back(in + "        - name: " + yaml_scalar(x));
   };
-  exclude("ops", d.ops_exclude);
-  exclude("dtypes", d.dtypes_exclude);
+  if (!d.ops_exclude.empty()) {
+    out.push_back(in + "    ops:");
+    list("exclude", d.ops_exclude);
+  }
+  if (!d.dtypes_include.empty() || !d.dtypes_exclude.empty()) {
+    out.push_back(in + "    dtypes:");
+    list("include", d.dtypes_include);
+    list("exclude", d.dtypes_exclude);
+  }
 }
 
 int line_of(const std::string& where) {
@@ -202,11 +273,9 @@ ConfigLayout split_config(const std::string& name, const std::string& text) {
       size_t in = indent_of(line);
       if (is_item(line, dash)) {
         ConfigLayout::Entry e;
-        for (const auto& p : pending) {
-          if (auto reason = marker_reason(p); reason && !e.generated) {
-            e.generated = true;
-            e.reason = *reason;
-          }
+        if (auto reason = leading_reason(pending)) {
+          e.generated = true;
+          e.reason = *reason;
         }
         e.leading = pending.size();
         e.lines = std::move(pending);
@@ -296,6 +365,7 @@ ExistingConfig read_existing_config(const std::string& path) {
     throw;
   }
   for (const auto& e : c.layout.entries) c.human_entries += !e.generated;
+  c.labels = whole.config.labels;
   for (bool generated : {true, false}) {
     Half half = half_of(c.layout, generated);
     SuiteConfigResult parsed = parse_text(path, half.text);
@@ -322,12 +392,13 @@ ExistingConfig read_existing_config(const std::string& path) {
       }
       NameDecision d;
       d.name = rule_name(r);
-      d.base = d.name;
       d.mode = r.mode;
       d.ops_exclude = r.ops_exclude;
       d.dtypes_exclude = r.dtypes_exclude;
+      for (const auto& include : r.dtypes_include) d.dtypes_include.push_back(include.name);
       std::sort(d.ops_exclude.begin(), d.ops_exclude.end());
       std::sort(d.dtypes_exclude.begin(), d.dtypes_exclude.end());
+      std::sort(d.dtypes_include.begin(), d.dtypes_include.end());
       d.reason = half.entries[i]->reason;
       c.generated.push_back(std::move(d));
     }
@@ -348,7 +419,7 @@ std::vector<NameDecision> without_human(const std::vector<NameDecision>& decisio
   if (human_rules.empty()) return decisions;
   std::vector<NameDecision> out;
   for (const auto& d : decisions)
-    if (!human_owns(human_rules, d)) out.push_back(d);
+    if (!human_owns(human_rules, d.name)) out.push_back(d);
   return out;
 }
 
@@ -356,9 +427,10 @@ size_t entry_count(const std::vector<NameDecision>& decisions) {
   return group_entries(decisions).size();
 }
 
-std::string render_config(const std::string& relpath, const std::vector<NameDecision>& decisions,
+std::string render_config(const std::string& relpath, const std::vector<std::string>& labels,
+                          const std::vector<NameDecision>& decisions,
                           const ExistingConfig* existing, bool overwrite_human) {
-  std::vector<std::string> out = existing ? existing->layout.head : default_head(relpath);
+  std::vector<std::string> out = existing ? existing->layout.head : default_head(relpath, labels);
   std::string tests_line = existing ? existing->layout.tests_line : "      tests:";
   std::string indent = existing ? existing->layout.item_indent : kDefaultItemIndent;
 
@@ -376,11 +448,16 @@ std::string render_config(const std::string& relpath, const std::vector<NameDeci
   return text;
 }
 
+std::string display_name(const NameDecision& d) {
+  if (!d.restricted()) return d.name;
+  return fmt::format("{} [{}]", d.name, fmt::join(d.dtypes_include, ", "));
+}
+
 ConfigDiff diff_decisions(const std::vector<NameDecision>& before,
                           const std::vector<NameDecision>& after) {
   std::map<std::string, const NameDecision*> old_names, new_names;
-  for (const auto& d : before) old_names[d.name] = &d;
-  for (const auto& d : after) new_names[d.name] = &d;
+  for (const auto& d : before) old_names.emplace(display_name(d), &d);  // a repeat: the first
+  for (const auto& d : after) new_names.emplace(display_name(d), &d);
   ConfigDiff diff;
   for (const auto& [name, d] : new_names) {
     auto it = old_names.find(name);

@@ -1,8 +1,9 @@
 #pragma once
 // Writing proposed buckets into Spyre-format test-suite configs, one per upstream file, without
 // touching what people wrote (docs/select.md, "Config files"). An entry right under a
-// `# ootci: <reason>` comment is ootci's and is regenerated; every other entry is human-written
-// and kept verbatim, and the tests it names are left out of the generated entries.
+// `# ootci: <reason>` comment (continued on comment lines indented under the reason) is ootci's and
+// is regenerated; every other entry is human-written and kept verbatim, and the methods it names
+// are left out of the generated entries.
 #include <optional>
 #include <string>
 #include <vector>
@@ -22,7 +23,7 @@ struct ConfigLayout {
     int first_line = 0;              // 1-based line of the item's "-"
     int last_line = 0;               // 1-based last line of the item
     bool generated = false;          // its leading comments hold `# ootci: <reason>`
-    std::string reason;              // that reason
+    std::string reason;              // that reason, its continuation lines joined
   };
   std::vector<std::string> head;  // lines before `tests:`
   std::string tests_line;         // the `tests:` line, without an inline value
@@ -38,9 +39,10 @@ ConfigLayout split_config(const std::string& name, const std::string& text);
 struct ExistingConfig {
   std::string path;
   ConfigLayout layout;
-  std::vector<NameDecision> generated;  // names of `# ootci:` entries (base/variant unset)
+  std::vector<NameDecision> generated;  // names of `# ootci:` entries, in file order
   std::vector<Rule> human_rules;        // names of human-written entries
   size_t human_entries = 0;
+  std::vector<std::string> labels;  // test_suite_config.labels as written ([] when absent)
 };
 // Reads and validates the file with the suite config parser, ootci's entries and people's each on
 // their own (a person may name a test an ootci entry names too: the rewrite drops ootci's); throws
@@ -51,12 +53,15 @@ ExistingConfig read_existing_config(const std::string& path);
 // "test/test_view_ops.py" -> "test_view_ops.yaml"; "test/nn/test_x.py" -> "nn.test_x.yaml".
 std::string config_file_name(const std::string& relpath);
 
-// The config text: the existing file's head and tail (or a new file's), one entry per group of
-// names with the same mode, edits and reason, each under `# ootci: <reason>`, base names before
-// variant names, groups in mode order then by their sorted names; then the human-written entries
-// as they were (dropped, with their names regenerated, when `overwrite_human`). Decisions a human
-// entry covers must already be left out (without_human).
-std::string render_config(const std::string& relpath, const std::vector<NameDecision>& decisions,
+// The config text: the existing file's head and tail (or a new file's, with `labels`), one entry
+// per group of names with the same mode, edits and reason, each under `# ootci: <reason>` and, for
+// modes other than mandatory_success, a short reason on its mode line; dtype-restricted entries
+// before unrestricted ones (Spyre then picks them for their dtypes), groups in mode order then by
+// their sorted names; then the human-written entries as they were (dropped, with their names
+// regenerated, when `overwrite_human`). Decisions a human entry covers must already be left out
+// (without_human).
+std::string render_config(const std::string& relpath, const std::vector<std::string>& labels,
+                          const std::vector<NameDecision>& decisions,
                           const ExistingConfig* existing, bool overwrite_human);
 
 // The decisions no human-written rule covers.
@@ -66,7 +71,11 @@ std::vector<NameDecision> without_human(const std::vector<NameDecision>& decisio
 // How many entries the decisions make.
 size_t entry_count(const std::vector<NameDecision>& decisions);
 
-// What a rewrite changes, name by name (names compared as written).
+// "TestX::test_a", or "TestX::test_a [complex128]" for a dtype-restricted entry's name: how a
+// change to it is printed, and what tells the two entries of one method apart.
+std::string display_name(const NameDecision& d);
+
+// What a rewrite changes, name by name (display names compared).
 struct NameChange {
   std::string name;
   std::optional<NameDecision> before, after;

@@ -61,31 +61,54 @@ std::string plural(size_t n, const std::string& word) {
 }
 
 std::string entry_label(const NameDecision& d) {
-  return fmt::format("{}{}", to_string(d.mode), d.is_variant() ? " (variants)" : "");
+  if (!d.restricted()) return to_string(d.mode);
+  return fmt::format("{} [{}]", to_string(d.mode), fmt::join(d.dtypes_include, ", "));
 }
 
 // The mode every variant runs in under the written config.
 struct VariantCounts {
   std::map<TestMode, size_t> by_mode;
   size_t human = 0;
+  std::map<std::string, std::string> by_test_id;  // mode name, or "human"
 };
 
 VariantCounts count_variants(const FileEvidence& f, const std::vector<NameDecision>& decisions,
-                             const std::vector<Rule>& human_rules) {
+                             const std::vector<Rule>& human_rules,
+                             const std::optional<std::set<std::string>>& global_dtypes) {
   VariantCounts c;
-  DecisionIndex index(decisions);
-  for (const BaseEvidence& b : f.bases)
+  DecisionIndex index(decisions, global_dtypes);
+  for (const BaseEvidence& b : f.bases) {
+    bool human = human_owns(human_rules, b.base);
     for (const VariantEvidence& v : b.variants) {
-      NameDecision probe;
-      probe.base = b.base;
-      probe.variant = v.name;
-      if (!human_rules.empty() && human_owns(human_rules, probe)) {
+      if (human) {
         ++c.human;
+        c.by_test_id[v.test_id] = "human";
         continue;
       }
-      ++c.by_mode[index.mode(b.base, v).value_or(TestMode::skip)];
+      TestMode mode = index.mode(b.base, v).value_or(TestMode::skip);
+      ++c.by_mode[mode];
+      c.by_test_id[v.test_id] = to_string(mode);
     }
+  }
   return c;
+}
+
+// global.supported_dtypes as Spyre reads it: an empty list filters nothing.
+std::optional<std::set<std::string>> global_dtypes(const Capabilities& caps) {
+  if (!caps.supported_dtypes || caps.supported_dtypes->empty()) return std::nullopt;
+  return caps.supported_dtypes;
+}
+
+// Spyre's CI runs a config only when one of its labels is selected; ootci keeps an existing
+// file's labels, so say when they left the vocabulary.
+void warn_about_labels(const ExistingConfig& existing, const std::vector<std::string>& labels,
+                       std::ostream& err) {
+  for (const auto& l : existing.labels)
+    if (std::find(labels.begin(), labels.end(), l) != labels.end()) return;
+  err << fmt::format(
+      "warning: {}: its labels [{}] name none of select.labels [{}], so a CI selecting those "
+      "never runs it; ootci keeps a file's labels: edit them there\n",
+      existing.path, fmt::join(existing.labels, ", "), fmt::join(labels, ", "));
 }
 
 void print_changes(const ConfigDiff& diff, std::ostream& out) {
@@ -93,9 +116,8 @@ void print_changes(const ConfigDiff& diff, std::ostream& out) {
   std::vector<std::vector<const NameDecision*>> added;
   for (const auto& c : diff.added) {
     const NameDecision& d = *c.after;
-    auto it = std::find_if(added.begin(), added.end(), [&](const auto& g) {
-      return g[0]->is_variant() == d.is_variant() && g[0]->same_settings(d);
-    });
+    auto it = std::find_if(added.begin(), added.end(),
+                           [&](const auto& g) { return g[0]->same_settings(d); });
     if (it == added.end())
       added.push_back({&d});
     else
@@ -115,7 +137,8 @@ void print_changes(const ConfigDiff& diff, std::ostream& out) {
 }
 
 struct FileOutcome {
-  std::string status;  // created | updated | unchanged
+  std::string status;                        // created | updated | unchanged
+  std::map<std::string, std::string> modes;  // by test id, as VariantCounts
 };
 
 FileOutcome propose_file(const ProposeRequest& req, const FileEvidence& f, const Capabilities& caps,
@@ -137,20 +160,18 @@ FileOutcome propose_file(const ProposeRequest& req, const FileEvidence& f, const
     }
   }
 
-  std::vector<NameDecision> decisions;
-  for (size_t i = 0; i < f.bases.size(); ++i) {
-    std::vector<NameDecision> d = represent_base(f.bases[i], buckets[i]);
-    decisions.insert(decisions.end(), d.begin(), d.end());
-  }
+  std::optional<std::set<std::string>> global = global_dtypes(caps);
+  std::vector<NameDecision> decisions = represent_file(f, buckets, global);
 
   std::string path = (fs::path(req.out_dir) / config_file_name(f.relpath)).string();
   std::optional<ExistingConfig> existing;
   if (fs::exists(path)) existing = read_existing_config(path);
+  if (existing) warn_about_labels(*existing, req.backend.select.labels, err);
   std::vector<Rule> human =
       existing && !req.overwrite_human ? existing->human_rules : std::vector<Rule>{};
   std::vector<NameDecision> final_names = without_human(decisions, human);
-  std::string text =
-      render_config(f.relpath, final_names, existing ? &*existing : nullptr, req.overwrite_human);
+  std::string text = render_config(f.relpath, req.backend.select.labels, final_names,
+                                   existing ? &*existing : nullptr, req.overwrite_human);
   validate(path, text);
   std::string before = existing ? read_or_empty(path) : "";
   FileOutcome outcome{!existing ? "created" : before == text ? "unchanged" : "updated"};
@@ -163,7 +184,7 @@ FileOutcome propose_file(const ProposeRequest& req, const FileEvidence& f, const
                : 0;
   ConfigDiff diff =
       diff_decisions(existing ? existing->generated : std::vector<NameDecision>{}, final_names);
-  VariantCounts counts = count_variants(f, final_names, human);
+  VariantCounts counts = count_variants(f, final_names, human, global);
   size_t variants = 0;
   for (const auto& b : f.bases) variants += b.variants.size();
 
@@ -190,6 +211,7 @@ FileOutcome propose_file(const ProposeRequest& req, const FileEvidence& f, const
                                      plural(v.variants, "variant"))
                        : fmt::format("  agent: rejected {} {}: {}\n", v.where, v.summary, v.why));
   print_changes(diff, out);
+  outcome.modes = std::move(counts.by_test_id);
   return outcome;
 }
 
@@ -257,14 +279,20 @@ int propose(const ProposeRequest& req, std::ostream& out, std::ostream& err) {
 
   int code = 0;
   std::map<std::string, size_t> statuses;
+  nlohmann::json variants = nlohmann::json::object();
   for (const FileEvidence& f : files) {
     try {
-      ++statuses[propose_file(req, f, caps.of(f.relpath), out, err).status];
+      FileOutcome outcome = propose_file(req, f, caps.of(f.relpath), out, err);
+      ++statuses[outcome.status];
+      for (const auto& [test_id, mode] : outcome.modes) variants[test_id] = mode;
     } catch (const Error& e) {
       err << fmt::format("error: {}: {}\n", f.relpath, e.what());
       code = 1;
     }
   }
+  if (!req.variants_path.empty())
+    write_file_atomically(req.variants_path,
+                          nlohmann::json{{"version", 1}, {"variants", variants}}.dump(2) + "\n");
   out << fmt::format("{}: {} created, {} updated, {} unchanged{}\n", plural(files.size(), "file"),
                      statuses["created"], statuses["updated"], statuses["unchanged"],
                      req.dry_run ? " (dry run: nothing written)" : "");
@@ -315,7 +343,8 @@ int rebucket(const RebucketRequest& req, std::ostream& out, std::ostream& err) {
   };
   std::vector<Move> moves = promotions(with_base, history, req.promote_after);
 
-  Capabilities caps = load_capabilities(req.backend, req.sources, err).code;
+  FileCapabilities file_caps = load_capabilities(req.backend, req.sources, err);
+  const Capabilities& caps = file_caps.code;
   std::set<std::string> relpaths;
   for (const TestResult& r : with_base) relpaths.insert(r.file);
   for (const auto& [relpath, d] : discovery) relpaths.insert(relpath);
@@ -348,8 +377,8 @@ int rebucket(const RebucketRequest& req, std::ostream& out, std::ostream& err) {
     s.relpath = relpath;
     s.evidence = group_evidence(relpath, evidence, ops);
     s.generated = configs[relpath].generated;
-    attach_to_evidence(s.generated, s.evidence);
     s.human_rules = configs[relpath].human_rules;
+    s.global_dtypes = global_dtypes(file_caps.of(relpath));
   }
   std::set<std::string> taken;
   for (const Move& m : moves) taken.insert(m.test_id);
@@ -397,8 +426,12 @@ int rebucket(const RebucketRequest& req, std::ostream& out, std::ostream& err) {
       if (!m->human) own.push_back(*m);
     if (own.empty()) continue;
     const ExistingConfig& existing = configs[relpath];
-    std::vector<NameDecision> decisions = apply_moves(s->second, own);
-    std::string text = render_config(relpath, decisions, &existing, false);
+    AppliedMoves applied = apply_moves(s->second, own);
+    for (const auto& [m, why] : applied.not_written)
+      out << fmt::format("not written: {}: {}\n", move_name(*m), why);
+    if (applied.written == 0) continue;
+    std::string text =
+        render_config(relpath, req.backend.select.labels, applied.decisions, &existing, false);
     try {
       validate(existing.path, text);
     } catch (const Error& e) {
@@ -408,7 +441,7 @@ int rebucket(const RebucketRequest& req, std::ostream& out, std::ostream& err) {
     }
     if (text == read_or_empty(existing.path)) continue;
     write_file_atomically(existing.path, text);
-    out << fmt::format("wrote {}: {} applied\n", existing.path, plural(own.size(), "move"));
+    out << fmt::format("wrote {}: {} applied\n", existing.path, plural(applied.written, "move"));
   }
   return code;
 }

@@ -39,6 +39,10 @@ struct ProposeRequest {
   bool use_agent = true;  // consult select.agent_command when it is set
   size_t later_runs = 20;
   CapabilitySources sources;
+  // When set, {"version": 1, "variants": {test_id: mode}} is written there: how the proposed
+  // configs decide every variant of the evidence ("skip" for one never created, "human" for one a
+  // human entry decides), for review and for checking a plan against the proposal.
+  std::string variants_path;
 };
 
 // Buckets every variant in scope, writes one config per upstream file, and prints what changed.

@@ -3,6 +3,8 @@
 // current configs (docs/select.md, "Rebucket"). Failures of mandatory tests are never demoted;
 // they are regression candidates for attribution.
 #include <functional>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -50,8 +52,9 @@ std::vector<Move> promotions(const std::vector<TestResult>& run_results,
 struct ConfigState {
   std::string relpath;
   FileEvidence evidence;                // its variants, with the ops discovery recorded
-  std::vector<NameDecision> generated;  // the `# ootci:` names (attached to the evidence)
+  std::vector<NameDecision> generated;  // the `# ootci:` names, in file order
   std::vector<Rule> human_rules;
+  std::optional<std::set<std::string>> global_dtypes;  // global.supported_dtypes, if any
 };
 
 // Capability-driven admission: a variant skipped or xfailed under a reason naming an aten op
@@ -63,9 +66,16 @@ std::vector<Move> admissions(const ConfigState& state, const Capabilities& caps,
 // Marks the moves a human-written entry decides (they are printed but never written).
 void mark_human(const ConfigState& state, std::vector<Move>& moves);
 
-// The generated names with the file's (non-human) moves applied: a test whose every variant that
-// ran moves the same way changes its own name; otherwise each moved variant gets (or updates) a
-// name of its own, which wins over its test's.
-std::vector<NameDecision> apply_moves(const ConfigState& state, const std::vector<Move>& moves);
+// The generated names with the file's (non-human) moves applied, as far as a config can name them
+// (it names no single variant): an entry whose every variant that ran and that it runs moves the
+// same way changes its mode; else the moved variants of a dtype that are all of the dtype's
+// variants in the method's unrestricted entry get a dtype-restricted entry, when one decides them
+// exactly. Other moves are not written, each with why.
+struct AppliedMoves {
+  std::vector<NameDecision> decisions;
+  size_t written = 0;
+  std::vector<std::pair<const Move*, std::string>> not_written;
+};
+AppliedMoves apply_moves(const ConfigState& state, const std::vector<Move>& moves);
 
 }  // namespace ootci

@@ -108,7 +108,7 @@ VariantEvidence variant(const std::string& name, const std::string& dtype,
 NameDecision decision(const std::string& name, TestMode mode, const std::string& reason,
                       std::vector<std::string> dtypes_exclude = {}) {
   NameDecision d;
-  d.name = d.base = name;
+  d.name = name;
   d.mode = mode;
   d.reason = reason;
   d.dtypes_exclude = std::move(dtypes_exclude);
@@ -170,26 +170,39 @@ TEST(Rebucket, ANewlySupportedOpAdmitsTheVariantsWhoseOpsAreAllSupported) {
   EXPECT_EQ(moves[0].from, TestMode::skip);
 }
 
-TEST(Rebucket, MovesRewriteATestWhoseEveryVariantMovesElseNameTheVariants) {
+Move promotion(const std::string& base, const std::string& variant) {
+  Move m;
+  m.relpath = kFile;
+  m.base = base;
+  m.variant = variant;
+  m.test_id = kFile + "::" + split_base(base).first + "PRIVATEUSEONE::" + variant;
+  m.reason = "mandatory_success: promoted from xfail: passed in the last 2 runs it ran in";
+  return m;
+}
+
+TEST(Rebucket, MovesRewriteAWholeEntryOrAWholeDtypeAndNeverNameAVariant) {
   ConfigState s = view_ops_state();
-  Move all;
-  all.relpath = kFile;
-  all.base = "TestViewOps::test_crash";
-  all.variant = "test_crash_privateuseone";
-  all.reason = "mandatory_success: promoted from xfail: passed in the last 2 runs it ran in";
-  Move one = all;
-  one.base = "TestViewOps::test_t";
-  one.variant = "test_t_privateuseone_float32";
-  Move excluded = all;
-  excluded.base = "TestViewOps::test_mixed";
-  excluded.variant = "test_mixed_privateuseone_complex64";
-  std::vector<NameDecision> after = apply_moves(s, {all, one, excluded});
-  attach_to_evidence(after, s.evidence);
-  ASSERT_EQ(after.size(), 5u);
+  Move all = promotion("TestViewOps::test_crash", "test_crash_privateuseone");
+  Move one = promotion("TestViewOps::test_t", "test_t_privateuseone_float32");
+  Move excluded = promotion("TestViewOps::test_mixed", "test_mixed_privateuseone_complex64");
+  AppliedMoves applied = apply_moves(s, {all, one, excluded});
+  EXPECT_EQ(applied.written, 3u);
+  EXPECT_TRUE(applied.not_written.empty());
+  const std::vector<NameDecision>& after = applied.decisions;
+  ASSERT_EQ(after.size(), 4u);
+  for (const auto& d : after) EXPECT_TRUE(s.evidence.find(d.name)) << d.name;  // bases only
   EXPECT_EQ(after[0].name, "TestViewOps::test_crash");
   EXPECT_EQ(after[0].mode, TestMode::mandatory_success);
   EXPECT_EQ(after[0].reason, all.reason);
-  EXPECT_EQ(after[2].mode, TestMode::xfail);  // test_t keeps its name: int64 still fails
+  // The admitted dtype comes off the exclusions and runs in the entry's mode.
+  EXPECT_TRUE(after[1].dtypes_exclude.empty());
+  EXPECT_EQ(
+      after[1].reason,
+      "mandatory_success: passed in 1 of 1 run; dtype complex64 runs again: " + excluded.reason);
+  EXPECT_EQ(after[2].mode, TestMode::xfail);  // test_t: int64 still fails
+  EXPECT_EQ(after[3].name, "TestViewOps::test_t");
+  EXPECT_EQ(after[3].dtypes_include, std::vector<std::string>{"float32"});
+  EXPECT_EQ(after[3].mode, TestMode::mandatory_success);
 
   DecisionIndex index(after);
   const auto& t = s.evidence.bases[2];
@@ -198,23 +211,55 @@ TEST(Rebucket, MovesRewriteATestWhoseEveryVariantMovesElseNameTheVariants) {
   const auto& m = s.evidence.bases[1];
   EXPECT_EQ(index.mode(m.base, m.variants[0]), TestMode::mandatory_success);
 
-  // Written out, the plan sees the same: the variants' names come after their tests'.
+  // Written out, the restricted entry comes first, so Spyre (and the plan) pick it for float32.
   std::string path = make_temp_dir() + "/test_view_ops.yaml";
-  write_file(path, render_config(kFile, after, nullptr, false));
+  write_file(path, render_config(kFile, {"unit"}, after, nullptr, false));
   SuiteConfigResult parsed = load_suite_config(path);
   ASSERT_TRUE(parsed.ok()) << parsed.errors[0];
   const auto& rules = parsed.config.files[0].rules;
-  ASSERT_EQ(rules.size(), 5u);
-  EXPECT_EQ(rules[3].method, "test_mixed_privateuseone_complex64");
-  EXPECT_EQ(rules[4].method, "test_t_privateuseone_float32");
+  ASSERT_EQ(rules.size(), 4u);
+  EXPECT_EQ(rules[0].method, "test_t");
+  EXPECT_EQ(rules[0].dtypes_include.size(), 1u);
 
-  // A second move of the same variant updates its name.
+  // A second move of the same variant moves the restricted entry, all of whose variants it is.
   ConfigState again = s;
-  again.generated = after;
+  again.generated = read_existing_config(path).generated;
   one.reason = "mandatory_success: admitted: x";
-  std::vector<NameDecision> twice = apply_moves(again, {one});
-  EXPECT_EQ(twice.size(), 5u);
-  EXPECT_EQ(twice[4].reason, "mandatory_success: admitted: x");
+  AppliedMoves twice = apply_moves(again, {one});
+  EXPECT_EQ(twice.written, 1u);
+  ASSERT_EQ(twice.decisions.size(), 4u);
+  EXPECT_EQ(twice.decisions[0].dtypes_include, std::vector<std::string>{"float32"});
+  EXPECT_EQ(twice.decisions[0].reason, "mandatory_success: admitted: x");
+}
+
+TEST(Rebucket, AMoveNoConfigCanNameAloneIsNotWritten) {
+  // Two classes share test_q, one mode for float32: promoting one class's variant would take the
+  // other's (still failing) along.
+  ConfigState s;
+  s.relpath = s.evidence.relpath = kFile;
+  auto failing = [](const std::string& cls) {
+    VariantEvidence v = variant("test_q_privateuseone_float32", "float32", {}, "failed");
+    v.test_id = kFile + "::" + cls + "PRIVATEUSEONE::" + v.name;
+    v.results[0].test_id = v.test_id;
+    return v;
+  };
+  s.evidence.bases = {{"TestA::test_q", {failing("TestA")}}, {"TestB::test_q", {failing("TestB")}}};
+  s.generated = {decision("TestA::test_q", TestMode::xfail, "xfail: fails in every run"),
+                 decision("TestB::test_q", TestMode::xfail, "xfail: fails in every run")};
+  Move a = promotion("TestA::test_q", "test_q_privateuseone_float32");
+  AppliedMoves applied = apply_moves(s, {a});
+  EXPECT_EQ(applied.written, 0u);
+  ASSERT_EQ(applied.not_written.size(), 1u);
+  EXPECT_EQ(applied.not_written[0].second,
+            "a config names no single variant, and the moved variants are not all of an entry's "
+            "or of a dtype's");
+  EXPECT_EQ(applied.decisions[0].mode, TestMode::xfail);
+  EXPECT_EQ(applied.decisions.size(), 2u);
+  // Both move: the entry (both names) moves.
+  applied = apply_moves(s, {a, promotion("TestB::test_q", "test_q_privateuseone_float32")});
+  EXPECT_EQ(applied.written, 2u);
+  EXPECT_EQ(applied.decisions[0].mode, TestMode::mandatory_success);
+  EXPECT_EQ(applied.decisions[1].mode, TestMode::mandatory_success);
 }
 
 TEST(Rebucket, MovesAHumanEntryDecidesArePrintedNotWritten) {
@@ -234,9 +279,13 @@ TEST(Rebucket, MovesAHumanEntryDecidesArePrintedNotWritten) {
   mark_human(s, moves);
   EXPECT_TRUE(moves[0].human);
   EXPECT_FALSE(moves[1].human);
-  std::vector<NameDecision> after = apply_moves(s, moves);
+  std::vector<NameDecision> after = apply_moves(s, moves).decisions;
   EXPECT_EQ(after.size(), 3u);
   EXPECT_EQ(after[2].mode, TestMode::xfail);
+  // A person's entry owns its method in every class, as Spyre drops the class.
+  s.human_rules[0].class_name = "TestOther";
+  mark_human(s, moves);
+  EXPECT_TRUE(moves[0].human);
 }
 
 }  // namespace

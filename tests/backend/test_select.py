@@ -3,6 +3,7 @@
 The proposed configs must validate, running them must be green, and every variant that failed
 because of the switched-off op must land in an xfail entry whose reason names that op.
 """
+import json
 import re
 import sqlite3
 
@@ -11,12 +12,15 @@ FILES = ("test/test_view_ops.py", "test/test_indexing.py")
 
 
 def entries(config_text):
-    """(names, mode, reason) per entry of a written config; reason from its `# ootci:` comment."""
+    """(names, mode, reason) per entry of a written config; reason from its `# ootci:` comment and
+    the comment lines that continue it (`#` and eight spaces), mode without its inline comment."""
     out, reason, names, in_names = [], None, [], False
     for line in config_text.splitlines():
         stripped = line.strip()
         if stripped.startswith("# ootci:"):
             reason = stripped[len("# ootci:"):].strip()
+        elif reason is not None and re.match(r"#        \S", stripped) and not names:
+            reason += " " + stripped[9:]
         elif stripped.startswith("- names:"):
             inline = stripped[len("- names:"):].strip()
             names = [n.strip() for n in inline.strip("[]").split(",") if n.strip()] if inline else []
@@ -24,7 +28,7 @@ def entries(config_text):
         elif in_names and stripped.startswith("- "):
             names.append(stripped[2:].strip())
         elif stripped.startswith("mode:"):
-            out.append((names, stripped.split(":", 1)[1].strip(), reason))
+            out.append((names, stripped.split(":", 1)[1].split("#")[0].strip(), reason))
             reason, names, in_names = None, [], False
         else:
             in_names = False
@@ -38,7 +42,9 @@ def test_proposed_configs_validate_run_green_and_name_the_switched_off_op(ws):
     for f in FILES:
         args += ["--files", f]
     ws.ootci(*args)
-    proposal = ws.ootci("select", "propose", "--config", "ootci.yaml", "--out", "proposed").stdout
+    proposal = ws.ootci("select", "propose", "--config", "ootci.yaml", "--out", "proposed",
+                        "--variants", "variants.json").stdout
+    decided = json.loads((ws.path / "variants.json").read_text())["variants"]
     written = sorted((ws.path / "proposed").glob("*.yaml"))
     assert [p.name for p in written] == ["test_indexing.yaml", "test_view_ops.yaml"], proposal
 
@@ -52,19 +58,18 @@ def test_proposed_configs_validate_run_green_and_name_the_switched_off_op(ws):
     broken = db.execute("SELECT test_id, base FROM results WHERE message LIKE "
                         "'%switched off by OOTCI_REF_DISABLED_OPS%'").fetchall()
     assert {t.split("::")[0] for t, _ in broken} == set(FILES), broken  # in both files
-    by_name = {}
+    # Entries name base methods (Spyre drops the class); a method may have a dtype entry too.
+    by_method = {}
     for path in written:
         for names, mode, reason in entries(path.read_text()):
             for name in names:
-                by_name[name] = (mode, reason)
+                by_method.setdefault(name.split("::")[-1], []).append((mode, reason))
     for test_id, base in broken:
-        variant = "::".join(test_id.split("::")[1:])  # Class::variant, as variant entries name it
-        generic_variant = base.split("::")[0] + "::" + test_id.split("::")[-1]
-        mode, reason = by_name.get(generic_variant) or by_name.get(variant) or by_name[base]
-        assert mode == "xfail", (test_id, mode, reason)
-        assert f"aten::{SWITCHED_OFF}" in reason, (test_id, reason)
+        assert decided[test_id] == "xfail", (test_id, decided[test_id])
+        reasons = [reason for _, reason in by_method[base.split("::")[-1]]]
+        assert any(f"aten::{SWITCHED_OFF}" in (r or "") for r in reasons), (test_id, reasons)
     # No reason blames a switch for an op that was not switched off.
-    for mode, reason in by_name.values():
+    for mode, reason in (e for es in by_method.values() for e in es):
         for op in re.findall(r"Could not run 'aten::(\w+)' on the reference backend: switched off",
                              reason or ""):
             assert op == SWITCHED_OFF, reason
@@ -79,3 +84,39 @@ def test_proposed_configs_validate_run_green_and_name_the_switched_off_op(ws):
     assert ran_broken, "the proposal skipped every broken variant instead of expecting it to fail"
     assert all(outcomes[t] == "xfailed" for t in ran_broken), {t: outcomes[t] for t in ran_broken}
     assert sum(o == "passed" for o in outcomes.values()) >= 200
+
+
+def test_a_view_ops_proposal_read_back_by_the_plan_decides_every_variant_as_proposed(ws):
+    """`propose` on upstream test_view_ops.py, then `plan resolve` and a run of it: every variant
+    the discovery saw runs in exactly the mode the proposal decided for it (`--variants`), or is
+    never created when it decided skip, and nothing else runs. The configs name base methods only
+    (Spyre reads no variant names), so this holds only if the plan matches names as Spyre does:
+    class dropped, exact base names, a dtype-restricted entry picked for its dtype."""
+    ws.ootci_yaml(configs=["proposed/*.yaml"], run={"reruns": 0})
+    ws.ootci("discover", "--config", "ootci.yaml", "--files", "test/test_view_ops.py")
+    ws.ootci("select", "propose", "--config", "ootci.yaml", "--out", "proposed",
+             "--variants", "variants.json")
+    decided = json.loads((ws.path / "variants.json").read_text())["variants"]
+    assert len(decided) > 200, decided
+
+    db = sqlite3.connect(ws.path / ".ootci" / "evidence.db")
+    bases = {b.split("::")[-1] for (b,) in db.execute("SELECT DISTINCT base FROM results")}
+    text = (ws.path / "proposed" / "test_view_ops.yaml").read_text()
+    assert "\n  labels: [unit]\n" in text
+    for names, _, _ in entries(text):
+        for name in names:
+            method = name.split("::")[-1]
+            assert re.fullmatch(r"\w+", method) and method in bases, name  # a base, never a variant
+    assert "include:" in text, "expected a dtype-restricted entry (complex dtypes fail)"
+
+    plan = ws.plan()  # `ootci plan resolve` reads the proposal back
+    assert plan["files"][0]["relpath"] == "test/test_view_ops.py"
+    run = ws.ootci("run", "--config", "ootci.yaml", check=False)
+    run_id = re.search(r"^run (\S+) finished", run.stdout, re.M).group(1)
+    ran = dict(db.execute("SELECT test_id, mode FROM results WHERE run_id = ?", (run_id,)))
+    assert set(ran) <= set(decided), sorted(set(ran) - set(decided))[:10]
+    wrong = {t: (mode, ran.get(t)) for t, mode in decided.items()
+             if (ran.get(t) if mode != "skip" else None) != (None if mode == "skip" else mode)}
+    assert not wrong, dict(list(wrong.items())[:20])
+    # Every mode was safe for what discovery saw: the run is green.
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
