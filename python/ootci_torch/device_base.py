@@ -214,7 +214,8 @@ class PlanDeviceTestBase(DeviceTypeTestBase):  # noqa: F821  (defined by common_
         op_name = getattr(op, "name", None) if op is not None else None
         aliases = (op_name, getattr(op, "formatted_name", op_name)) if op_name else ()
         decision = _plan.decide(fp, generic_name, method, variant, aliases, _dtype_names(kwargs),
-                                rule_source=getattr(op, "ootci_rule_source", None))
+                                rule_source=getattr(op, "ootci_rule_source", None),
+                                op_tags=getattr(op, "ootci_tags", None))
         if not decision.keep:
             delattr(cls, variant)
             return
@@ -227,7 +228,8 @@ class PlanDeviceTestBase(DeviceTypeTestBase):  # noqa: F821  (defined by common_
             "op": op_name,
             "dtype": ",".join(_dtype_names(kwargs)) or None,
             "rule": decision.rule.source if decision.rule else None,
-            "tags": list(decision.rule.tags) if decision.rule else [],
+            "tags": (list(decision.rule.tags) if decision.rule else [])
+                    + list(getattr(op, "ootci_tags", None) or []),
             # The config name the variant comes from, so evidence maps back to config entries.
             "base": f"{generic_name}::{method}",
         }

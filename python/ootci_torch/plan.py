@@ -245,11 +245,13 @@ def current() -> Plan:
 
 
 def decide(fp: FilePlan, cls_name: str, method: str, variant: str,
-           op_name, dtypes: Tuple[str, ...], rule_source: Optional[str] = None) -> Decision:
+           op_name, dtypes: Tuple[str, ...], rule_source: Optional[str] = None,
+           op_tags: Optional[List[str]] = None) -> Decision:
     """Applies the plan to one variant: admission, mode, marks, precision (docs/plan.md).
 
     `rule_source` names the rule a variant comes from when the variant knows it (a model-derived
-    op test is built from one rule's ops.include); otherwise the rule is chosen as docs/plan.md says."""
+    op test is built from one rule's ops.include, whose tags are `op_tags`); otherwise the rule is
+    chosen as docs/plan.md says."""
     rule = None
     if rule_source is not None:
         rule = next((r for r in fp.rules if r.source == rule_source), None)
@@ -282,7 +284,9 @@ def decide(fp: FilePlan, cls_name: str, method: str, variant: str,
                         for a in aliases):
             return Decision(False, mode, f"op {primary} excluded by {rule.source}", rule=rule)
         included = next((a for a in aliases if rule is not None and a in rule.ops_include), None)
-        if included is not None:
+        if op_tags is not None:
+            marks.extend(mark_name("", t) for t in op_tags)
+        elif included is not None:
             marks.extend(mark_name("", t) for t in rule.ops_include[included])
         if fp.supported_ops is not None:
             op = next((fp.supported_ops[a] for a in aliases if a in fp.supported_ops), None)

@@ -140,3 +140,21 @@ def test_an_op_answers_to_its_name_and_its_formatted_name():
     keep = lambda name, formatted: P.decide(fp, "A", "test_x", "v", (name, formatted), ()).keep  # noqa: E731
     assert keep("_masked.var", "_masked_var") is True
     assert keep("_masked.std", "_masked_std") is False  # excluded by its formatted name
+
+
+def test_a_model_op_variant_takes_its_own_rule_and_its_includes_tags():
+    # Two includes of one op with different tags (two call sites of torch.mul in a model), and two
+    # rules naming the same test (two models): each variant is decided by the include it came from.
+    fp = make_plan([
+        rule(None, "test_model_ops_db", "xfail", tags=["model__a"],
+             ops={"include": [{"name": "torch.mul", "tags": ["torch.mul.1"]},
+                              {"name": "torch.mul", "tags": ["torch.mul.2"]}]}),
+        rule(None, "test_model_ops_db", "mandatory_success", tags=["model__b"])])
+    d = P.decide(fp, "T", "test_model_ops_db", "v", ("torch.mul", "torch_mul__0"), ("float32",),
+                 rule_source="cfg:test_model_ops_db", op_tags=["torch.mul.1"])
+    assert d.mode == "xfail" and "torch_mul_1" in d.marks and "torch_mul_2" not in d.marks
+    second = fp.rules[1]
+    second.source = "second"
+    d = P.decide(fp, "T", "test_model_ops_db", "v", ("torch.mul", "torch_mul__1"), ("float32",),
+                 rule_source="second", op_tags=[])
+    assert d.mode == "mandatory_success" and d.marks[0] == "model__b"
