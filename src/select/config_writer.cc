@@ -20,7 +20,7 @@ constexpr const char* kMarker = "# ootci:";
 constexpr const char* kContinuation = "#        ";
 constexpr const char* kDefaultItemIndent = "        ";
 constexpr size_t kLineWidth = 100;        // a reason wraps at this column
-constexpr size_t kShortReasonChars = 72;  // the reason on a mode line stops here
+constexpr size_t kShortReasonChars = 40;  // a mode line's reason gets at least this much room
 
 std::vector<std::string> text_lines(const std::string& text) {
   std::vector<std::string> out;
@@ -167,13 +167,15 @@ void render_marker(const std::string& reason, const std::string& in,
   out.push_back(prefix + rest);
 }
 
-// The reason's first clause, as Spyre writes one on the mode line: `mode: xfail  # <short>`.
-std::string short_reason(const std::string& reason) {
+// The reason's first clause, as Spyre writes one on the mode line: `mode: xfail  # <short>`, cut
+// on a space to end the line by kLineWidth (and to no fewer than kShortReasonChars).
+std::string short_reason(const std::string& reason, size_t room) {
+  room = std::max(room, kShortReasonChars);
   std::string s = one_line(reason);
   s = s.substr(0, std::min(s.find(" ("), s.find("; ")));
-  if (s.size() <= kShortReasonChars) return s;
-  size_t cut = s.rfind(' ', kShortReasonChars);
-  return s.substr(0, cut == std::string::npos ? kShortReasonChars : cut) + " ...";
+  if (s.size() <= room) return s;
+  size_t cut = s.rfind(' ', room - 4);
+  return s.substr(0, cut == std::string::npos ? room - 4 : cut) + " ...";
 }
 
 void render_entry(const std::vector<const NameDecision*>& names, const std::string& in,
@@ -183,8 +185,10 @@ void render_entry(const std::vector<const NameDecision*>& names, const std::stri
   out.push_back(in + "- names:");
   for (const auto* n : names) out.push_back(in + "    - " + yaml_scalar(n->name));
   std::string mode = in + "  mode: " + to_string(d.mode);
-  if (d.mode != TestMode::mandatory_success && !d.reason.empty())
-    mode += "  # " + short_reason(d.reason);
+  if (d.mode != TestMode::mandatory_success && !d.reason.empty()) {
+    mode += "  # ";
+    mode += short_reason(d.reason, kLineWidth - std::min(kLineWidth, mode.size()));
+  }
   out.push_back(mode);
   if (d.ops_exclude.empty() && d.dtypes_exclude.empty() && d.dtypes_include.empty()) return;
   out.push_back(in + "  edits:");

@@ -174,7 +174,8 @@ FileOutcome propose_file(const ProposeRequest& req, const FileEvidence& f, const
                                    existing ? &*existing : nullptr, req.overwrite_human);
   validate(path, text);
   std::string before = existing ? read_or_empty(path) : "";
-  FileOutcome outcome{!existing ? "created" : before == text ? "unchanged" : "updated"};
+  FileOutcome outcome;
+  outcome.status = !existing ? "created" : before == text ? "unchanged" : "updated";
   if (!req.dry_run && (!existing || before != text)) write_file_atomically(path, text);
 
   size_t entries_before =

@@ -266,7 +266,7 @@ TEST(Rebucket, MovesAHumanEntryDecidesArePrintedNotWritten) {
   ConfigState s = view_ops_state();
   Rule r;
   r.class_name = "TestViewOps";
-  r.method = "test_t_.*";
+  r.method = "test_t.*";
   s.human_rules = {r};
   Move m;
   m.relpath = kFile;
