@@ -173,7 +173,7 @@ class PlanDeviceTestBase(DeviceTypeTestBase):  # noqa: F821  (defined by common_
 
     @classmethod
     def get_primary_device(cls):
-        # With an index, as newer PyTorch's PrivateUse1TestBase names it: tensors report
+        # With an index, as newer PyTorch's device test base names it: tensors report
         # "<device>:0", and upstream tests compare a module's parameters with the test's device.
         return f"{cls.device_type}:0"
 
