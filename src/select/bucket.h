@@ -98,7 +98,7 @@ struct PoolVariant {
 };
 // Whether a dtype-restricted entry (edits.dtypes.include: [dtype]) in `mode` for the method of
 // `pool` decides exactly that dtype's variants in Spyre and in ootci, and creates no variant the
-// evidence never saw unless `mode` is xfail, which no outcome turns red.
+// evidence never saw, except in an @ops test in xfail (which no outcome turns red).
 bool may_restrict_dtype(const std::vector<PoolVariant>& pool, const std::string& dtype,
                         TestMode mode, const std::optional<std::set<std::string>>& global_dtypes);
 
