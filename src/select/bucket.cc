@@ -734,7 +734,7 @@ class MethodEntries {
   }
 
   // 5. A crash or hang left in the entry: its dtype or its op is excluded, whichever leaves out
-  // fewer variants that would run; else the whole entry ends up skip (step 6).
+  // fewer variants that would run; else the entry it stays in ends up skip (7.).
   void exclude_remaining_crashes() {
     for (const Item* crash : Items(routed_)) {
       if (crash->b->mode != TestMode::skip ||
