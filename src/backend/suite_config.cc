@@ -554,7 +554,11 @@ class SuiteReader {
       rule.source = where(node);
       if (!mode_known) continue;
       // Spyre matches base names only, so `A::test_x` and `B::test_x` are the same test.
-      auto [it, fresh] = seen.try_emplace(rule.method, Seen{rule.mode, rule.source});
+      // An entry restricted to some dtypes (dtypes.include) is a deliberate per-dtype override,
+      // which Spyre's selection resolves by dtype: only entries for the same dtypes collide.
+      std::string key = rule.method;
+      for (const auto& d : rule.dtypes_include) key += "|" + d.name;
+      auto [it, fresh] = seen.try_emplace(key, Seen{rule.mode, rule.source});
       if (!fresh) {
         std::string message =
             it->second.mode != rule.mode

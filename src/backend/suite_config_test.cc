@@ -229,6 +229,19 @@ TEST(SuiteConfig, ConflictingDuplicateWarnsWithBothPlaces) {
                    "with mode skip here but xfail at c.yaml:5:19: the first one wins (as in "
                    "Spyre) unless a dtype edit selects this one"}));
   EXPECT_EQ(r.config.files[0].rules.size(), 2u);
+
+  // A dtype-restricted entry for the same test is an override for that dtype, not a duplicate.
+  SuiteConfigResult dtype_entry = parse(R"(test_suite_config:
+  files:
+    - path: a.py
+      tests:
+        - names: [C::m]
+          mode: xfail
+          edits: {dtypes: {include: [{name: float16}]}}
+        - names: [C::m]
+)");
+  EXPECT_TRUE(dtype_entry.ok());
+  EXPECT_TRUE(dtype_entry.warnings.empty()) << dtype_entry.warnings[0];
 }
 
 TEST(SuiteConfig, NamesAreExactBaseNamesOrRegexesAndTheClassIsInformative) {
