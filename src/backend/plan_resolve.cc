@@ -183,8 +183,7 @@ class PlanResolver {
         warnings_.push_back(fmt::format(
             "{}: {}: conflicting precision for dtype '{}'{} in {}: {} here but {} at {}; the first "
             "one applies",
-            d.where,
-            d.yaml_path, d.name, what, shown(path), precision_json(d.precision).dump(),
+            d.where, d.yaml_path, d.name, what, shown(path), precision_json(d.precision).dump(),
             precision_json(it->precision).dump(), it->where));
       if (!it->precision) it->precision = d.precision;
       it->force_xfail = it->force_xfail || d.force_xfail;

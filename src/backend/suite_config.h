@@ -95,7 +95,7 @@ struct GlobalConfig {
 };
 
 struct SuiteConfig {
-  std::string path;                         // the YAML document's name
+  std::string path;                 // the YAML document's name
   std::vector<std::string> labels;  // none: Spyre's CI never selects the file (plan lint says so)
   std::vector<FileEntry> files;
   GlobalConfig global;
