@@ -218,19 +218,24 @@ class MethodMoves {
       if (moves.empty() || !may_restrict_dtype(pool_, dtype, moves[0]->to, state_.global_dtypes))
         continue;
       std::vector<NameDecision> added;
-      for (const NameDecision* head : heads) {
-        NameDecision d;
-        d.name = head->name;
-        d.mode = moves[0]->to;
-        d.dtypes_include = {dtype};
-        d.reason = common_reason(moves);
-        added.push_back(std::move(d));
-      }
+      for (const NameDecision* head : heads)
+        added.push_back(dtype_entry(*head, dtype, moves[0]->to, moves));
       written(moves);
       // Appending may move the vector: take the heads again afterwards.
       out_.decisions.insert(out_.decisions.end(), added.begin(), added.end());
       heads = entry({});
     }
+  }
+
+  // An entry for `head`'s name restricted to `dtype`, in mode `to`, for the moves' reason.
+  static NameDecision dtype_entry(const NameDecision& head, const std::string& dtype, TestMode to,
+                                  const std::vector<const Move*>& moves) {
+    NameDecision d;
+    d.name = head.name;
+    d.mode = to;
+    d.dtypes_include = {dtype};
+    d.reason = common_reason(moves);
+    return d;
   }
 
   // The moved variants are all that the unrestricted entry's dtypes.exclude leaves out of a dtype
@@ -261,13 +266,7 @@ class MethodMoves {
         head->reason = own_entry ? kept
                                  : fmt::format("{}; dtype {} runs again: {}", kept, dtype,
                                                common_reason(moves));
-        if (!own_entry) continue;
-        NameDecision d;
-        d.name = head->name;
-        d.mode = to;
-        d.dtypes_include = {dtype};
-        d.reason = common_reason(moves);
-        added.push_back(std::move(d));
+        if (own_entry) added.push_back(dtype_entry(*head, dtype, to, moves));
       }
       written(moves);
       out_.decisions.insert(out_.decisions.end(), added.begin(), added.end());
