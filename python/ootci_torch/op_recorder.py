@@ -43,7 +43,6 @@ import pathlib
 import sys
 
 _OVERLOAD_DEFAULT = "default"
-_PLAIN = object()  # run the op plainly
 
 
 def op_name(func) -> str:
@@ -153,164 +152,6 @@ def _dispatch_key(device):
     return key
 
 
-def _make_mode_class():
-    import torch
-    from torch.utils._python_dispatch import TorchDispatchMode
-
-    Tensor, Device = torch.Tensor, torch.device
-    has_kernel = torch._C._dispatch_has_kernel_for_dispatch_key
-    DispatchKey = torch._C.DispatchKey
-    # What a backend key without its own kernel runs, in the dispatcher's order (1.13,
-    # OperatorEntry::computeDispatchTableEntry); after them comes the backend fallback.
-    composites = [(name, getattr(DispatchKey, name)) for name in
-                  ("CompositeExplicitAutogradNonFunctional", "CompositeExplicitAutograd")
-                  if hasattr(DispatchKey, name)]
-
-    def on_device(values, device):
-        for v in values:
-            if isinstance(v, Tensor):
-                if v.device.type == device:
-                    return True
-            elif isinstance(v, (list, tuple)):
-                if on_device(v, device):
-                    return True
-            elif isinstance(v, Device):
-                if v.type == device:
-                    return True
-            elif isinstance(v, str) and v.split(":", 1)[0] == device:
-                return True  # device="<type>:0"
-        return False
-
-    def tensor_devices(values, found):
-        for v in values:
-            if isinstance(v, Tensor):
-                found.add(v.device.type)
-            elif isinstance(v, (list, tuple)):
-                tensor_devices(v, found)
-        return found
-
-    def dispatch_key_of(values, device, device_key):
-        """The backend key whose kernel the call runs, for a call that involves the device: the
-        device's when a tensor argument is on it (its key outranks the CPU's) or when no argument
-        is a tensor (a factory with device=); CPU for CPU tensors moved there (`_to_copy`)."""
-        found = tensor_devices(values, set())
-        if not found or device in found:
-            return device_key
-        return "CPU" if found == {"cpu"} else None
-
-    def mutates(func):
-        return any(a.alias_info is not None and a.alias_info.is_write
-                   for a in func._schema.arguments)
-
-    names = {}       # OpOverload -> "aten::name.overload"
-    composite = {}   # (OpOverload, backend key) -> (composite DispatchKey it runs, mutates) or None
-
-    def composite_of(func, backend_key):
-        try:
-            return composite[func, backend_key]
-        except KeyError:
-            pass
-        found = None
-        try:
-            name = func.name()
-            if hasattr(func, "_op_dk") and not has_kernel(name, backend_key):
-                for key_name, key in composites:
-                    if has_kernel(name, key_name):
-                        found = (key, mutates(func))
-                        break
-        except Exception:
-            found = None  # an op the dispatcher cannot describe runs plainly
-        composite[func, backend_key] = found
-        return found
-
-    class OpRecordingMode(TorchDispatchMode):
-        def __init__(self, device):
-            super().__init__()
-            self.device = device
-            self.device_key = _dispatch_key(device) or None
-            self.ops = set()
-            self.active = True  # False once the test is over: a mode left behind only passes through
-            self.broken = False  # the recorder failed: its set is incomplete, so nothing is reported
-            self.expanding = set()  # ops whose composite kernel is running under the mode
-
-        def _note(self, func, values) -> bool:
-            """True when there is nothing more to learn about this call."""
-            if not self.active or self.broken:
-                return True
-            try:
-                name = names.get(func)
-                if name is None:
-                    name = names[func] = op_name(func)
-                if name in self.ops:
-                    return True  # already recorded: skip the device check
-                if on_device(values, self.device):
-                    self.ops.add(name)
-                    return True
-            except Exception:
-                self.broken = True
-                return True
-            return False
-
-        def _composite_to_run(self, func, types, values):
-            """(key, mutates) when this call should run its composite kernel under the mode."""
-            if not self.active or self.broken or types or func in self.expanding:
-                return None
-            try:
-                if self.device_key is None or (composite_of(func, self.device_key) is None and
-                                               composite_of(func, "CPU") is None):
-                    return None  # the common case: no composite kernel to look into
-                if not on_device(values, self.device):
-                    return None  # a call that does not involve the device
-                backend_key = dispatch_key_of(values, self.device, self.device_key)
-                return composite_of(func, backend_key) if backend_key else None
-            except Exception:
-                self.broken = True
-                return None
-
-        def _try_composite(self, func, inside, args, kwargs):
-            """The composite kernel's result under the mode, or _PLAIN when the op should run
-            plainly (the mode could not be entered again, or the kernel raised and the op mutates
-            nothing)."""
-            key, mutating = inside
-            try:
-                self.__enter__()
-            except Exception:
-                self.broken = True
-                return _PLAIN
-            self.expanding.add(func)
-            try:
-                return func._op_dk(key, *args, **kwargs)
-            except Exception:
-                if mutating:
-                    raise  # it may have written its arguments already: never twice
-                return _PLAIN
-            finally:
-                self.expanding.discard(func)
-                try:
-                    self.__exit__(None, None, None)
-                except Exception:
-                    self.broken = True
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            kwargs = kwargs or {}
-            values = (args, tuple(kwargs.values()))
-            seen = self._note(func, values)
-            inside = self._composite_to_run(func, types, values)
-            if inside is not None:
-                out = self._try_composite(func, inside, args, kwargs)
-                if out is not _PLAIN:
-                    return out
-            out = func(*args, **kwargs)
-            if not seen:
-                self._note(func, (out,))
-            return out
-
-    return OpRecordingMode
-
-
-_mode_class = None
-
-
 class Recording:
     """Context manager around one test phase; `ops` is the sorted list, or None if not recorded."""
 
@@ -331,10 +172,8 @@ class Recording:
         return self
 
     def _enter_mode(self):
-        global _mode_class
-        if _mode_class is None:
-            _mode_class = _make_mode_class()
-        mode = _mode_class(device_type())
+        from ootci_torch.recording_mode import OpRecordingMode  # imports torch
+        mode = OpRecordingMode(device_type())
         mode.__enter__()
         self._mode = mode
 
