@@ -5,8 +5,8 @@
 
 #include <thread>
 
+#include "base/text.h"
 #include "base/time.h"
-#include "hud/html.h"
 #include "net/crypto.h"
 #include "net/jwt.h"
 #include "store/store.h"

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "base/text.h"
+
 namespace ootci {
 
 const char* target_name(Target t) {
@@ -38,10 +40,6 @@ int bisection_bound(size_t n) {
 }
 
 namespace {
-
-std::string short_sha(const std::string& sha) {
-  return sha.substr(0, 12);
-}
 
 // The backend is the vendor's; the tests and core are upstream PyTorch's.
 std::string category_of(Target t) {

@@ -12,28 +12,20 @@
 #include "backend/runner.h"
 #include "base/error.h"
 #include "base/file_text.h"
+#include "base/git.h"
 #include "base/subprocess.h"
+#include "base/text.h"
 #include "base/time.h"
-#include "select/git.h"
 
 namespace fs = std::filesystem;
 
 namespace ootci {
 namespace {
 
-std::string short_sha(const std::string& sha) {
-  return sha.substr(0, 12);
-}
-
-std::string trimmed(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
-  return s;
-}
-
 // The last lines of a command's output, where tools say what went wrong (a traceback's error,
 // a compiler's last message), short enough for a verdict's summary.
-std::string tail(const std::string& text, int lines = 3, size_t max = 300) {
-  std::string t = trimmed(text);
+std::string last_lines(const std::string& text, int lines = 3, size_t max = 300) {
+  std::string t = trim_end(text);
   size_t start = t.size();
   for (int i = 0; i < lines && start != std::string::npos; ++i)
     start = start == 0 ? std::string::npos : t.rfind('\n', start - 1);
@@ -54,13 +46,13 @@ std::string join(const std::string& dir, const std::string& rel) {
 }
 
 std::string toplevel(const std::string& dir) {
-  return trimmed(git_output(dir, {"rev-parse", "--show-toplevel"}));
+  return trim(git_output(dir, {"rev-parse", "--show-toplevel"}));
 }
 
 // The full commit id, or "" when `rev` is not a commit of the repo.
 std::string resolve(const std::string& repo, const std::string& rev) {
   try {
-    return trimmed(git_output(repo, {"rev-parse", "--verify", "-q", rev + "^{commit}"}));
+    return trim(git_output(repo, {"rev-parse", "--verify", "-q", rev + "^{commit}"}));
   } catch (const Error&) {
     return "";
   }
@@ -178,7 +170,7 @@ const std::map<std::string, std::string>& RunnerProbes::core_environment(const s
     CapturedRun r = run_captured(o);
     if (!r.ok())
       throw Error(fmt::format("attribute.targets.core.prepare for {} exited {}: {}", rev,
-                              r.exit_code, tail(r.err.empty() ? r.out : r.err)));
+                              r.exit_code, last_lines(r.err.empty() ? r.out : r.err)));
     text = r.out;
     std::ofstream(env_file) << text;
   }
@@ -211,7 +203,7 @@ void RunnerProbes::build_backend(const std::string& dir, const std::string& back
   CapturedRun r = run_captured(o);
   if (!r.ok()) {
     std::string why = fmt::format("the backend build at {} exited {}: {}", short_sha(backend_rev),
-                                  r.exit_code, tail(r.err.empty() ? r.out : r.err));
+                                  r.exit_code, last_lines(r.err.empty() ? r.out : r.err));
     build_failures_[key] = why;
     throw Error(why);
   }

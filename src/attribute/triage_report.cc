@@ -3,13 +3,14 @@
 #include <fmt/format.h>
 
 #include "base/callback_caps.h"
+#include "base/text.h"
 #include "base/utf8.h"
 
 namespace ootci {
 namespace {
 
-std::string short_sha(const std::string& sha) {
-  return sha.empty() ? "-" : sha.substr(0, 12);
+std::string short_sha_or_dash(const std::string& sha) {
+  return sha.empty() ? "-" : short_sha(sha);
 }
 
 nlohmann::json commit_json(const Commit& c, Target t) {
@@ -116,8 +117,9 @@ std::string triage_markdown(const Attribution& a, const AttributionInput& in,
         ctx.green_run_id);
     for (Target t : all_targets()) {
       bool moved = std::find(a.moved.begin(), a.moved.end(), t) != a.moved.end();
-      out += fmt::format("| {} | {} | {} | {} |\n", target_name(t), short_sha(in.green->at(t)),
-                         short_sha(in.run.at(t)), moved ? "yes" : "no");
+      out +=
+          fmt::format("| {} | {} | {} | {} |\n", target_name(t), short_sha_or_dash(in.green->at(t)),
+                      short_sha_or_dash(in.run.at(t)), moved ? "yes" : "no");
     }
     out += "\n";
   }
@@ -134,10 +136,10 @@ std::string triage_markdown(const Attribution& a, const AttributionInput& in,
     std::string result = !s.outcome.ran ? "not run: " + s.outcome.problem
                          : s.failed()   ? "fails"
                                         : "passes";
-    out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", i + 1, s.kind,
-                       short_sha(s.combination.backend), short_sha(s.combination.tests),
-                       short_sha(s.combination.core), s.probed, s.outcome.failing.size(), result,
-                       s.note);
+    out += fmt::format(
+        "| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", i + 1, s.kind,
+        short_sha_or_dash(s.combination.backend), short_sha_or_dash(s.combination.tests),
+        short_sha_or_dash(s.combination.core), s.probed, s.outcome.failing.size(), result, s.note);
   }
   if (a.target && !a.range.empty()) {
     out += fmt::format("\n## Bisection of {} ({} commits, {} probes; at most {} allowed)\n\n",

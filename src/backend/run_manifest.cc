@@ -10,7 +10,9 @@
 
 #include "backend/target_revisions.h"
 #include "base/file_text.h"
+#include "base/git.h"
 #include "base/subprocess.h"
+#include "base/text.h"
 #include "base/time.h"
 #include "net/crypto.h"
 
@@ -19,15 +21,10 @@ namespace fs = std::filesystem;
 namespace ootci {
 namespace {
 
-std::string trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) s.pop_back();
-  return s;
-}
-
 // The commit, with "-dirty" when the work tree has changes, so a manifest never claims a commit
 // that is not what ran.
 std::string git_revision(const std::string& dir) {
-  return output_or_empty({"git", "-C", dir, "describe", "--always", "--dirty", "--abbrev=40"});
+  return trim(try_git_output(dir, {"describe", "--always", "--dirty", "--abbrev=40"}).value_or(""));
 }
 
 // A dirty backend checkout also names its uncommitted changes ("<sha>-dirty+<digest>"), so two
@@ -37,7 +34,7 @@ std::string backend_git_revision(const std::string& dir) {
   const std::string dirty = "-dirty";
   if (rev.size() < dirty.size() || rev.compare(rev.size() - dirty.size(), dirty.size(), dirty))
     return rev;
-  std::string diff = output_or_empty({"git", "-C", dir, "diff", "HEAD", "--binary"});
+  std::string diff = try_git_output(dir, {"diff", "HEAD", "--binary"}).value_or("");
   return rev + "+" + sha256_hex(diff).substr(0, 16);
 }
 

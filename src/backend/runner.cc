@@ -21,6 +21,7 @@
 #include "backend/run_outputs.h"
 #include "backend/shards.h"
 #include "base/error.h"
+#include "base/file_text.h"
 #include "base/time.h"
 
 namespace fs = std::filesystem;
@@ -82,13 +83,8 @@ bool rerunnable(const TestResult& r) {
          !r.name.empty();
 }
 
-std::string tail_of_file(const std::string& path, size_t bytes = 2000) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) return "";
-  std::streamoff size = in.tellg();
-  std::streamoff from = size > static_cast<std::streamoff>(bytes) ? size - bytes : 0;
-  in.seekg(from);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+std::string tail_of_file(const std::string& path) {
+  return read_file_tail(path, 2000);
 }
 
 // Runs the plan's files on worker threads; every result goes to the store as it finishes.

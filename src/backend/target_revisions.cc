@@ -2,7 +2,9 @@
 
 #include <algorithm>
 
+#include "base/git.h"
 #include "base/subprocess.h"
+#include "base/text.h"
 
 namespace ootci {
 namespace {
@@ -17,7 +19,7 @@ std::string first_line_of(const std::vector<std::string>& argv) {
 
 std::string head_commit(const std::string& repo) {
   if (repo.empty()) return "";
-  return first_line_of({"git", "-C", repo, "rev-parse", "--verify", "-q", "HEAD^{commit}"});
+  return trim(try_git_output(repo, {"rev-parse", "--verify", "-q", "HEAD^{commit}"}).value_or(""));
 }
 
 }  // namespace

@@ -17,4 +17,15 @@ std::string read_file_or_empty(const std::string& path) {
   return read_file_bytes(path).value_or("");
 }
 
+std::string read_file_tail(const std::string& path, size_t max_bytes) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) return "";
+  auto size = static_cast<size_t>(in.tellg());
+  size_t from = size > max_bytes ? size - max_bytes : 0;
+  in.seekg(static_cast<std::streamoff>(from));
+  std::string text(size - from, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  return text;
+}
+
 }  // namespace ootci

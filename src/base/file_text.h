@@ -11,4 +11,8 @@ std::optional<std::string> read_file_bytes(const std::string& path);
 // The file's bytes, or "" when it cannot be opened: for files whose absence means "nothing".
 std::string read_file_or_empty(const std::string& path);
 
+// The file's last `max_bytes` bytes (all of it when shorter), or "" when it cannot be opened: the
+// end of a log, where a process says why it stopped.
+std::string read_file_tail(const std::string& path, size_t max_bytes);
+
 }  // namespace ootci

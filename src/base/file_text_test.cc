@@ -15,5 +15,13 @@ TEST(FileText, ReadsBytesAndTellsAMissingFileApart) {
   EXPECT_EQ(read_file_or_empty(path + ".missing"), "");
 }
 
+TEST(FileText, TailIsTheLastBytesOrTheWholeFile) {
+  std::string path = testing::TempDir() + "/ootci-file-tail";
+  std::ofstream(path, std::ios::binary) << "0123456789";
+  EXPECT_EQ(read_file_tail(path, 4), "6789");
+  EXPECT_EQ(read_file_tail(path, 100), "0123456789");
+  EXPECT_EQ(read_file_tail(path + ".missing", 4), "");
+}
+
 }  // namespace
 }  // namespace ootci

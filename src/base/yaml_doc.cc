@@ -2,17 +2,18 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
 #include <fstream>
 #include <sstream>
+
+#include "base/file_text.h"
 
 namespace ootci {
 
 YamlDoc load_yaml_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(fmt::format("{}: cannot open file", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return load_yaml_text(path, ss.str());
+  std::optional<std::string> text = read_file_bytes(path);
+  if (!text) throw Error(fmt::format("{}: cannot open file", path));
+  return load_yaml_text(path, *text);
 }
 
 YamlDoc load_yaml_text(const std::string& name, const std::string& text) {
@@ -28,6 +29,21 @@ std::string yaml_where(const YamlDoc& doc, const YAML::Node& node) {
   YAML::Mark m = node.Mark();
   if (m.is_null() || m.line < 0) return doc.name;
   return fmt::format("{}:{}:{}", doc.name, m.line + 1, m.column + 1);
+}
+
+YamlWhere parse_yaml_where(const std::string& where) {
+  size_t col = where.rfind(':');
+  size_t line =
+      col == std::string::npos || col == 0 ? std::string::npos : where.rfind(':', col - 1);
+  if (line == std::string::npos) return {where, 0, 0};
+  auto number = [&](size_t from, size_t to) {
+    int n = 0;
+    auto [end, ec] = std::from_chars(where.data() + from, where.data() + to, n);
+    return ec == std::errc() && end == where.data() + to ? n : -1;
+  };
+  int l = number(line + 1, col), c = number(col + 1, where.size());
+  if (l < 0 || c < 0) return {where, 0, 0};
+  return {where.substr(0, line), l, c};
 }
 
 std::string yaml_message(const YamlDoc& doc, const YAML::Node& node, const std::string& path,

@@ -23,6 +23,15 @@ YamlDoc load_yaml_text(const std::string& name, const std::string& text);
 // "file:line:column" for a node (1-based), or just "file" when the node has no position.
 std::string yaml_where(const YamlDoc& doc, const YAML::Node& node);
 
+// The parts of a yaml_where() string; the file name may itself hold colons, so it is read from the
+// end. Line and column are 0 when `where` is only a file name.
+struct YamlWhere {
+  std::string file;
+  int line = 0;
+  int column = 0;
+};
+YamlWhere parse_yaml_where(const std::string& where);
+
 // "file:line:col: path: message" (without "path: " when path is empty).
 std::string yaml_message(const YamlDoc& doc, const YAML::Node& node, const std::string& path,
                          const std::string& message);

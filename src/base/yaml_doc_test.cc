@@ -2,17 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include "testing/test_env.h"
+
 namespace ootci {
 namespace {
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 TEST(YamlMap, UnknownKeyNamesFileLineAndKey) {
   YamlDoc doc = load_yaml_text("relay.yaml", "listen: x\ndispatch:\n  max_atempts: 3\n");
@@ -103,6 +96,18 @@ TEST(YamlMap, WithoutASinkTheFirstErrorThrows) {
   YamlDoc doc = load_yaml_text("c.yaml", "e: scalar\n");
   YamlMap root(doc, doc.root, "");
   EXPECT_EQ(error_of([&] { root.map("e"); }), "c.yaml:1:4: e: expected a mapping");
+}
+
+TEST(YamlWhere, ReadsFileLineAndColumnFromTheEnd) {
+  YamlDoc doc = load_yaml_text("dir:with:colons/c.yaml", "a:\n  b: 1\n");
+  YamlWhere w = parse_yaml_where(yaml_where(doc, doc.root["a"]["b"]));
+  EXPECT_EQ(w.file, "dir:with:colons/c.yaml");
+  EXPECT_EQ(w.line, 2);
+  EXPECT_EQ(w.column, 6);
+  YamlWhere bare = parse_yaml_where("c.yaml");
+  EXPECT_EQ(bare.file, "c.yaml");
+  EXPECT_EQ(bare.line, 0);
+  EXPECT_EQ(parse_yaml_where("a:b:c").file, "a:b:c");  // not numbers: all of it is the name
 }
 
 }  // namespace

@@ -15,7 +15,7 @@
 #include "backend/target_revisions.h"
 #include "base/atomic_file.h"
 #include "base/error.h"
-#include "base/subprocess.h"
+#include "base/git.h"
 #include "cli/commands.h"
 #include "cli/stop_signals.h"
 
@@ -45,11 +45,9 @@ std::optional<RunInfo> green_before(EvidenceStore& store, const RunInfo& run) {
 }
 
 bool clean_checkout(const std::string& repo) {
-  SpawnOptions o;
-  o.argv = {"git", "-C", repo, "status", "--porcelain", "--untracked-files=no"};
-  o.new_process_group = false;
-  CapturedRun r = run_captured(o);
-  return r.ok() && r.out.empty();
+  std::optional<std::string> changes =
+      try_git_output(repo, {"status", "--porcelain", "--untracked-files=no"});
+  return changes && changes->empty();
 }
 
 Combination combination_of(const RunInfo& run) {

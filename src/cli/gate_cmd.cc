@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "base/error.h"
+#include "base/file_text.h"
 #include "cli/commands.h"
 #include "dispatch/gate.h"
 
@@ -22,13 +23,11 @@ struct GateArgs {
 // The client_payload in `path`: what toJSON(github.event.client_payload) writes, or a whole
 // repository_dispatch body {"event_type": ..., "client_payload": {...}}.
 nlohmann::json read_client_payload(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(fmt::format("{}: cannot open file", path));
-  std::stringstream text;
-  text << in.rdbuf();
+  std::optional<std::string> text = read_file_bytes(path);
+  if (!text) throw Error(fmt::format("{}: cannot open file", path));
   nlohmann::json doc;
   try {
-    doc = nlohmann::json::parse(text.str());
+    doc = nlohmann::json::parse(*text);
   } catch (const nlohmann::json::parse_error& e) {
     throw Error(fmt::format("{}: invalid JSON: {}", path, e.what()));
   }

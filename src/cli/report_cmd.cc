@@ -12,6 +12,7 @@
 #include "backend/evidence_path.h"
 #include "base/callback_caps.h"
 #include "base/error.h"
+#include "base/file_text.h"
 #include "cli/commands.h"
 #include "dispatch/callback_report.h"
 
@@ -32,11 +33,9 @@ struct ReportArgs {
 };
 
 std::string read_text(const std::string& path, const char* flag) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(fmt::format("{} {}: cannot read it", flag, path));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  std::optional<std::string> text = read_file_bytes(path);
+  if (!text) throw Error(fmt::format("{} {}: cannot read it", flag, path));
+  return *text;
 }
 
 nlohmann::json read_json(const std::string& path, const char* flag) {

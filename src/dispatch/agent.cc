@@ -26,16 +26,12 @@
 #include "dispatch/callback_report.h"
 #include "dispatch/gate.h"
 #include "net/crypto.h"
+#include "net/reply.h"
 
 namespace fs = std::filesystem;
 
 namespace ootci {
 namespace {
-
-void send_json(httplib::Response& res, int status, const nlohmann::json& body) {
-  res.status = status;
-  res.set_content(body.dump(), "application/json");
-}
 
 nlohmann::json job_json(const AgentJob& j) {
   auto ms = [](int64_t v) { return v ? nlohmann::json(iso8601_utc(v)) : nlohmann::json(nullptr); };
@@ -56,17 +52,6 @@ nlohmann::json job_json(const AgentJob& j) {
           {"received_at", ms(j.received_ms)},
           {"started_at", ms(j.started_ms)},
           {"ended_at", ms(j.ended_ms)}};
-}
-
-std::string tail_of_file(const std::string& path, size_t max_bytes) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) return "";
-  auto size = static_cast<size_t>(in.tellg());
-  size_t from = size > max_bytes ? size - max_bytes : 0;
-  in.seekg(static_cast<std::streamoff>(from));
-  std::string text(size - from, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  return text;
 }
 
 std::string exit_text(int status) {
@@ -100,16 +85,16 @@ struct Agent::Impl {
 
   // ---- intake ----
 
-  void on_dispatch(const httplib::Request& req, httplib::Response& res) {
-    std::string signature = req.get_header_value("X-Ootci-Signature-256");
-    if (signature.empty() || !constant_time_equal(signature, github_signature(secret, req.body))) {
+  // A signed repository_dispatch body: queued (202), a duplicate (200) or refused (401, 400).
+  Reply on_dispatch(const std::string& signature, const std::string& raw_body) {
+    if (signature.empty() || !constant_time_equal(signature, github_signature(secret, raw_body))) {
       metrics.inc("ootci_agent_dispatches_total", "result=\"bad_signature\"");
-      return send_json(res, 401, {{"ok", false}, {"detail", "invalid X-Ootci-Signature-256"}});
+      return json_reply(401, {{"ok", false}, {"detail", "invalid X-Ootci-Signature-256"}});
     }
-    auto body = nlohmann::json::parse(req.body, nullptr, /*allow_exceptions=*/false);
+    auto body = nlohmann::json::parse(raw_body, nullptr, /*allow_exceptions=*/false);
     auto invalid = [&](const std::string& why) {
       metrics.inc("ootci_agent_dispatches_total", "result=\"invalid\"");
-      send_json(res, 400, {{"ok", false}, {"detail", why}});
+      return json_reply(400, {{"ok", false}, {"detail", why}});
     };
     if (body.is_discarded() || !body.is_object()) return invalid("body is not a JSON object");
     if (!body.contains("client_payload") || !body["client_payload"].is_object())
@@ -140,7 +125,7 @@ struct Agent::Impl {
     auto [id, inserted] = queue.add(job);
     if (!inserted) {
       metrics.inc("ootci_agent_dispatches_total", "result=\"duplicate\"");
-      return send_json(res, 200, {{"ok", true}, {"job", id}, {"duplicate", true}});
+      return json_reply(200, {{"ok", true}, {"job", id}, {"duplicate", true}});
     }
     // A newer build for the same PR makes older work moot, and so does closing the PR. A
     // dispatch that builds nothing (a label, an edit) leaves running work alone.
@@ -151,8 +136,8 @@ struct Agent::Impl {
     spdlog::info("dispatch {} ({}): job {} {}: {}", job.delivery_id, job.event_type, id, job.state,
                  gate.reason);
     wake.notify_all();
-    send_json(
-        res, 202,
+    return json_reply(
+        202,
         {{"ok", true}, {"job", id}, {"should_build", gate.should_build}, {"reason", gate.reason}});
   }
 
@@ -365,19 +350,20 @@ struct Agent::Impl {
     http.set_payload_max_length(25 * 1024 * 1024);  // GitHub's webhook size cap
     http.Post("/dispatch", [this](const httplib::Request& req, httplib::Response& res) {
       try {
-        on_dispatch(req, res);
+        send_reply(res, on_dispatch(req.get_header_value("X-Ootci-Signature-256"), req.body));
       } catch (const std::exception& e) {
         spdlog::error("dispatch: {}", e.what());
-        send_json(res, 500, {{"ok", false}, {"detail", "internal error"}});
+        send_reply(res, json_reply(500, {{"ok", false}, {"detail", "internal error"}}));
       }
     });
     http.Get("/healthz", [this](const httplib::Request&, httplib::Response& res) {
       try {
         auto counts = queue.count_by_state();
-        send_json(res, 200,
-                  {{"ok", true}, {"queued", counts["queued"]}, {"running", counts["running"]}});
+        send_reply(res, json_reply(200, {{"ok", true},
+                                         {"queued", counts["queued"]},
+                                         {"running", counts["running"]}}));
       } catch (const std::exception& e) {
-        send_json(res, 503, {{"ok", false}, {"detail", e.what()}});
+        send_reply(res, json_reply(503, {{"ok", false}, {"detail", e.what()}}));
       }
     });
     http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
@@ -392,14 +378,14 @@ struct Agent::Impl {
     http.Get("/api/jobs", [this](const httplib::Request&, httplib::Response& res) {
       nlohmann::json jobs = nlohmann::json::array();
       for (const auto& j : queue.recent(200)) jobs.push_back(job_json(j));
-      send_json(res, 200, jobs);
+      send_reply(res, json_reply(200, jobs));
     });
     http.Get(R"(/jobs/(\d+))", [this](const httplib::Request& req, httplib::Response& res) {
       auto job = queue.get(std::stoll(req.matches[1]));
-      if (!job) return send_json(res, 404, {{"ok", false}, {"detail", "no such job"}});
+      if (!job) return send_reply(res, json_reply(404, {{"ok", false}, {"detail", "no such job"}}));
       nlohmann::json j = job_json(*job);
-      j["log_tail"] = tail_of_file(fmt::format("{}/{}.log", config.jobs_dir, job->id), 64 * 1024);
-      send_json(res, 200, j);
+      j["log_tail"] = read_file_tail(fmt::format("{}/{}.log", config.jobs_dir, job->id), 64 * 1024);
+      send_reply(res, json_reply(200, j));
     });
   }
 };

@@ -10,7 +10,7 @@
 namespace ootci {
 namespace {
 
-std::string error_of(const std::string& text) {
+std::string config_error_of(const std::string& text) {
   std::string dir = make_temp_dir();
   write_file(dir + "/agent.yaml", text);
   try {
@@ -41,12 +41,14 @@ TEST(AgentConfig, RelativePathsAreResolvedAgainstTheFile) {
 }
 
 TEST(AgentConfig, BadInputNamesFileLineAndKey) {
-  EXPECT_EQ(error_of("listen: 9000\nbackend: b.yaml\n"),
+  EXPECT_EQ(config_error_of("listen: 9000\nbackend: b.yaml\n"),
             "agent.yaml:1:9: listen: expected host:port");
-  EXPECT_EQ(error_of("listen: 127.0.0.1:1\n"),
+  EXPECT_EQ(config_error_of("listen: 127.0.0.1:1\n"),
             "agent.yaml:1:1: backend: required key is missing (ootci.yaml)");
-  EXPECT_NE(error_of("backend: b.yaml\nconcurency: 2\n").find("concurency"), std::string::npos);
-  EXPECT_NE(error_of("backend: b.yaml\nconcurrency: 0\n").find("concurrency"), std::string::npos);
+  EXPECT_NE(config_error_of("backend: b.yaml\nconcurency: 2\n").find("concurency"),
+            std::string::npos);
+  EXPECT_NE(config_error_of("backend: b.yaml\nconcurrency: 0\n").find("concurrency"),
+            std::string::npos);
 }
 
 // The Debian package's /etc/ootci/agent.yaml.example (packaging/) loads, and keeps everything the

@@ -14,6 +14,7 @@
 #include "base/error.h"
 #include "base/file_text.h"
 #include "base/subprocess.h"
+#include "base/text.h"
 #include "base/time.h"
 #include "base/utf8.h"
 #include "net/http_client.h"
@@ -31,28 +32,10 @@ constexpr int64_t kMaxRetryAfterS = 60;
 // What the relay wraps around a body when it forwards it to the HUD (the trusted envelope).
 constexpr size_t kEnvelopeBytes = 16 * 1024;
 
-std::string trim(const std::string& s) {
-  size_t b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string::npos) return "";
-  size_t e = s.find_last_not_of(" \t\r\n");
-  return s.substr(b, e - b + 1);
-}
-
 bool is_decimal(const std::string& s) {
   // At most 18 digits, so the value fits an int64 wherever it is parsed.
   return !s.empty() && s.size() <= 18 &&
          std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
-}
-
-std::string url_encode(const std::string& s) {
-  std::string out;
-  for (unsigned char c : s) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~')
-      out += static_cast<char>(c);
-    else
-      out += fmt::format("%{:02X}", c);
-  }
-  return out;
 }
 
 // Runs argv and returns its stdout; stderr goes to the error message when it fails. Pipes, not

@@ -19,15 +19,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
 // An httplib::Server on 127.0.0.1 for the duration of a test.
 class LocalServer {
  public:

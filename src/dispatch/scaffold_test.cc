@@ -18,15 +18,6 @@ using Paths = std::vector<std::string>;
 const Paths kAllPaths = {".github/actions/setup-ootci/action.yml", ".github/workflows/ootci.yml",
                          "README.ootci.md", "configs/test_view_ops.yaml", "ootci.yaml"};
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
 TEST(Scaffold, DeviceNamesAreLowercaseLettersDigitsUnderscoreAndDash) {
   for (const char* ok : {"foo", "spyre", "my-dev_2", "0"})
     EXPECT_NO_THROW(validate_device_name(ok)) << ok;

@@ -31,17 +31,6 @@ std::string esc(std::string_view text) {
   return out;
 }
 
-std::string url_encode(std::string_view text) {
-  std::string out;
-  for (unsigned char c : text) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~')
-      out += static_cast<char>(c);
-    else
-      out += fmt::format("%{:02X}", c);
-  }
-  return out;
-}
-
 std::string safe_href(std::string_view url) {
   if (url.rfind("https://", 0) == 0 || url.rfind("http://", 0) == 0) return esc(url);
   return "#";

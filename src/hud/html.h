@@ -7,8 +7,6 @@ namespace ootci {
 // Escapes text for HTML element content and quoted attribute values. Every value a downstream
 // sends (job and workflow names, messages, URLs) goes through this before it reaches a page.
 std::string esc(std::string_view text);
-// Percent-encodes a query-string value.
-std::string url_encode(std::string_view text);
 // Only http(s) links are rendered as links; anything else (javascript:, data:) becomes "#".
 std::string safe_href(std::string_view url);
 

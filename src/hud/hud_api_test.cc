@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "base/text.h"
 #include "hud/html.h"
 #include "hud/seed.h"
 #include "hud/svg_chart.h"

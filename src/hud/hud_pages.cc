@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "base/text.h"
 #include "hud/html.h"
 #include "hud/svg_chart.h"
 

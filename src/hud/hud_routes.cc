@@ -6,16 +6,12 @@
 #include "base/time.h"
 #include "hud/hud_api.h"
 #include "hud/hud_pages.h"
+#include "net/reply.h"
 #include "relay/allowlist.h"
 #include "store/store.h"
 
 namespace ootci {
 namespace {
-
-void send_json(httplib::Response& res, int status, const nlohmann::json& body) {
-  res.status = status;
-  res.set_content(body.dump(), "application/json");
-}
 
 void send_html(httplib::Response& res, int status, const std::string& html) {
   res.status = status;
@@ -43,13 +39,13 @@ void both(httplib::Server& http, const std::string& page_path, const std::string
       int status = !err.empty() ? 400 : doc.is_null() ? 404 : 200;
       if (status != 200 && err.empty()) err = "not found";
       if (api)
-        send_json(res, status, status == 200 ? doc : nlohmann::json{{"detail", err}});
+        send_reply(res, json_reply(status, status == 200 ? doc : nlohmann::json{{"detail", err}}));
       else
         send_html(res, status, status == 200 ? render(doc) : error_page(status, err));
     } catch (const std::exception& e) {
       spdlog::error("HUD {}: {}", req.path, e.what());
       if (api)
-        send_json(res, 500, {{"detail", "Internal server error"}});
+        send_reply(res, json_reply(500, {{"detail", "Internal server error"}}));
       else
         send_html(res, 500, error_page(500, "Internal server error"));
     }
@@ -68,9 +64,9 @@ void register_hud_routes(httplib::Server& http, Store& store, AllowlistSource& a
                          std::function<nlohmann::json()> relay_health) {
   http.Get("/api/crcr/allowlist", [&allowlist](const httplib::Request&, httplib::Response& res) {
     try {
-      send_json(res, 200, allowlist_json(*allowlist.get()));
+      send_reply(res, json_reply(200, allowlist_json(*allowlist.get())));
     } catch (const std::exception& e) {
-      send_json(res, 502, {{"detail", "allowlist unavailable"}});
+      send_reply(res, json_reply(502, {{"detail", "allowlist unavailable"}}));
     }
   });
   both(

@@ -4,9 +4,14 @@
 #include <utility>
 #include <vector>
 
+namespace httplib {
+struct Response;
+}
+
 namespace ootci {
 
-// What a handler answers; the server turns it into HTTP. Handlers stay testable without sockets.
+// What a handler answers; the server turns it into HTTP with send_reply. Handlers stay testable
+// without sockets. Every JSON answer of every server (relay, HUD, agent) goes through this.
 struct Reply {
   int status = 200;
   nlohmann::json body;
@@ -19,5 +24,8 @@ inline Reply json_reply(int status, nlohmann::json body) {
 inline Reply detail_reply(int status, const std::string& detail) {
   return {status, {{"detail", detail}}, {}};
 }
+
+// Writes the reply's status, headers and JSON body into an HTTP response.
+void send_reply(httplib::Response& res, const Reply& reply);
 
 }  // namespace ootci

@@ -6,18 +6,12 @@
 
 #include <algorithm>
 
+#include "base/text.h"
 #include "base/time.h"
 #include "net/http_client.h"
 
 namespace ootci {
 namespace {
-
-std::string trim(std::string s) {
-  auto notspace = [](unsigned char c) { return !std::isspace(c); };
-  s.erase(s.begin(), std::find_if(s.begin(), s.end(), notspace));
-  s.erase(std::find_if(s.rbegin(), s.rend(), notspace).base(), s.end());
-  return s;
-}
 
 // Oncalls are a YAML list or a comma-separated string ("@a, b"); CRCR and HUD accept both.
 std::vector<std::string> parse_oncalls(const YamlDoc& doc, const YAML::Node& n,

@@ -4,12 +4,12 @@
 
 #include "base/metrics.h"
 #include "net/oidc.h"
+#include "net/reply.h"
 #include "relay/allowlist.h"
 #include "relay/callback_token.h"
 #include "relay/ci_providers.h"
 #include "relay/config.h"
 #include "relay/rate_limit.h"
-#include "relay/reply.h"
 #include "relay/sha_validator.h"
 #include "relay/task_runner.h"
 #include "store/store.h"

@@ -33,12 +33,6 @@ std::string require_env(const RelayConfig& c, const std::string& key, const std:
   return v;
 }
 
-void send(httplib::Response& res, const Reply& r) {
-  res.status = r.status;
-  for (const auto& [k, v] : r.headers) res.set_header(k, v);
-  res.set_content(r.body.dump(), "application/json");
-}
-
 }  // namespace
 
 struct RelayServer::Impl {
@@ -147,22 +141,22 @@ void RelayServer::run() {
                      req.get_header_value("X-GitHub-Delivery"),
                      req.get_header_value("X-Hub-Signature-256"), req.body};
     try {
-      send(res, s.webhook.handle(w));
+      send_reply(res, s.webhook.handle(w));
     } catch (const std::exception& e) {
       spdlog::error("webhook {}: {}", w.delivery, e.what());
-      send(res, detail_reply(500, "Internal server error"));
+      send_reply(res, detail_reply(500, "Internal server error"));
     }
   });
   http.Post("/github/callback", [&s](const httplib::Request& req, httplib::Response& res) {
     try {
-      send(res, s.callback.handle({req.get_header_value("Authorization"), req.body}));
+      send_reply(res, s.callback.handle({req.get_header_value("Authorization"), req.body}));
     } catch (const std::exception& e) {
       spdlog::error("callback: {}", e.what());
-      send(res, detail_reply(500, "Internal server error"));
+      send_reply(res, detail_reply(500, "Internal server error"));
     }
   });
   auto not_allowed = [](const httplib::Request&, httplib::Response& res) {
-    send(res, detail_reply(405, "Method not allowed"));
+    send_reply(res, detail_reply(405, "Method not allowed"));
   };
   for (const char* path : {"/github/webhook", "/github/callback"}) {
     http.Get(path, not_allowed);
@@ -173,9 +167,9 @@ void RelayServer::run() {
   http.Get("/healthz", [&s](const httplib::Request&, httplib::Response& res) {
     try {
       nlohmann::json h = s.health();
-      send(res, json_reply(h["ok"] == true ? 200 : 503, h));
+      send_reply(res, json_reply(h["ok"] == true ? 200 : 503, h));
     } catch (const std::exception& e) {
-      send(res, json_reply(503, {{"ok", false}, {"detail", e.what()}}));
+      send_reply(res, json_reply(503, {{"ok", false}, {"detail", e.what()}}));
     }
   });
   http.Get("/metrics", [&s](const httplib::Request&, httplib::Response& res) {
@@ -198,7 +192,7 @@ void RelayServer::run() {
   });
   for (auto& hook : s.hooks) hook(http, *s.store, s.allowlist, [&s] { return s.health(); });
   http.set_error_handler([](const httplib::Request&, httplib::Response& res) {
-    if (res.status == 404) send(res, detail_reply(404, "Not found"));
+    if (res.status == 404) send_reply(res, detail_reply(404, "Not found"));
   });
 
   if (!http.bind_to_port(s.config.listen_host(), s.config.listen_port()))

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "base/error.h"
+#include "base/file_text.h"
 #include "net/crypto.h"
 
 namespace ootci {
@@ -61,14 +62,12 @@ SendResult WebhookTransport::send(const std::string&, const std::string& event_t
 
 std::shared_ptr<GitHubApp> make_github_app(const RelayConfig& config) {
   if (!config.github.app_id || config.github.private_key_file.empty()) return nullptr;
-  std::ifstream in(config.github.private_key_file);
-  if (!in)
+  std::optional<std::string> key = read_file_bytes(config.github.private_key_file);
+  if (!key)
     throw Error(fmt::format("{}: github.private_key_file: cannot read {}", config.path,
                             config.github.private_key_file));
-  std::stringstream ss;
-  ss << in.rdbuf();
   return std::make_shared<GitHubApp>(
-      GitHubAppConfig{config.github.api_url, config.github.app_id, ss.str(),
+      GitHubAppConfig{config.github.api_url, config.github.app_id, *key,
                       static_cast<int>(config.dispatch.request_timeout_ms)});
 }
 

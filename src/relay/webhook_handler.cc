@@ -7,6 +7,7 @@
 #include <future>
 #include <set>
 
+#include "base/text.h"
 #include "base/time.h"
 #include "net/crypto.h"
 #include "relay/check_runs.h"
@@ -15,11 +16,6 @@ namespace ootci {
 namespace {
 
 const char* kLabelPrefix = "ciflow/crcr/";
-
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-  return s;
-}
 
 std::string str_at(const nlohmann::json& j, const nlohmann::json::json_pointer& p) {
   if (!j.contains(p)) return "";

@@ -2,11 +2,11 @@
 #include <string>
 
 #include "base/metrics.h"
+#include "net/reply.h"
 #include "relay/allowlist.h"
 #include "relay/callback_token.h"
 #include "relay/config.h"
 #include "relay/dispatcher.h"
-#include "relay/reply.h"
 #include "relay/task_runner.h"
 #include "store/store.h"
 

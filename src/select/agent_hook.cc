@@ -9,6 +9,7 @@
 
 #include "base/error.h"
 #include "base/subprocess.h"
+#include "base/text.h"
 #include "base/time.h"
 
 namespace ootci {
@@ -20,41 +21,9 @@ namespace fs = std::filesystem;
 constexpr size_t kMaxSourceChars = 20000;
 constexpr size_t kMaxMessageChars = 2000;
 
-std::vector<std::string> text_lines(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) out.push_back(line);
-  return out;
-}
-
-size_t indent_of(const std::string& line) {
-  size_t n = line.find_first_not_of(" \t");
-  return n == std::string::npos ? line.size() : n;
-}
-
-bool is_blank(const std::string& line) {
-  return line.find_first_not_of(" \t\r") == std::string::npos;
-}
-
 bool starts_with_after_indent(const std::string& line, char c) {
   size_t n = line.find_first_not_of(" \t");
   return n != std::string::npos && line[n] == c;
-}
-
-std::string tail_of(const std::string& text, size_t max_chars) {
-  std::string t = text;
-  while (!t.empty() && std::isspace(static_cast<unsigned char>(t.back()))) t.pop_back();
-  return t.size() <= max_chars ? t : "..." + t.substr(t.size() - max_chars);
-}
-
-std::vector<std::string> split_commas(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream in(text);
-  std::string part;
-  while (std::getline(in, part, ','))
-    if (!part.empty()) out.push_back(part);
-  return out;
 }
 
 // The newest real error of a variant, else its newest expected failure.
@@ -161,7 +130,7 @@ bool declares(const std::string& line, const std::string& keyword, const std::st
 
 std::string python_test_source(const std::string& file_text, const std::string& cls,
                                const std::string& method) {
-  std::vector<std::string> lines = text_lines(file_text);
+  std::vector<std::string> lines = ootci::lines(file_text);
   size_t from = 0, to = lines.size();
   if (!cls.empty()) {
     size_t c = 0;
@@ -270,7 +239,7 @@ nlohmann::json run_agent(const std::vector<std::string>& argv, const nlohmann::j
   CapturedRun r = run_captured(o, int64_t{timeout_s} * 1000);
   if (r.timed_out)
     throw Error(fmt::format("select.agent_command {}: no answer within {} s", cmd, timeout_s));
-  std::string err = tail_of(r.err, 500);
+  std::string err = tail(r.err, 500);
   if (!r.ok())
     throw Error(fmt::format(
         "select.agent_command {} failed ({}){}", cmd,
@@ -280,7 +249,7 @@ nlohmann::json run_agent(const std::vector<std::string>& argv, const nlohmann::j
   nlohmann::json answer = nlohmann::json::parse(out, nullptr, /*allow_exceptions=*/false);
   if (answer.is_discarded() || !answer.is_object())
     throw Error(
-        fmt::format("select.agent_command {} printed no JSON object: {}", cmd, tail_of(out, 200)));
+        fmt::format("select.agent_command {} printed no JSON object: {}", cmd, tail(out, 200)));
   return answer;
 }
 
@@ -345,7 +314,7 @@ std::vector<AgentVerdict> apply_agent_answer(const nlohmann::json& answer,
       const VariantEvidence& x = b->variants[v];
       std::string formatted = x.op;
       std::replace(formatted.begin(), formatted.end(), '.', '_');
-      std::vector<std::string> dtypes = split_commas(x.dtype);
+      std::vector<std::string> dtypes = split(x.dtype, ',');
       if (!op.empty() && op != x.op && op != formatted) continue;
       if (!dtype.empty() && std::find(dtypes.begin(), dtypes.end(), dtype) == dtypes.end())
         continue;

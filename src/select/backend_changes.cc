@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "base/text.h"
 #include "select/changed.h"
 #include "select/code_evidence.h"
 #include "select/git.h"
@@ -13,11 +14,6 @@ namespace fs = std::filesystem;
 
 namespace ootci {
 namespace {
-
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-  return s;
-}
 
 // Files whose change cannot alter a test's result on the device. Anything not listed here and
 // not a scanned source forces the full plan.

@@ -9,6 +9,8 @@
 #include <map>
 #include <regex>
 
+#include "base/text.h"
+
 namespace ootci {
 
 namespace {
@@ -16,25 +18,8 @@ namespace {
 constexpr size_t kQuoteChars = 160;
 constexpr size_t kMaxReasonParts = 4;
 
-std::vector<std::string> split_commas(const std::string& text) {
-  std::vector<std::string> out;
-  size_t i = 0;
-  while (i <= text.size()) {
-    size_t end = text.find(',', i);
-    if (end == std::string::npos) end = text.size();
-    if (end > i) out.push_back(text.substr(i, end - i));
-    i = end + 1;
-  }
-  return out;
-}
-
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
-}
-
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
 }
 
 std::string runs_word(size_t n) {
@@ -114,7 +99,7 @@ Bucket make(TestMode mode, Cause cause, std::string text, std::string evidence =
 
 std::optional<Bucket> not_admitted(const VariantEvidence& v, const Capabilities& caps) {
   if (caps.supported_dtypes)
-    for (const auto& d : split_commas(v.dtype))
+    for (const auto& d : split(v.dtype, ','))
       if (!caps.supported_dtypes->count(d))
         return make(TestMode::skip, Cause::not_admitted,
                     fmt::format("dtype {} is not in global.supported_dtypes", d));
@@ -443,7 +428,7 @@ namespace {
 
 // Either framework may read the dtype: the variant's parameters', or the one in its name.
 bool may_have_dtype(const VariantEvidence& v, const std::string& dtype) {
-  std::vector<std::string> own = split_commas(v.dtype);
+  std::vector<std::string> own = split(v.dtype, ',');
   return spyre_dtype(v.name) == dtype || std::find(own.begin(), own.end(), dtype) != own.end();
 }
 
@@ -468,7 +453,7 @@ bool may_restrict_dtype(const std::vector<PoolVariant>& pool, const std::string&
     // outside the global dtypes would create variants that were never created.
     if (!global_dtypes->count(dtype)) return false;
     if (active([](const VariantEvidence& v) {
-          return spyre_dtype(v.name).empty() || split_commas(v.dtype).size() != 1;
+          return spyre_dtype(v.name).empty() || split(v.dtype, ',').size() != 1;
         }))
       return false;
   }
@@ -505,7 +490,7 @@ bool failing(const Bucket& b) {
 // Both frameworks read the dtype: edits on it apply alike (ootci: any of the variant's dtypes;
 // Spyre: the dtype in its name).
 bool surely_has_dtype(const VariantEvidence& v, const std::string& dtype) {
-  std::vector<std::string> own = split_commas(v.dtype);
+  std::vector<std::string> own = split(v.dtype, ',');
   return spyre_dtype(v.name) == dtype && std::find(own.begin(), own.end(), dtype) != own.end();
 }
 
@@ -610,7 +595,7 @@ class MethodEntries {
         if (std::string d = unambiguous_dtype(*i->v); !d.empty()) out.insert(d);
         continue;
       }
-      for (const auto& d : split_commas(i->v->dtype)) out.insert(d);
+      for (const auto& d : split(i->v->dtype, ',')) out.insert(d);
       if (std::string d = spyre_dtype(i->v->name); !d.empty()) out.insert(d);
     }
     return out;

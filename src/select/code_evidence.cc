@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "base/error.h"
+#include "base/file_text.h"
 #include "select/source_text.h"
 
 namespace fs = std::filesystem;
@@ -410,10 +411,7 @@ CodeEvidence scan_backend_sources(const std::string& root, const std::string& di
       continue;
     }
     if (!it->is_regular_file(ec) || !is_scanned_source(p.string())) continue;
-    std::ifstream in(p, std::ios::binary);
-    std::stringstream text;
-    text << in.rdbuf();
-    files[fs::relative(p, root).generic_string()] = text.str();
+    files[fs::relative(p, root).generic_string()] = read_file_or_empty(p.string());
   }
   if (ec) throw Error(fmt::format("{}: cannot list the backend sources: {}", root, ec.message()));
   return scan_sources(files, dispatch_key);

@@ -10,6 +10,9 @@
 #include <sstream>
 
 #include "base/error.h"
+#include "base/file_text.h"
+#include "base/text.h"
+#include "base/yaml_doc.h"
 
 namespace ootci {
 
@@ -21,26 +24,6 @@ constexpr const char* kContinuation = "#        ";
 constexpr const char* kDefaultItemIndent = "        ";
 constexpr size_t kLineWidth = 100;        // a reason wraps at this column
 constexpr size_t kShortReasonChars = 40;  // a mode line's reason gets at least this much room
-
-std::vector<std::string> text_lines(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    out.push_back(line);
-  }
-  return out;
-}
-
-size_t indent_of(const std::string& line) {
-  size_t n = line.find_first_not_of(' ');
-  return n == std::string::npos ? line.size() : n;
-}
-
-bool is_blank(const std::string& line) {
-  return line.find_first_not_of(" \t") == std::string::npos;
-}
 
 bool is_comment(const std::string& line) {
   size_t n = line.find_first_not_of(" \t");
@@ -208,15 +191,6 @@ void render_entry(const std::vector<const NameDecision*>& names, const std::stri
   }
 }
 
-int line_of(const std::string& where) {
-  // "file:line:col": the file name may itself hold colons, so read from the end.
-  size_t col = where.rfind(':');
-  if (col == std::string::npos || col == 0) return 0;
-  size_t line = where.rfind(':', col - 1);
-  if (line == std::string::npos) return 0;
-  return std::atoi(where.substr(line + 1, col - line - 1).c_str());
-}
-
 std::string rule_name(const Rule& r) {
   return (r.class_name ? *r.class_name + "::" : "") + r.method;
 }
@@ -224,7 +198,7 @@ std::string rule_name(const Rule& r) {
 }  // namespace
 
 ConfigLayout split_config(const std::string& name, const std::string& text) {
-  std::vector<std::string> lines = text_lines(text);
+  std::vector<std::string> lines = ootci::lines(text);
   static const std::regex kTests(R"((\s*)tests:\s*(\S.*)?)");
   std::vector<size_t> found;
   for (size_t i = 0; i < lines.size(); ++i)
@@ -355,15 +329,13 @@ SuiteConfigResult parse_text(const std::string& path, const std::string& text) {
 }  // namespace
 
 ExistingConfig read_existing_config(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(fmt::format("{}: cannot open file", path));
-  std::stringstream text;
-  text << in.rdbuf();
-  SuiteConfigResult whole = parse_text(path, text.str());  // its errors name the real lines
+  std::optional<std::string> text = read_file_bytes(path);
+  if (!text) throw Error(fmt::format("{}: cannot open file", path));
+  SuiteConfigResult whole = parse_text(path, *text);  // its errors name the real lines
   ExistingConfig c;
   c.path = path;
   try {
-    c.layout = split_config(path, text.str());
+    c.layout = split_config(path, *text);
   } catch (const Error&) {
     if (!whole.ok()) invalid(path, whole.errors);
     throw;
@@ -380,7 +352,7 @@ ExistingConfig read_existing_config(const std::string& path) {
                       "found {}",
                       path, parsed.config.files.size()));
     for (const Rule& r : parsed.config.files[0].rules) {
-      int line = line_of(r.source);
+      int line = parse_yaml_where(r.source).line;
       size_t i = 0;
       while (i < half.lines.size() &&
              !(half.lines[i].first <= line && line <= half.lines[i].second))

@@ -3,20 +3,11 @@
 #include <algorithm>
 #include <regex>
 
+#include "base/text.h"
+
 namespace ootci {
 
 namespace {
-
-std::vector<std::string> split_commas(const std::string& text) {
-  std::vector<std::string> out;
-  size_t i = 0;
-  while (i <= text.size()) {
-    size_t end = std::min(text.find(',', i), text.size());
-    if (end > i) out.push_back(text.substr(i, end - i));
-    i = end + 1;
-  }
-  return out;
-}
 
 bool listed(const std::vector<std::string>& list, const std::string& name) {
   return std::find(list.begin(), list.end(), name) != list.end();
@@ -29,7 +20,7 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 
 // The dtypes a variant may be known by: its parameters' and the one in its name.
 std::vector<std::string> dtypes_of(const VariantEvidence& v) {
-  std::vector<std::string> out = split_commas(v.dtype);
+  std::vector<std::string> out = split(v.dtype, ',');
   std::string named = spyre_dtype(v.name);
   if (!named.empty() && !listed(out, named)) out.push_back(named);
   return out;
@@ -58,7 +49,7 @@ std::string spyre_dtype(const std::string& variant_name) {
 }
 
 std::string unambiguous_dtype(const VariantEvidence& v) {
-  std::vector<std::string> dtypes = split_commas(v.dtype);
+  std::vector<std::string> dtypes = split(v.dtype, ',');
   if (dtypes.size() != 1 || spyre_dtype(v.name) != dtypes[0]) return "";
   return dtypes[0];
 }

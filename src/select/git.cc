@@ -14,30 +14,12 @@
 #include "base/file_text.h"
 #include "base/scratch_dir.h"
 #include "base/subprocess.h"
+#include "base/text.h"
 
 namespace fs = std::filesystem;
 
 namespace ootci {
 namespace {
-
-std::string last_line(const std::string& text) {
-  std::string t = text;
-  while (!t.empty() && (t.back() == '\n' || t.back() == '\r' || t.back() == ' ')) t.pop_back();
-  size_t nl = t.rfind('\n');
-  return nl == std::string::npos ? t : t.substr(nl + 1);
-}
-
-// Runs argv with stdout and stderr captured apart. Returns the exit code.
-int run_split(const std::vector<std::string>& argv, std::string& out, std::string& err) {
-  SpawnOptions o;
-  o.argv = argv;
-  o.env["GIT_TERMINAL_PROMPT"] = std::string("0");
-  o.new_process_group = false;
-  CapturedRun r = run_captured(o);
-  out = std::move(r.out);
-  err = std::move(r.err);
-  return r.exit_code;
-}
 
 std::string unquote_path(std::string p) {
   while (!p.empty() && (p.back() == '\t' || p.back() == '\r')) p.pop_back();
@@ -74,19 +56,6 @@ std::string prefix_of(const std::string& dir) {
 }
 
 }  // namespace
-
-std::string git_output(const std::string& dir, const std::vector<std::string>& args) {
-  std::vector<std::string> argv = {"git", "-c", "core.quotePath=false", "-C", dir};
-  argv.insert(argv.end(), args.begin(), args.end());
-  std::string out, err;
-  int code = run_split(argv, out, err);
-  if (code != 0) {
-    std::string shown = fmt::format("git -C {} {}", dir, fmt::join(args, " "));
-    throw Error(fmt::format("{}: exited with {}{}", shown, code,
-                            last_line(err).empty() ? "" : ": " + last_line(err)));
-  }
-  return out;
-}
 
 std::pair<std::string, std::string> parse_revision_range(const std::string& range,
                                                          const std::string& flag) {
@@ -189,10 +158,11 @@ std::map<std::string, std::string> git_files_at(const std::string& dir, const st
                    prefix.empty() ? rev + "^{tree}" : rev + ":" + prefix});
   std::string out_dir = scratch.path() + "/tree";
   fs::create_directories(out_dir);
-  std::string tar_out, tar_err;
-  std::vector<std::string> extract = {"tar", "-xf", tar, "-C", out_dir};
-  if (run_split(extract, tar_out, tar_err) != 0)
-    throw Error(fmt::format("tar -xf {}: {}", tar, last_line(tar_err)));
+  SpawnOptions extract;
+  extract.argv = {"tar", "-xf", tar, "-C", out_dir};
+  extract.new_process_group = false;
+  if (CapturedRun r = run_captured(extract); !r.ok())
+    throw Error(fmt::format("tar -xf {}: {}", tar, trim(r.err)));
   for (const auto& p : paths) {
     std::error_code ec;
     if (fs::is_regular_file(out_dir + "/" + p, ec)) out[p] = read_file_or_empty(out_dir + "/" + p);

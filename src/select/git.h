@@ -7,10 +7,9 @@
 #include <utility>
 #include <vector>
 
-namespace ootci {
+#include "base/git.h"
 
-// Runs `git -C dir args...` and returns its stdout.
-std::string git_output(const std::string& dir, const std::vector<std::string>& args);
+namespace ootci {
 
 // "A..B" -> {A, B}; "A" -> {A, HEAD}. Throws on "A...B" or an empty side.
 std::pair<std::string, std::string> parse_revision_range(const std::string& range,

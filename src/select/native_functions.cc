@@ -6,7 +6,7 @@
 namespace ootci {
 namespace {
 
-int indentation(const std::string& line) {
+int yaml_indentation(const std::string& line) {
   size_t n = line.find_first_not_of(' ');
   return n == std::string::npos ? -1 : static_cast<int>(n);
 }
@@ -49,7 +49,7 @@ NativeFunctions::NativeFunctions(const std::string& yaml_text) {
       continue;
     }
     if (entries_.empty()) continue;
-    int indent = indentation(line);
+    int indent = yaml_indentation(line);
     if (indent < 0) continue;
     std::string trimmed = line.substr(static_cast<size_t>(indent));
     if (trimmed.rfind("dispatch:", 0) == 0) {

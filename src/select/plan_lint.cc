@@ -5,6 +5,8 @@
 #include <regex>
 #include <set>
 
+#include "base/yaml_doc.h"
+
 namespace ootci {
 namespace {
 
@@ -29,14 +31,6 @@ struct LintRule {
   }
 };
 
-std::string config_of(const std::string& source) {
-  // "file:line:col": the file name may itself hold colons, so cut from the end.
-  size_t col = source.rfind(':');
-  size_t line =
-      col == std::string::npos || col == 0 ? std::string::npos : source.rfind(':', col - 1);
-  return line == std::string::npos ? source : source.substr(0, line);
-}
-
 std::vector<LintRule> rules_of(const nlohmann::json& file) {
   std::vector<LintRule> out;
   for (const auto& r : file.value("rules", nlohmann::json::array())) {
@@ -47,7 +41,7 @@ std::vector<LintRule> rules_of(const nlohmann::json& file) {
         r["class"].is_string() ? r["class"].get<std::string>() + "::" + rule.method : rule.method;
     rule.mode = r.value("mode", "");
     rule.source = r.value("source", "");
-    rule.config = config_of(rule.source);
+    rule.config = parse_yaml_where(rule.source).file;
     if (!rule.exact) {
       try {
         rule.pattern.emplace(rule.method, std::regex::ECMAScript);

@@ -15,6 +15,7 @@
 #include "backend/suite_config.h"
 #include "base/atomic_file.h"
 #include "base/error.h"
+#include "base/file_text.h"
 #include "base/yaml_doc.h"
 #include "select/agent_hook.h"
 #include "select/code_evidence.h"
@@ -27,14 +28,6 @@ namespace ootci {
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string read_or_empty(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return "";
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 std::unique_ptr<EvidenceStore> open_existing(const std::string& db) {
   // Selection reads; an absent database is a mistake, not a new empty file.
@@ -149,7 +142,7 @@ FileOutcome propose_file(const ProposeRequest& req, const FileEvidence& f, const
   std::vector<AgentVerdict> verdicts;
   const SelectSettings& agent = req.backend.select;
   if (req.use_agent && !agent.agent_command.empty()) {
-    std::string upstream = read_or_empty(req.backend.torch_root + "/" + f.relpath);
+    std::string upstream = read_file_or_empty(req.backend.torch_root + "/" + f.relpath);
     try {
       nlohmann::json answer = run_agent(
           agent.agent_command, agent_bundle(f, buckets, upstream, caps), agent.agent_timeout_s);
@@ -173,7 +166,7 @@ FileOutcome propose_file(const ProposeRequest& req, const FileEvidence& f, const
   std::string text = render_config(f.relpath, req.backend.select.labels, final_names,
                                    existing ? &*existing : nullptr, req.overwrite_human);
   validate(path, text);
-  std::string before = existing ? read_or_empty(path) : "";
+  std::string before = existing ? read_file_or_empty(path) : "";
   FileOutcome outcome;
   outcome.status = !existing ? "created" : before == text ? "unchanged" : "updated";
   if (!req.dry_run && (!existing || before != text)) write_file_atomically(path, text);
@@ -440,7 +433,7 @@ int rebucket(const RebucketRequest& req, std::ostream& out, std::ostream& err) {
       code = 1;
       continue;
     }
-    if (text == read_or_empty(existing.path)) continue;
+    if (text == read_file_or_empty(existing.path)) continue;
     write_file_atomically(existing.path, text);
     out << fmt::format("wrote {}: {} applied\n", existing.path, plural(applied.written, "move"));
   }

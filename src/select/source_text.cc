@@ -251,7 +251,7 @@ std::string last_component(const std::string& name) {
   return colon == std::string::npos ? name : name.substr(colon + 2);
 }
 
-int indentation(const std::string& line) {
+int python_indentation(const std::string& line) {
   int n = 0;
   for (char c : line) {
     if (c == ' ')
@@ -405,7 +405,7 @@ std::optional<std::pair<int, int>> python_function_lines(const SourceText& sourc
     if (open >= m.size() || m[open] != '(') continue;
     size_t close = source.matching(open);
     if (close == std::string::npos) continue;
-    int def_indent = indentation(m.substr(line_begin, at - line_begin));
+    int def_indent = python_indentation(m.substr(line_begin, at - line_begin));
     int first = source.line_of(line_begin);
     // Decorators directly above belong to the function.
     auto line_text = [&](int line) { return source.masked_line(line); };
@@ -414,7 +414,7 @@ std::optional<std::pair<int, int>> python_function_lines(const SourceText& sourc
     for (int line = last + 1; line <= source.line_count(); ++line) {
       std::string text = line_text(line);
       if (trim_copy(text).empty()) continue;
-      if (indentation(text) <= def_indent) break;
+      if (python_indentation(text) <= def_indent) break;
       last = line;
     }
     return std::make_pair(first, last);

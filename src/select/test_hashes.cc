@@ -11,16 +11,13 @@
 #include "backend/plan_env.h"
 #include "base/error.h"
 #include "base/file_text.h"
+#include "base/git.h"
 #include "base/subprocess.h"
 
 namespace fs = std::filesystem;
 
 namespace ootci {
 namespace {
-
-std::string tail(const std::string& text, size_t n = 2000) {
-  return text.size() > n ? text.substr(text.size() - n) : text;
-}
 
 std::map<std::string, std::string> string_map(const nlohmann::json& j, const char* key,
                                               const std::string& what) {
@@ -48,8 +45,7 @@ void run_or_throw(const std::vector<std::string>& argv,
   Subprocess p = Subprocess::spawn({argv, env, log, "", true, false});
   int status = p.wait();
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    throw Error(
-        fmt::format("{} failed (status {}):\n{}", what, status, tail(read_file_or_empty(log))));
+    throw Error(fmt::format("{} failed (status {}):\n{}", what, status, read_file_tail(log, 2000)));
 }
 
 }  // namespace
@@ -162,8 +158,7 @@ void export_git_tests(const std::string& repo, const std::string& rev, const std
   fs::create_directories(into);
   std::string tar = into + "/.tests.tar";
   std::string log = into + "/.export.log";
-  run_or_throw({"git", "-C", repo, "archive", "--format=tar", "-o", tar, rev, "test"}, {}, log,
-               fmt::format("git archive of test/ at {} in {}", rev, repo));
+  git_output(repo, {"archive", "--format=tar", "-o", tar, rev, "test"});
   run_or_throw({"tar", "-xf", tar, "-C", into}, {}, log, fmt::format("unpacking {}", tar));
   fs::remove(tar);
   fs::remove(log);

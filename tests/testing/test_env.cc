@@ -93,4 +93,13 @@ void write_file(const std::string& path, const std::string& content) {
   if (!out) throw Error("cannot write " + path);
 }
 
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
 }  // namespace ootci

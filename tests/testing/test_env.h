@@ -1,5 +1,6 @@
 #pragma once
 // Helpers shared by unit and integration tests. Test-only code: never linked into ootci.
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,5 +23,8 @@ std::string binary_dir();                               // the CMake build direc
 std::string fixture_path(const std::string& relative);  // under tests/fixtures
 std::string read_file(const std::string& path);
 void write_file(const std::string& path, const std::string& content);
+
+// The message of the ootci::Error that f throws; "" when it throws none.
+std::string error_of(const std::function<void()>& f);
 
 }  // namespace ootci

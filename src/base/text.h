@@ -1,0 +1,40 @@
+#pragma once
+// Small text helpers, one of each: trimming, splitting, lines, case, indentation, URL encoding.
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ootci {
+
+// `s` without leading and trailing ASCII whitespace.
+std::string trim(std::string_view s);
+
+// `s` without trailing ASCII whitespace; leading indentation stays.
+std::string trim_end(std::string_view s);
+
+// The non-empty parts of `s` between `sep`s, as written (not trimmed): "a,,b," -> {"a", "b"}.
+std::vector<std::string> split(std::string_view s, char sep);
+
+// The lines of `s` without their "\n" or "\r\n"; a final newline adds no empty line.
+std::vector<std::string> lines(std::string_view s);
+
+// ASCII lower case.
+std::string lower(std::string s);
+
+// The number of leading spaces and tabs (a tab counts one); a blank line's whole length.
+size_t indent_of(std::string_view line);
+
+// Only spaces, tabs and carriage returns (or nothing).
+bool is_blank(std::string_view line);
+
+// Percent-encoding for a URL query value or path segment: RFC 3986's unreserved characters stay.
+std::string url_encode(std::string_view s);
+
+// The end of `text` (trailing whitespace dropped), at most `max_chars` characters, with "..." in
+// front when cut: where tools say what went wrong.
+std::string tail(std::string_view text, size_t max_chars);
+
+// A commit id's first 12 characters, as reports print it.
+std::string short_sha(std::string_view sha);
+
+}  // namespace ootci

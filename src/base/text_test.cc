@@ -1,0 +1,56 @@
+#include "base/text.h"
+
+#include <gtest/gtest.h>
+
+namespace ootci {
+namespace {
+
+using Parts = std::vector<std::string>;
+
+TEST(Text, TrimDropsAsciiWhitespaceAtTheEndsOnly) {
+  EXPECT_EQ(trim(" \t a b \r\n"), "a b");
+  EXPECT_EQ(trim(" \n\f\v"), "");
+  EXPECT_EQ(trim(""), "");
+  EXPECT_EQ(trim_end("  indented \n"), "  indented");
+  EXPECT_EQ(trim_end("\n\n"), "");
+}
+
+TEST(Text, SplitKeepsNonEmptyPartsAsWritten) {
+  EXPECT_EQ(split("a,,b, c,", ','), (Parts{"a", "b", " c"}));
+  EXPECT_EQ(split("", ','), Parts{});
+  EXPECT_EQ(split(",", ','), Parts{});
+  EXPECT_EQ(split("one", ','), Parts{"one"});
+}
+
+TEST(Text, LinesDropTheirNewlineAndCarriageReturn) {
+  EXPECT_EQ(lines("a\r\n\nb\n"), (Parts{"a", "", "b"}));
+  EXPECT_EQ(lines("a\nb"), (Parts{"a", "b"}));
+  EXPECT_EQ(lines(""), Parts{});
+  EXPECT_EQ(lines("\n"), Parts{""});
+}
+
+TEST(Text, IndentationBlanknessAndCase) {
+  EXPECT_EQ(indent_of("  \tx"), 3u);
+  EXPECT_EQ(indent_of("   "), 3u);
+  EXPECT_EQ(indent_of("x"), 0u);
+  EXPECT_TRUE(is_blank(" \t\r"));
+  EXPECT_TRUE(is_blank(""));
+  EXPECT_FALSE(is_blank("  #"));
+  EXPECT_EQ(lower("Hello-WORLD_1"), "hello-world_1");
+}
+
+TEST(Text, UrlEncodeKeepsOnlyUnreservedCharacters) {
+  EXPECT_EQ(url_encode("a-Z_0.~"), "a-Z_0.~");
+  EXPECT_EQ(url_encode("a b/c?d=e&f"), "a%20b%2Fc%3Fd%3De%26f");
+  EXPECT_EQ(url_encode("\xC3\xA9"), "%C3%A9");
+}
+
+TEST(Text, TailCutsFromTheFrontAndSaysSo) {
+  EXPECT_EQ(tail("short\n\n", 10), "short");
+  EXPECT_EQ(tail("0123456789", 4), "...6789");
+  EXPECT_EQ(short_sha("0123456789abcdef0123"), "0123456789ab");
+  EXPECT_EQ(short_sha("abc"), "abc");
+}
+
+}  // namespace
+}  // namespace ootci
