@@ -9,7 +9,8 @@ tests/backend/test_recording_mode.py."""
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from ootci_torch.op_recorder import _dispatch_key, op_name
+# Through the module, not its names: op_recorder stays the one place to change them (tests do).
+from ootci_torch import op_recorder as _recorder
 
 _PLAIN = object()  # run the op plainly
 
@@ -96,7 +97,7 @@ class OpRecordingMode(TorchDispatchMode):
     def __init__(self, device):
         super().__init__()
         self.device = device
-        self.device_key = _dispatch_key(device) or None
+        self.device_key = _recorder._dispatch_key(device) or None
         self.ops = set()
         self.active = True  # False once the test is over: a mode left behind only passes through
         self.broken = False  # the recorder failed: its set is incomplete, so nothing is reported
@@ -109,7 +110,7 @@ class OpRecordingMode(TorchDispatchMode):
         try:
             name = _names.get(func)
             if name is None:
-                name = _names[func] = op_name(func)
+                name = _names[func] = _recorder.op_name(func)
             if name in self.ops:
                 return True  # already recorded: skip the device check
             if on_device(values, self.device):
