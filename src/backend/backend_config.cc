@@ -8,6 +8,7 @@
 #include <regex>
 
 #include "backend/release_pin.h"
+#include "base/config_path.h"
 #include "base/yaml_doc.h"
 
 namespace fs = std::filesystem;
@@ -25,10 +26,6 @@ namespace {
 std::string without_trailing_slash(std::string p) {
   while (p.size() > 1 && p.back() == '/') p.pop_back();
   return p;
-}
-
-std::string absolute_in(const std::string& dir, const std::string& p) {
-  return without_trailing_slash((fs::path(dir) / p).lexically_normal().string());
 }
 
 // Symlinks resolved as far as the path exists, so plan paths compare with canonical file paths.
@@ -79,12 +76,12 @@ class BackendReader {
             root.fail(list[i], fmt::format("test_configs[{}]", i), "expected a string");
             continue;
           }
-          c.test_configs.push_back(absolute_in(dir_, list[i].Scalar()));
+          c.test_configs.push_back(path_in_config_dir(dir_, list[i].Scalar()));
           c.test_config_where.push_back(yaml_where(doc_, list[i]));
         }
       }
     }
-    c.workspace = absolute_in(dir_, root.str("workspace").value_or(".ootci"));
+    c.workspace = path_in_config_dir(dir_, root.str("workspace").value_or(".ootci"));
     if (auto run = root.map("run")) {
       read_run(*run, c.run);
       run->finish();
@@ -135,7 +132,7 @@ class BackendReader {
     if (auto v = b.str("python")) c.python = *v;
     if (auto v = b.str_list("modules")) c.modules = *v;
     if (auto v = b.str_list("pythonpath"))
-      for (const auto& p : *v) c.pythonpath.push_back(absolute_in(dir_, p));
+      for (const auto& p : *v) c.pythonpath.push_back(path_in_config_dir(dir_, p));
     if (auto env = b.map("env")) {
       for (const auto& key : env->keys()) c.env[key] = env->str(key).value_or("");
       env->finish();
@@ -244,7 +241,7 @@ class BackendReader {
     if (auto v = one_of(m, "relay", {"ootci", "crcr"}, "relay")) r.relay = *v;
     r.max_attempts = static_cast<int>(m.integer("max_attempts", 1, 20).value_or(r.max_attempts));
     r.timeout_s = static_cast<int>(m.integer("timeout_s", 1, 3600).value_or(r.timeout_s));
-    if (auto v = m.str("token_file")) r.token_file = absolute_in(dir_, *v);
+    if (auto v = m.str("token_file")) r.token_file = path_in_config_dir(dir_, *v);
     if (auto v = m.str_list("token_command")) r.token_command = *v;
     if (auto v = m.str("workflow_name")) r.workflow_name = *v;
     if (auto v = m.str("artifact_url")) r.artifact_url = *v;
@@ -278,16 +275,19 @@ class BackendReader {
     auto targets = m.map("targets");
     if (!targets) return;
     if (auto b = targets->map("backend")) {
-      if (auto repo = expand(*b, "repo")) a.backend_repo = canonical_dir(absolute_in(dir_, *repo));
+      if (auto repo = expand(*b, "repo"))
+        a.backend_repo = canonical_dir(path_in_config_dir(dir_, *repo));
       a.backend_build = expand_command(*b, "build");
       b->finish();
     }
     if (auto t = targets->map("tests")) {
-      if (auto repo = expand(*t, "repo")) a.tests_repo = canonical_dir(absolute_in(dir_, *repo));
+      if (auto repo = expand(*t, "repo"))
+        a.tests_repo = canonical_dir(path_in_config_dir(dir_, *repo));
       t->finish();
     }
     if (auto core = targets->map("core")) {
-      if (auto repo = expand(*core, "repo")) a.core_repo = canonical_dir(absolute_in(dir_, *repo));
+      if (auto repo = expand(*core, "repo"))
+        a.core_repo = canonical_dir(path_in_config_dir(dir_, *repo));
       a.core_revision = expand_command(*core, "revision");
       a.core_prepare = expand_command(*core, "prepare");
       core->finish();
@@ -367,8 +367,8 @@ class BackendReader {
             "{}: upstream.torch_root is not set and TORCH_ROOT is not in the environment",
             doc_.name));
     }
-    if (torch_root) c.torch_root = canonical_dir(absolute_in(dir_, *torch_root));
-    c.device_root = canonical_dir(absolute_in(dir_, device_root.value_or(".")));
+    if (torch_root) c.torch_root = canonical_dir(path_in_config_dir(dir_, *torch_root));
+    c.device_root = canonical_dir(path_in_config_dir(dir_, device_root.value_or(".")));
   }
 
   const YamlDoc& doc_;

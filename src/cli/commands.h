@@ -10,6 +10,7 @@ namespace ootci {
 void add_relay_commands(CLI::App& app);
 void add_plan_commands(CLI::App& app);
 void add_evidence_commands(CLI::App& app);
+void add_shards_commands(CLI::App& app);
 void add_run_commands(CLI::App& app);
 void add_gate_commands(CLI::App& app);
 void add_report_commands(CLI::App& app);

@@ -1,29 +1,22 @@
-// `ootci ingest|judge|shards`: JUnit reports into the evidence store, the verdict on a run, and
-// a plan split into shards (docs/run.md).
+// `ootci ingest|judge|history`: the evidence store from the command line: JUnit reports into it,
+// the verdict on a run, and a test's results across runs (docs/run.md).
 #include <fmt/format.h>
 
-#include <cmath>
 #include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
-#include <set>
 
 #include "backend/backend_config.h"
 #include "backend/evidence.h"
 #include "backend/evidence_path.h"
 #include "backend/judge.h"
 #include "backend/junit_ingest.h"
-#include "backend/plan_resolve.h"
-#include "backend/shards.h"
 #include "base/error.h"
 #include "base/time.h"
 #include "cli/commands.h"
 
 namespace ootci {
 namespace {
-
-// Mean duration over this many recent results per test.
-constexpr int kDurationWindow = 5;
 
 // Where --evidence, else --config's workspace, says the database is.
 std::string evidence_db(const std::string& evidence_flag,
@@ -175,62 +168,6 @@ void judge_run(const JudgeArgs& a) {
   if (!verdict.success()) throw ExitStatus{1};
 }
 
-struct ShardsArgs {
-  std::string config, evidence, by = "file";
-  int count = 0;
-  bool matrix = false;
-};
-
-void shards(const ShardsArgs& a) {
-  BackendConfig config = load_backend_or_exit(a.config);
-  PlanResult plan = resolve_plan(config);
-  for (const auto& e : plan.errors) std::cerr << e << "\n";
-  for (const auto& w : plan.warnings) std::cerr << "warning: " << w << "\n";
-  if (!plan.ok()) throw ExitStatus{1};
-  std::vector<std::string> files;
-  for (const auto& f : plan.plan["files"]) files.push_back(f["relpath"].get<std::string>());
-
-  std::string db = a.evidence.empty() ? evidence_path(config) : a.evidence;
-  std::map<std::string, double> durations;
-  if (std::filesystem::exists(db))
-    durations = EvidenceStore::open(db)->test_durations(kDurationWindow);
-  ShardBy by = a.by == "test" ? ShardBy::kTest : ShardBy::kFile;
-  std::vector<Shard> shards = assign_shards(shard_units(files, durations, by), a.count);
-
-  auto rounded = [](double s) { return std::round(s * 10) / 10; };
-  if (a.matrix) {
-    // In the order docs/run.md shows: people read this in CI logs.
-    nlohmann::ordered_json include = nlohmann::ordered_json::array();
-    for (size_t i = 0; i < shards.size(); ++i) {
-      const Shard& s = shards[i];
-      // By test, `files` lists each file once and `tests` the ids to run in it; a file without
-      // ids in `tests` runs whole.
-      std::set<std::string> shard_files;
-      std::vector<std::string> tests;
-      for (const auto& u : s.units) {
-        shard_files.insert(unit_file(u));
-        if (u.find("::") != std::string::npos) tests.push_back(u);
-      }
-      nlohmann::ordered_json entry = {{"shard", i + 1},
-                                      {"shards", shards.size()},
-                                      {"files", shard_files},
-                                      {"expected_s", rounded(s.expected_s)}};
-      if (by == ShardBy::kTest) entry["tests"] = tests;
-      include.push_back(entry);
-    }
-    std::cout << nlohmann::ordered_json{{"include", include}}.dump() << "\n";
-    return;
-  }
-  for (size_t i = 0; i < shards.size(); ++i) {
-    const Shard& s = shards[i];
-    std::cout << fmt::format("shard {}/{}: {} s expected, {} unit{}", i + 1, shards.size(),
-                             rounded(s.expected_s), s.units.size(), s.units.size() == 1 ? "" : "s");
-    if (s.without_history) std::cout << fmt::format(" ({} without history)", s.without_history);
-    std::cout << "\n";
-    for (const auto& u : s.units) std::cout << "  " << u << "\n";
-  }
-}
-
 }  // namespace
 
 void add_evidence_commands(CLI::App& app) {
@@ -261,20 +198,6 @@ void add_evidence_commands(CLI::App& app) {
                   "evidence.db (default: <workspace>/evidence.db)");
   his->add_option("--config", history_args.config, "ootci.yaml whose workspace holds evidence.db");
   his->callback([] { history(history_args); });
-
-  auto* sh =
-      app.add_subcommand("shards", "Split the plan's files into shards of equal expected time");
-  static ShardsArgs shards_args;
-  sh->add_option("--config", shards_args.config, "ootci.yaml")->required();
-  sh->add_option("--count", shards_args.count, "number of shards")
-      ->required()
-      ->check(CLI::PositiveNumber);
-  sh->add_flag("--matrix", shards_args.matrix, "print a GitHub Actions strategy.matrix as JSON");
-  sh->add_option("--by", shards_args.by, "unit of assignment: file or test (default: file)")
-      ->check(CLI::IsMember({"file", "test"}));
-  sh->add_option("--evidence", shards_args.evidence,
-                 "evidence.db (default: <workspace>/evidence.db)");
-  sh->callback([] { shards(shards_args); });
 }
 
 }  // namespace ootci

@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   ootci::add_relay_commands(app);
   ootci::add_plan_commands(app);
   ootci::add_evidence_commands(app);
+  ootci::add_shards_commands(app);
   ootci::add_run_commands(app);
   ootci::add_gate_commands(app);
   ootci::add_report_commands(app);

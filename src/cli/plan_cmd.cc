@@ -14,7 +14,6 @@
 #include "backend/plan_resolve.h"
 #include "backend/suite_config.h"
 #include "base/error.h"
-#include "base/scratch_dir.h"
 #include "cli/commands.h"
 #include "select/plan_lint.h"
 #include "select/test_hashes.h"
@@ -110,40 +109,15 @@ void plan_env(const std::string& config, const std::string& plan_arg, bool as_js
     std::cout << "export " << key << "=" << sh_quote(value) << "\n";
 }
 
-// The base names of every upstream file's tests, by the plan's relpath, read from the source
-// (test_hashes.py), so nothing is imported or run.
-std::map<std::string, std::vector<std::string>> tests_by_file(const BackendConfig& backend,
-                                                              const nlohmann::json& plan) {
-  std::map<std::string, std::vector<std::string>> out;
-  ScratchDir scratch("lint");
-  int n = 0;
-  for (const std::string& root : {backend.torch_root, backend.device_root}) {
-    std::vector<std::string> files;
-    for (const auto& f : plan["files"]) {
-      std::string path = f["path"], relpath = f["relpath"];
-      if (path == root + "/" + relpath && !out.count(relpath)) files.push_back(relpath);
-    }
-    if (files.empty()) continue;
-    TreeHashes hashes =
-        hash_test_tree(backend.python, root, files, fmt::format("{}/{}", scratch.path(), n++));
-    for (const auto& relpath : files) out[relpath];  // a file without tests lists none
-    for (const auto& [id, hash] : hashes.tests) {
-      size_t file_end = id.find("::");
-      out[id.substr(0, file_end)].push_back(id.substr(id.rfind("::") + 2));
-    }
-    for (const auto& [relpath, error] : hashes.errors) {
-      std::cerr << fmt::format("plan lint: {}: not read: {}\n", relpath, error);
-      out.erase(relpath);
-    }
-  }
-  return out;
-}
-
 void plan_lint(const std::string& config, bool as_json) {
   BackendConfig backend = load_backend_or_exit(config);
   PlanResult r = resolve_plan(backend);
   report(r.errors, {});
-  std::vector<LintFinding> findings = lint_plan(r.plan, tests_by_file(backend, r.plan));
+  std::vector<LintFinding> findings = lint_plan(
+      r.plan,
+      test_names_by_file(backend, r.plan, [](const std::string& relpath, const std::string& why) {
+        std::cerr << fmt::format("plan lint: {}: not read: {}\n", relpath, why);
+      }));
   if (as_json) {
     std::cout << findings_json(findings).dump(2) << "\n";
   } else {

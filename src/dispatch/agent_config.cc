@@ -4,6 +4,7 @@
 
 #include <filesystem>
 
+#include "base/config_path.h"
 #include "base/host_port.h"
 #include "base/yaml_doc.h"
 
@@ -24,21 +25,18 @@ AgentConfig load_agent_config(const std::string& path) {
   YamlMap root(doc, doc.root, "");
   AgentConfig c;
   c.path = path;
-  fs::path dir = fs::absolute(path).parent_path();
-  auto absolute_in_dir = [&](const std::string& p) {
-    return (dir / p).lexically_normal().string();
-  };
+  std::string dir = fs::absolute(path).parent_path().string();
 
   if (auto v = root.str("listen")) {
     if (!parse_host_port(*v)) yaml_fail(doc, root.raw("listen"), "listen", "expected host:port");
     c.listen = *v;
   }
   if (auto v = root.str("secret_env")) c.secret_env = *v;
-  if (auto v = root.str("backend")) c.backend = absolute_in_dir(*v);
+  if (auto v = root.str("backend")) c.backend = path_in_config_dir(dir, *v);
   if (c.backend.empty())
     yaml_fail(doc, doc.root, "backend", "required key is missing (ootci.yaml)");
-  c.state = absolute_in_dir(root.str("state").value_or(c.state));
-  c.jobs_dir = root.str("jobs_dir") ? absolute_in_dir(*root.str("jobs_dir"))
+  c.state = path_in_config_dir(dir, root.str("state").value_or(c.state));
+  c.jobs_dir = root.str("jobs_dir") ? path_in_config_dir(dir, *root.str("jobs_dir"))
                                     : (fs::path(c.state).parent_path() / "agent-jobs").string();
   if (auto v = root.integer("concurrency", 1, 64)) c.concurrency = static_cast<int>(*v);
   if (auto v = root.str("job_name")) c.job_name = *v;

@@ -4,18 +4,11 @@
 
 #include <filesystem>
 
+#include "base/config_path.h"
 #include "base/host_port.h"
 #include "base/yaml_doc.h"
 
 namespace ootci {
-namespace {
-
-std::string resolve(const std::string& base_dir, const std::string& p) {
-  if (p.empty() || p[0] == '/' || p.find("://") != std::string::npos) return p;
-  return (std::filesystem::path(base_dir) / p).lexically_normal().string();
-}
-
-}  // namespace
 
 std::string RelayConfig::listen_host() const {
   return parse_host_port(listen)->host;
@@ -39,14 +32,14 @@ RelayConfig load_relay_config(const std::string& path) {
   if (auto v = root.str("store")) {
     c.store = *v;
     if (c.store.rfind("sqlite:", 0) == 0) {
-      c.store = "sqlite:" + resolve(dir, c.store.substr(7));
+      c.store = "sqlite:" + path_in_config_dir(dir, c.store.substr(7));
     } else if (c.store.rfind("postgresql://", 0) != 0 && c.store.rfind("postgres://", 0) != 0) {
       yaml_fail(doc, root.raw("store"), "store", "expected sqlite:PATH or a postgresql:// URI");
     }
   } else {
-    c.store = "sqlite:" + resolve(dir, "ootci-relay.db");
+    c.store = "sqlite:" + path_in_config_dir(dir, "ootci-relay.db");
   }
-  if (auto v = root.str("allowlist")) c.allowlist = resolve(dir, *v);
+  if (auto v = root.str("allowlist")) c.allowlist = path_in_config_dir(dir, *v);
   if (c.allowlist.empty()) yaml_fail(doc, doc.root, "allowlist", "required key is missing");
   if (auto v = root.integer("allowlist_ttl_s", 1)) c.allowlist_ttl_s = *v;
   if (auto v = root.str("webhook_secret_env")) c.webhook_secret_env = *v;
@@ -57,7 +50,8 @@ RelayConfig load_relay_config(const std::string& path) {
   if (auto gh = root.map("github")) {
     if (auto v = gh->str("api_url")) c.github.api_url = *v;
     if (auto v = gh->integer("app_id", 1)) c.github.app_id = *v;
-    if (auto v = gh->str("private_key_file")) c.github.private_key_file = resolve(dir, *v);
+    if (auto v = gh->str("private_key_file"))
+      c.github.private_key_file = path_in_config_dir(dir, *v);
     gh->finish();
   }
 
@@ -118,7 +112,7 @@ RelayConfig load_relay_config(const std::string& path) {
     c.oidc_issuers.push_back({"https://token.actions.githubusercontent.com",
                               "https://token.actions.githubusercontent.com/.well-known/jwks",
                               "pytorch-cross-repo-ci-relay", "github"});
-  if (auto v = root.str("ci_providers")) c.ci_providers = resolve(dir, *v);
+  if (auto v = root.str("ci_providers")) c.ci_providers = path_in_config_dir(dir, *v);
   if (auto m = root.map("callback")) {
     if (auto v = m->integer("rate_limit_per_min", 1, 1000000))
       c.callback.rate_limit_per_min = static_cast<int>(*v);

@@ -2,15 +2,15 @@
 
 #include <fmt/format.h>
 
-#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "base/atomic_file.h"
 #include "base/error.h"
+#include "base/scratch_dir.h"
 #include "base/subprocess.h"
 #include "base/text.h"
-#include "base/time.h"
 
 namespace ootci {
 
@@ -215,25 +215,12 @@ nlohmann::json agent_bundle(const FileEvidence& evidence,
 nlohmann::json run_agent(const std::vector<std::string>& argv, const nlohmann::json& bundle,
                          int timeout_s) {
   if (argv.empty()) throw Error("select.agent_command is empty");
-  static std::atomic<int> calls{0};
-  fs::path dir =
-      fs::temp_directory_path() / fmt::format("ootci-agent-{}-{}-{}", getpid(), now_ms(), calls++);
-  fs::create_directories(dir);
-  struct Cleanup {
-    fs::path dir;
-    ~Cleanup() {
-      std::error_code ec;
-      fs::remove_all(dir, ec);
-    }
-  } cleanup{dir};
-  {
-    std::ofstream in(dir / "bundle.json", std::ios::binary);
-    in << bundle.dump();
-    if (!in) throw Error(fmt::format("cannot write {}", (dir / "bundle.json").string()));
-  }
+  ScratchDir scratch("agent");
+  std::string bundle_path = scratch.path() + "/bundle.json";
+  write_file_atomically(bundle_path, bundle.dump());
   SpawnOptions o;
   o.argv = argv;
-  o.input_file = (dir / "bundle.json").string();
+  o.input_file = bundle_path;
   o.die_with_parent = true;
   std::string cmd = argv.front();
   CapturedRun r = run_captured(o, int64_t{timeout_s} * 1000);

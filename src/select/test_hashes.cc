@@ -12,6 +12,7 @@
 #include "base/error.h"
 #include "base/file_text.h"
 #include "base/git.h"
+#include "base/scratch_dir.h"
 #include "base/subprocess.h"
 
 namespace fs = std::filesystem;
@@ -152,6 +153,34 @@ nlohmann::json delta_selection(const TestDelta& d) {
         {"removed", d.removed_count},
         {"unchanged", d.unchanged}}},
   };
+}
+
+std::map<std::string, std::vector<std::string>> test_names_by_file(
+    const BackendConfig& backend, const nlohmann::json& plan,
+    const std::function<void(const std::string& relpath, const std::string& why)>& unread) {
+  std::map<std::string, std::vector<std::string>> out;
+  ScratchDir scratch("lint");
+  int n = 0;
+  for (const std::string& root : {backend.torch_root, backend.device_root}) {
+    std::vector<std::string> files;
+    for (const auto& f : plan["files"]) {
+      std::string path = f["path"], relpath = f["relpath"];
+      if (path == root + "/" + relpath && !out.count(relpath)) files.push_back(relpath);
+    }
+    if (files.empty()) continue;
+    TreeHashes hashes =
+        hash_test_tree(backend.python, root, files, fmt::format("{}/{}", scratch.path(), n++));
+    for (const auto& relpath : files) out[relpath];  // a file without tests lists none
+    for (const auto& [id, hash] : hashes.tests) {
+      size_t file_end = id.find("::");
+      out[id.substr(0, file_end)].push_back(id.substr(id.rfind("::") + 2));
+    }
+    for (const auto& [relpath, error] : hashes.errors) {
+      unread(relpath, error);
+      out.erase(relpath);
+    }
+  }
+  return out;
 }
 
 void export_git_tests(const std::string& repo, const std::string& rev, const std::string& into) {

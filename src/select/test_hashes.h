@@ -2,10 +2,13 @@
 // `ootci select delta`: which upstream tests are new, changed or removed between two versions of
 // the test suite (docs/select.md), so only those need a fresh look. Test functions are hashed by
 // python/ootci_torch/test_hashes.py (normalized source: comments and formatting do not count).
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
+
+#include "backend/backend_config.h"
 
 namespace ootci {
 
@@ -24,6 +27,13 @@ TreeHashes parse_tree_hashes(const nlohmann::json& j, const std::string& what);
 // test/**/test_*.py under root. `scratch_dir` holds its output and log.
 TreeHashes hash_test_tree(const std::string& python, const std::string& root,
                           const std::vector<std::string>& files, const std::string& scratch_dir);
+
+// The base names of the tests of every file the plan lists under the upstream test tree or the
+// device's, by relpath, read from the source (nothing is imported or run). A file that cannot be
+// read is left out and passed to `unread` with the reason. For `ootci plan lint`.
+std::map<std::string, std::vector<std::string>> test_names_by_file(
+    const BackendConfig& backend, const nlohmann::json& plan,
+    const std::function<void(const std::string& relpath, const std::string& why)>& unread);
 
 inline constexpr const char* kReasonNew = "new test";
 inline constexpr const char* kReasonChanged = "changed test";
