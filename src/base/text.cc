@@ -59,6 +59,11 @@ bool is_blank(std::string_view line) {
   return line.find_first_not_of(" \t\r") == std::string_view::npos;
 }
 
+bool starts_after_indent(std::string_view line, char c) {
+  size_t n = line.find_first_not_of(" \t");
+  return n != std::string_view::npos && line[n] == c;
+}
+
 std::string url_encode(std::string_view s) {
   std::string out;
   for (unsigned char c : s) {

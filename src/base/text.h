@@ -27,6 +27,9 @@ size_t indent_of(std::string_view line);
 // Only spaces, tabs and carriage returns (or nothing).
 bool is_blank(std::string_view line);
 
+// Whether the first character after the leading spaces and tabs is `c` ('#': a comment line).
+bool starts_after_indent(std::string_view line, char c);
+
 // Percent-encoding for a URL query value or path segment: RFC 3986's unreserved characters stay.
 std::string url_encode(std::string_view s);
 

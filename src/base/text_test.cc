@@ -36,6 +36,9 @@ TEST(Text, IndentationBlanknessAndCase) {
   EXPECT_TRUE(is_blank(" \t\r"));
   EXPECT_TRUE(is_blank(""));
   EXPECT_FALSE(is_blank("  #"));
+  EXPECT_TRUE(starts_after_indent(" \t# note", '#'));
+  EXPECT_FALSE(starts_after_indent("x # note", '#'));
+  EXPECT_FALSE(starts_after_indent("   ", '#'));
   EXPECT_EQ(lower("Hello-WORLD_1"), "hello-world_1");
 }
 

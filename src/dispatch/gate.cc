@@ -13,6 +13,7 @@
 #include "backend/release_pin.h"
 #include "base/error.h"
 #include "base/subprocess.h"
+#include "base/text.h"
 
 // The rules (docs/dispatch.md, "ootci gate"):
 //
@@ -261,11 +262,6 @@ struct CommandOutput {
   std::string text;
   std::string failure;  // when !ok
 };
-
-std::string trim_end(std::string text) {
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
-  return text;
-}
 
 std::string last_line(const std::string& text) {
   std::string t = trim_end(text);

@@ -21,11 +21,6 @@ namespace fs = std::filesystem;
 constexpr size_t kMaxSourceChars = 20000;
 constexpr size_t kMaxMessageChars = 2000;
 
-bool starts_with_after_indent(const std::string& line, char c) {
-  size_t n = line.find_first_not_of(" \t");
-  return n != std::string::npos && line[n] == c;
-}
-
 // The newest real error of a variant, else its newest expected failure.
 const TestResult* newest_failure(const VariantEvidence& v) {
   const TestResult* expected = nullptr;
@@ -139,7 +134,7 @@ std::string python_test_source(const std::string& file_text, const std::string& 
     size_t class_indent = indent_of(lines[c]);
     from = c + 1;
     to = from;
-    while (to < lines.size() && (is_blank(lines[to]) || starts_with_after_indent(lines[to], '#') ||
+    while (to < lines.size() && (is_blank(lines[to]) || starts_after_indent(lines[to], '#') ||
                                  indent_of(lines[to]) > class_indent))
       ++to;
   }
@@ -152,18 +147,18 @@ std::string python_test_source(const std::string& file_text, const std::string& 
   for (size_t j = d; j-- > from;) {
     if (is_blank(lines[j])) break;
     size_t in = indent_of(lines[j]);
-    if (in == def_indent && starts_with_after_indent(lines[j], '@')) {
+    if (in == def_indent && starts_after_indent(lines[j], '@')) {
       start = j;
       continue;
     }
-    if (in > def_indent || starts_with_after_indent(lines[j], ')')) continue;
+    if (in > def_indent || starts_after_indent(lines[j], ')')) continue;
     break;
   }
   size_t end = d + 1;
-  while (end < to && (is_blank(lines[end]) || starts_with_after_indent(lines[end], '#') ||
+  while (end < to && (is_blank(lines[end]) || starts_after_indent(lines[end], '#') ||
                       indent_of(lines[end]) > def_indent))
     ++end;
-  while (end > d + 1 && (is_blank(lines[end - 1]) || starts_with_after_indent(lines[end - 1], '#')))
+  while (end > d + 1 && (is_blank(lines[end - 1]) || starts_after_indent(lines[end - 1], '#')))
     --end;
   std::string out;
   for (size_t i = start; i < end; ++i) out += lines[i] + "\n";

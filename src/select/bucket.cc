@@ -900,7 +900,7 @@ std::string quote_error(const std::string& error_class, const std::string& messa
   size_t start = message.find_first_not_of(" \t\r\n");
   std::string line = start == std::string::npos ? "" : message.substr(start);
   line = line.substr(0, line.find('\n'));
-  while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back()))) line.pop_back();
+  line = trim_end(line);
   if (line.size() > kQuoteChars) {
     size_t cut = kQuoteChars;
     while (cut > 0 && (static_cast<unsigned char>(line[cut]) & 0xC0) == 0x80) --cut;  // UTF-8

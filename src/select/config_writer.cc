@@ -25,11 +25,6 @@ constexpr const char* kDefaultItemIndent = "        ";
 constexpr size_t kLineWidth = 100;        // a reason wraps at this column
 constexpr size_t kShortReasonChars = 40;  // a mode line's reason gets at least this much room
 
-bool is_comment(const std::string& line) {
-  size_t n = line.find_first_not_of(" \t");
-  return n != std::string::npos && line[n] == '#';
-}
-
 // The reason of a `# ootci: <reason>` line, or nullopt for any other line.
 std::optional<std::string> marker_reason(const std::string& line) {
   size_t n = line.find_first_not_of(" \t");
@@ -202,7 +197,8 @@ ConfigLayout split_config(const std::string& name, const std::string& text) {
   static const std::regex kTests(R"((\s*)tests:\s*(\S.*)?)");
   std::vector<size_t> found;
   for (size_t i = 0; i < lines.size(); ++i)
-    if (!is_comment(lines[i]) && std::regex_match(lines[i], std::regex(kTests))) found.push_back(i);
+    if (!starts_after_indent(lines[i], '#') && std::regex_match(lines[i], std::regex(kTests)))
+      found.push_back(i);
   if (found.size() != 1)
     throw Error(
         fmt::format("{}: expected one `tests:` list (one upstream file per config), found {}", name,
@@ -229,7 +225,7 @@ ConfigLayout split_config(const std::string& name, const std::string& text) {
   if (!flow_empty) {
     // The dashes' column: the first content line, if it is an item at or right of the key.
     for (size_t j = i; j < lines.size(); ++j) {
-      if (is_blank(lines[j]) || is_comment(lines[j])) continue;
+      if (is_blank(lines[j]) || starts_after_indent(lines[j], '#')) continue;
       size_t in = indent_of(lines[j]);
       if (in >= key_indent.size() && is_item(lines[j], in))
         layout.item_indent = std::string(in, ' ');
@@ -244,7 +240,7 @@ ConfigLayout split_config(const std::string& name, const std::string& text) {
     bool in_list = true;
     for (; i < lines.size() && in_list; ++i) {
       const std::string& line = lines[i];
-      if (is_blank(line) || is_comment(line)) {
+      if (is_blank(line) || starts_after_indent(line, '#')) {
         pending.push_back(line);
         continue;
       }
