@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
-#include "backend/evidence.h"
+#include "backend/evidence_store.h"
 #include "backend/junit_ingest.h"
 #include "base/error.h"
 #include "base/time.h"

@@ -24,7 +24,7 @@
 #include <random>
 #include <tuple>
 
-#include "backend/evidence.h"
+#include "backend/evidence_store.h"
 #include "base/error.h"
 #include "base/subprocess.h"
 #include "base/time.h"

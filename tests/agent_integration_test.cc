@@ -13,7 +13,7 @@
 #include "base/subprocess.h"
 #include "base/time.h"
 #include "net/crypto.h"
-#include "store/store.h"
+#include "relay_store/store.h"
 #include "testing/relay_fixture.h"
 #include "testing/test_env.h"
 

@@ -9,7 +9,7 @@
 #include "base/time.h"
 #include "net/crypto.h"
 #include "net/jwt.h"
-#include "store/store.h"
+#include "relay_store/store.h"
 #include "testing/relay_fixture.h"
 #include "testing/test_env.h"
 

@@ -7,7 +7,7 @@
 #include "base/time.h"
 #include "net/crypto.h"
 #include "relay/callback_token.h"
-#include "store/store.h"
+#include "relay_store/store.h"
 #include "testing/github_standin.h"
 #include "testing/relay_fixture.h"
 #include "testing/test_env.h"

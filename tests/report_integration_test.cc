@@ -9,8 +9,8 @@
 #include <mutex>
 #include <thread>
 
-#include "backend/evidence.h"
-#include "store/store.h"
+#include "backend/evidence_store.h"
+#include "relay_store/store.h"
 #include "testing/ootci_cli.h"
 #include "testing/relay_fixture.h"
 #include "testing/test_env.h"

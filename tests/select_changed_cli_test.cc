@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "backend/evidence.h"
+#include "backend/evidence_store.h"
 #include "backend/runner.h"
 #include "net/crypto.h"
 #include "select/git.h"

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <set>
 
+#include "base/text.h"
+
 namespace ootci {
 namespace {
 
@@ -24,10 +26,6 @@ bool must_succeed(const std::string& mode) {
 bool strict_xfail_passed(const TestResult& r) {
   return r.mode == "xfail_strict" && (r.outcome == "passed" || r.outcome == "xpassed" ||
                                       (r.outcome == "failed" && r.error_class == "XPASS(strict)"));
-}
-
-std::string plural(size_t n, const std::string& word) {
-  return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s");
 }
 
 // Rows in a fixed order: the documented modes, any others, then unknown ("").

@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "backend/evidence.h"
+#include "backend/evidence_store.h"
 
 namespace ootci {
 

@@ -4,7 +4,7 @@
 #include <functional>
 #include <string>
 
-#include "backend/evidence.h"
+#include "backend/evidence_store.h"
 
 namespace ootci {
 

@@ -15,7 +15,7 @@
 #include "base/atomic_file.h"
 #include "base/error.h"
 #include "base/file_text.h"
-#include "net/crypto.h"
+#include "base/sha256.h"
 
 namespace fs = std::filesystem;
 

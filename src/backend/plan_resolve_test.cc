@@ -4,7 +4,7 @@
 
 #include <filesystem>
 
-#include "net/crypto.h"
+#include "base/sha256.h"
 #include "testing/test_env.h"
 
 namespace ootci {

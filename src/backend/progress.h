@@ -9,7 +9,7 @@
 #include <string>
 #include <thread>
 
-#include "backend/evidence.h"
+#include "backend/evidence_store.h"
 
 namespace ootci {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/evidence.h"
+#include "backend/evidence_store.h"
 
 namespace ootci {
 

@@ -11,10 +11,10 @@
 #include "backend/target_revisions.h"
 #include "base/file_text.h"
 #include "base/git.h"
+#include "base/sha256.h"
 #include "base/subprocess.h"
 #include "base/text.h"
 #include "base/time.h"
-#include "net/crypto.h"
 
 namespace fs = std::filesystem;
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "backend/backend_config.h"
-#include "backend/evidence.h"
+#include "backend/evidence_store.h"
 
 namespace ootci {
 

@@ -86,4 +86,8 @@ std::string short_sha(std::string_view sha) {
   return std::string(sha.substr(0, 12));
 }
 
+std::string plural(size_t n, std::string_view word) {
+  return std::to_string(n) + " " + std::string(word) + (n == 1 ? "" : "s");
+}
+
 }  // namespace ootci

@@ -40,4 +40,7 @@ std::string tail(std::string_view text, size_t max_chars);
 // A commit id's first 12 characters, as reports print it.
 std::string short_sha(std::string_view sha);
 
+// "1 file", "3 files": English plurals by adding "s".
+std::string plural(size_t n, std::string_view word);
+
 }  // namespace ootci

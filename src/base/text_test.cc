@@ -48,6 +48,12 @@ TEST(Text, UrlEncodeKeepsOnlyUnreservedCharacters) {
   EXPECT_EQ(url_encode("\xC3\xA9"), "%C3%A9");
 }
 
+TEST(Text, PluralAddsAnSExceptForOne) {
+  EXPECT_EQ(plural(1, "file"), "1 file");
+  EXPECT_EQ(plural(0, "file"), "0 files");
+  EXPECT_EQ(plural(12, "variant"), "12 variants");
+}
+
 TEST(Text, TailCutsFromTheFrontAndSaysSo) {
   EXPECT_EQ(tail("short\n\n", 10), "short");
   EXPECT_EQ(tail("0123456789", 4), "...6789");

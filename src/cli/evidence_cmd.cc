@@ -7,8 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include "backend/backend_config.h"
-#include "backend/evidence.h"
 #include "backend/evidence_path.h"
+#include "backend/evidence_store.h"
 #include "backend/judge.h"
 #include "backend/junit_ingest.h"
 #include "base/error.h"

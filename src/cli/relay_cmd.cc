@@ -13,7 +13,7 @@
 #include "relay/allowlist.h"
 #include "relay/config.h"
 #include "relay/relay_server.h"
-#include "store/store.h"
+#include "relay_store/store.h"
 
 namespace ootci {
 namespace {

@@ -9,8 +9,8 @@
 #include <set>
 
 #include "backend/backend_config.h"
-#include "backend/evidence.h"
 #include "backend/evidence_path.h"
+#include "backend/evidence_store.h"
 #include "backend/plan_resolve.h"
 #include "backend/shards.h"
 #include "cli/commands.h"

@@ -15,8 +15,8 @@
 #include <set>
 #include <thread>
 
-#include "backend/evidence.h"
 #include "backend/evidence_path.h"
+#include "backend/evidence_store.h"
 #include "base/error.h"
 #include "base/file_text.h"
 #include "base/metrics.h"

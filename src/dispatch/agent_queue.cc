@@ -1,6 +1,7 @@
 #include "dispatch/agent_queue.h"
 
 #include "base/error.h"
+#include "sql/migrate.h"
 
 namespace ootci {
 namespace {
@@ -36,7 +37,7 @@ constexpr const char* kColumns =
     "upstream_sha, pr_number, state, attempt, run_id, in_progress_reported, conclusion, error, "
     "received_ms, started_ms, ended_ms";
 
-AgentJob read_job(SqliteStmt& s) {
+AgentJob read_job(const SqlRow& s) {
   AgentJob j;
   int i = 0;
   j.id = s.i64(i++);
@@ -64,123 +65,114 @@ std::string select_sql(const char* where) {
   return std::string("SELECT ") + kColumns + " FROM jobs " + where;
 }
 
+int64_t read_id(const SqlRow& r) {
+  return r.i64(0);
+}
+
 }  // namespace
 
-AgentQueue::AgentQueue(const std::string& path) : db_(sqlite_open(path, 10000)) {
-  sqlite_exec(db_, kSchema);
+// The first schema used CREATE ... IF NOT EXISTS and recorded no version: a queue from then is
+// at version 0 and its step 1 finds the tables already there.
+AgentQueue::AgentQueue(const std::string& path) : db_(open_sqlite_db(path, 10000)) {
+  migrate(*db_, SchemaHistory{"agent queue", {kSchema}, nullptr});
 }
 
-AgentQueue::~AgentQueue() {
-  stmts_.clear();
-  sqlite3_close(db_);
-}
+AgentQueue::~AgentQueue() = default;
 
 std::pair<int64_t, bool> AgentQueue::add(const AgentJob& job) {
-  std::lock_guard lock(mu_);
-  SqliteStmt existing(stmts_, "SELECT id FROM jobs WHERE delivery_id = ? AND event_type = ?");
-  existing.bind(1, job.delivery_id).bind(2, job.event_type);
-  if (existing.step()) return {existing.i64(0), false};
-  SqliteStmt s(stmts_,
-               "INSERT INTO jobs (delivery_id, event_type, client_payload, supersede_key, "
-               "should_build, reason, upstream_sha, pr_number, state, received_ms, ended_ms) "
-               "VALUES (?,?,?,?,?,?,?,?,?,?,?)");
-  s.bind(1, job.delivery_id).bind(2, job.event_type).bind(3, job.client_payload);
-  s.bind(4, job.supersede_key).bind(5, job.should_build).bind(6, job.reason);
-  s.bind(7, job.upstream_sha).bind(8, job.pr_number).bind(9, job.state);
-  s.bind(10, job.received_ms).bind(11, job.ended_ms);
-  s.step();
-  return {sqlite3_last_insert_rowid(db_), true};
+  return db_->write("add", [&](SqlTx& tx) -> std::pair<int64_t, bool> {
+    auto existing = tx.first("SELECT id FROM jobs WHERE delivery_id = ? AND event_type = ?",
+                             {job.delivery_id, job.event_type}, read_id);
+    if (existing) return {*existing, false};
+    auto id = tx.first(
+        "INSERT INTO jobs (delivery_id, event_type, client_payload, supersede_key, "
+        "should_build, reason, upstream_sha, pr_number, state, received_ms, ended_ms) "
+        "VALUES (?,?,?,?,?,?,?,?,?,?,?) RETURNING id",
+        {job.delivery_id, job.event_type, job.client_payload, job.supersede_key, job.should_build,
+         job.reason, job.upstream_sha, job.pr_number, job.state, job.received_ms, job.ended_ms},
+        read_id);
+    return {id.value_or(0), true};
+  });
 }
 
 std::vector<int64_t> AgentQueue::supersede(const std::string& key, int64_t newer_id, int64_t now) {
-  std::lock_guard lock(mu_);
-  SqliteStmt cancel(stmts_,
-                    "UPDATE jobs SET state = 'cancelled', conclusion = 'cancelled', ended_ms = ?, "
-                    "error = 'superseded by job ' || ? "
-                    "WHERE supersede_key = ? AND id < ? AND state = 'queued'");
-  cancel.bind(1, now).bind(2, newer_id).bind(3, key).bind(4, newer_id);
-  cancel.step();
-  SqliteStmt running(
-      stmts_, "SELECT id FROM jobs WHERE supersede_key = ? AND id < ? AND state = 'running'");
-  running.bind(1, key).bind(2, newer_id);
-  std::vector<int64_t> ids;
-  while (running.step()) ids.push_back(running.i64(0));
-  return ids;
+  return db_->write("supersede", [&](SqlTx& tx) {
+    tx.exec(
+        "UPDATE jobs SET state = 'cancelled', conclusion = 'cancelled', ended_ms = ?, "
+        "error = 'superseded by job ' || ? "
+        "WHERE supersede_key = ? AND id < ? AND state = 'queued'",
+        {now, newer_id, key, newer_id});
+    return tx.all("SELECT id FROM jobs WHERE supersede_key = ? AND id < ? AND state = 'running'",
+                  {key, newer_id}, read_id);
+  });
 }
 
 std::optional<AgentJob> AgentQueue::claim(int64_t now) {
-  std::lock_guard lock(mu_);
-  SqliteStmt s(stmts_, select_sql("WHERE state = 'queued' ORDER BY id LIMIT 1"));
-  if (!s.step()) return std::nullopt;
-  AgentJob job = read_job(s);
-  SqliteStmt u(stmts_,
-               "UPDATE jobs SET state = 'running', started_ms = CASE WHEN started_ms = 0 THEN ? "
-               "ELSE started_ms END WHERE id = ?");
-  u.bind(1, now).bind(2, job.id);
-  u.step();
-  job.state = "running";
-  if (job.started_ms == 0) job.started_ms = now;
-  return job;
+  return db_->write("claim", [&](SqlTx& tx) {
+    auto job = tx.first(select_sql("WHERE state = 'queued' ORDER BY id LIMIT 1"), {}, read_job);
+    if (!job) return job;
+    tx.exec(
+        "UPDATE jobs SET state = 'running', started_ms = CASE WHEN started_ms = 0 THEN ? "
+        "ELSE started_ms END WHERE id = ?",
+        {now, job->id});
+    job->state = "running";
+    if (job->started_ms == 0) job->started_ms = now;
+    return job;
+  });
 }
 
 int AgentQueue::requeue_running() {
-  std::lock_guard lock(mu_);
-  SqliteStmt s(stmts_, "UPDATE jobs SET state = 'queued' WHERE state = 'running'");
-  s.step();
-  return sqlite3_changes(db_);
+  return static_cast<int>(db_->write("requeue_running", [](SqlTx& tx) {
+    return tx.exec("UPDATE jobs SET state = 'queued' WHERE state = 'running'");
+  }));
 }
 
 void AgentQueue::set_run(int64_t id, const std::string& run_id) {
-  std::lock_guard lock(mu_);
-  SqliteStmt s(stmts_, "UPDATE jobs SET run_id = ? WHERE id = ?");
-  s.bind(1, run_id).bind(2, id);
-  s.step();
+  db_->write("set_run", [&](SqlTx& tx) {
+    tx.exec("UPDATE jobs SET run_id = ? WHERE id = ?", {run_id, id});
+  });
 }
 
 void AgentQueue::set_in_progress_reported(int64_t id) {
-  std::lock_guard lock(mu_);
-  SqliteStmt s(stmts_, "UPDATE jobs SET in_progress_reported = 1 WHERE id = ?");
-  s.bind(1, id);
-  s.step();
+  db_->write("set_in_progress_reported", [&](SqlTx& tx) {
+    tx.exec("UPDATE jobs SET in_progress_reported = 1 WHERE id = ?", {id});
+  });
 }
 
 std::string AgentQueue::finish(int64_t id, const std::string& state, const std::string& conclusion,
                                const std::string& error, int64_t now) {
-  std::lock_guard lock(mu_);
-  SqliteStmt s(stmts_,
-               "UPDATE jobs SET state = ?, conclusion = ?, error = ?, ended_ms = ? "
-               "WHERE id = ? AND state NOT IN ('cancelled', 'done', 'skipped')");
-  s.bind(1, state).bind(2, conclusion).bind(3, error).bind(4, now).bind(5, id);
-  s.step();
-  SqliteStmt q(stmts_, "SELECT state FROM jobs WHERE id = ?");
-  q.bind(1, id);
-  return q.step() ? q.text(0) : std::string();
+  return db_->write("finish", [&](SqlTx& tx) {
+    tx.exec(
+        "UPDATE jobs SET state = ?, conclusion = ?, error = ?, ended_ms = ? "
+        "WHERE id = ? AND state NOT IN ('cancelled', 'done', 'skipped')",
+        {state, conclusion, error, now, id});
+    return tx
+        .first("SELECT state FROM jobs WHERE id = ?", {id},
+               [](const SqlRow& r) { return r.text(0); })
+        .value_or("");
+  });
 }
 
 std::optional<AgentJob> AgentQueue::get(int64_t id) {
-  std::lock_guard lock(mu_);
-  SqliteStmt s(stmts_, select_sql("WHERE id = ?"));
-  s.bind(1, id);
-  if (!s.step()) return std::nullopt;
-  return read_job(s);
+  return db_->read("get",
+                   [&](SqlTx& tx) { return tx.first(select_sql("WHERE id = ?"), {id}, read_job); });
 }
 
 std::vector<AgentJob> AgentQueue::recent(int limit) {
-  std::lock_guard lock(mu_);
-  SqliteStmt s(stmts_, select_sql("ORDER BY id DESC LIMIT ?"));
-  s.bind(1, limit);
-  std::vector<AgentJob> jobs;
-  while (s.step()) jobs.push_back(read_job(s));
-  return jobs;
+  return db_->read("recent", [&](SqlTx& tx) {
+    return tx.all(select_sql("ORDER BY id DESC LIMIT ?"), {limit}, read_job);
+  });
 }
 
 std::map<std::string, int64_t> AgentQueue::count_by_state() {
-  std::lock_guard lock(mu_);
-  std::map<std::string, int64_t> counts;
-  for (const char* state : {"queued", "running", "done", "cancelled", "skipped"}) counts[state] = 0;
-  SqliteStmt s(stmts_, "SELECT state, COUNT(*) FROM jobs GROUP BY state");
-  while (s.step()) counts[s.text(0)] = s.i64(1);
-  return counts;
+  return db_->read("count_by_state", [&](SqlTx& tx) {
+    std::map<std::string, int64_t> counts;
+    for (const char* state : {"queued", "running", "done", "cancelled", "skipped"})
+      counts[state] = 0;
+    tx.each("SELECT state, COUNT(*) FROM jobs GROUP BY state", {},
+            [&](const SqlRow& r) { counts[r.text(0)] = r.i64(1); });
+    return counts;
+  });
 }
 
 }  // namespace ootci

@@ -1,16 +1,14 @@
 #pragma once
 // The agent's durable job queue in SQLite: a dispatch is committed before the agent answers
 // 202, so a restart loses nothing, and a job that was running resumes (docs/dispatch.md).
-#include <sqlite3.h>
-
 #include <cstdint>
 #include <map>
-#include <mutex>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "base/sqlite_db.h"
+#include "sql/sql_db.h"
 
 namespace ootci {
 
@@ -63,9 +61,7 @@ class AgentQueue {
   std::map<std::string, int64_t> count_by_state();
 
  private:
-  std::mutex mu_;
-  sqlite3* db_ = nullptr;
-  SqliteStmtCache stmts_{&db_};
+  std::unique_ptr<SqlDb> db_;
 };
 
 }  // namespace ootci

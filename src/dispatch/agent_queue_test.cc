@@ -1,6 +1,7 @@
 #include "dispatch/agent_queue.h"
 
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
 #include "testing/test_env.h"
 
@@ -18,6 +19,28 @@ AgentJob pr_job(const std::string& delivery, const std::string& key, bool build 
   j.reason = "test";
   j.received_ms = 1;
   return j;
+}
+
+// A queue written before the SQL layer had its tables and no recorded version.
+TEST(AgentQueue, AQueueWithoutAVersionUpgradesInPlaceAndKeepsItsJobs) {
+  std::string path = make_temp_dir() + "/old.db";
+  int64_t id = 0;
+  {
+    AgentQueue q(path);
+    id = q.add(pr_job("d1", "up#2")).first;
+  }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "DROP TABLE schema_version", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+
+  AgentQueue q(path);
+  ASSERT_TRUE(q.get(id));
+  EXPECT_EQ(q.get(id)->delivery_id, "d1");
+  EXPECT_FALSE(q.add(pr_job("d1", "up#2")).second);  // still a redelivery
+  auto claimed = q.claim(5);
+  ASSERT_TRUE(claimed);
+  EXPECT_EQ(claimed->id, id);
 }
 
 TEST(AgentQueue, RedeliveryIsTheSameJob) {

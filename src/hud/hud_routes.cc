@@ -8,7 +8,7 @@
 #include "hud/hud_pages.h"
 #include "net/reply.h"
 #include "relay/allowlist.h"
-#include "store/store.h"
+#include "relay_store/store.h"
 
 namespace ootci {
 namespace {

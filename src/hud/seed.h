@@ -2,7 +2,7 @@
 #include <cstdint>
 #include <string>
 
-#include "store/store.h"
+#include "relay_store/store.h"
 
 namespace ootci {
 

@@ -10,27 +10,9 @@
 #include <memory>
 
 #include "base/error.h"
-#include "base/file_text.h"
+#include "base/sha256.h"
 
 namespace ootci {
-namespace {
-
-std::string to_hex(const unsigned char* p, size_t n) {
-  static const char* digits = "0123456789abcdef";
-  std::string out(n * 2, '0');
-  for (size_t i = 0; i < n; ++i) {
-    out[2 * i] = digits[p[i] >> 4];
-    out[2 * i + 1] = digits[p[i] & 15];
-  }
-  return out;
-}
-
-}  // namespace
-
-const EVP_MD* sha256_md() {
-  static const EVP_MD* md = EVP_MD_fetch(nullptr, "SHA256", nullptr);
-  return md;
-}
 
 std::string hmac_sha256(std::string_view key, std::string_view data) {
   unsigned char out[EVP_MAX_MD_SIZE];
@@ -42,20 +24,7 @@ std::string hmac_sha256(std::string_view key, std::string_view data) {
 
 std::string hmac_sha256_hex(std::string_view key, std::string_view data) {
   std::string mac = hmac_sha256(key, data);
-  return to_hex(reinterpret_cast<const unsigned char*>(mac.data()), mac.size());
-}
-
-std::string sha256_hex(std::string_view data) {
-  unsigned char out[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_Digest(data.data(), data.size(), out, &len, sha256_md(), nullptr);
-  return to_hex(out, len);
-}
-
-std::string file_sha256_hex(const std::string& path) {
-  auto bytes = read_file_bytes(path);
-  if (!bytes) throw Error(path + ": cannot read file");
-  return sha256_hex(*bytes);
+  return to_hex(mac);
 }
 
 bool constant_time_equal(std::string_view a, std::string_view b) {
@@ -124,7 +93,7 @@ std::string random_hex(size_t bytes) {
   std::string buf(bytes, '\0');
   if (RAND_bytes(reinterpret_cast<unsigned char*>(buf.data()), static_cast<int>(bytes)) != 1)
     throw Error("RAND_bytes failed");
-  return to_hex(reinterpret_cast<const unsigned char*>(buf.data()), buf.size());
+  return to_hex(buf);
 }
 
 std::string generate_rsa_private_key_pem() {

@@ -3,19 +3,12 @@
 #include <string>
 #include <string_view>
 
-struct evp_md_st;
+#include "base/sha256.h"  // sha256_hex, which every signature check uses alongside these
 
 namespace ootci {
 
-// SHA-256, fetched from the provider once. OpenSSL 3 otherwise looks it up on every call, behind
-// a global rwlock that dominated callback profiles.
-const evp_md_st* sha256_md();
-
 std::string hmac_sha256(std::string_view key, std::string_view data);
 std::string hmac_sha256_hex(std::string_view key, std::string_view data);
-std::string sha256_hex(std::string_view data);
-// The sha256 of a file's bytes; throws Error naming the file when it cannot be read.
-std::string file_sha256_hex(const std::string& path);
 // Compares in time independent of where the inputs differ, so signatures cannot be guessed
 // byte by byte.
 bool constant_time_equal(std::string_view a, std::string_view b);

@@ -12,7 +12,7 @@
 #include "relay/rate_limit.h"
 #include "relay/sha_validator.h"
 #include "relay/task_runner.h"
-#include "store/store.h"
+#include "relay_store/store.h"
 
 namespace ootci {
 

@@ -3,7 +3,7 @@
 #include <string>
 
 #include "relay/allowlist.h"
-#include "store/store.h"
+#include "relay_store/store.h"
 
 namespace ootci {
 

@@ -14,14 +14,14 @@
 #include "relay/callback_handler.h"
 #include "relay/callback_token.h"
 #include "relay/ci_providers.h"
-#include "relay/dispatcher.h"
+#include "relay/outbox_sender.h"
 #include "relay/rate_limit.h"
 #include "relay/sha_validator.h"
 #include "relay/sweeper.h"
 #include "relay/task_runner.h"
 #include "relay/transport.h"
 #include "relay/webhook_handler.h"
-#include "store/store.h"
+#include "relay_store/store.h"
 
 namespace ootci {
 namespace {
@@ -44,7 +44,7 @@ struct RelayServer::Impl {
   std::shared_ptr<GitHubApp> app;
   TransportRouter router;
   CallbackTokens tokens;
-  Dispatcher dispatcher;
+  OutboxSender outbox_sender;
   TaskRunner tasks;
   WebhookHandler webhook;
   OidcVerifier oidc;
@@ -67,9 +67,9 @@ struct RelayServer::Impl {
                    : require_env(config, "callback_token_secret_env",
                                  config.callback_token_secret_env),
                config.callback_token_ttl_s),
-        dispatcher(*store, router, config.dispatch, metrics),
+        outbox_sender(*store, router, config.dispatch, metrics),
         tasks(*store, app, config, metrics),
-        webhook(config, secret, *store, allowlist, dispatcher, metrics, tokens, tasks),
+        webhook(config, secret, *store, allowlist, outbox_sender, metrics, tokens, tasks),
         oidc(config.oidc_issuers, config.oidc_leeway_s),
         ci_providers(config.ci_providers.empty() ? CiProviders{}
                                                  : CiProviders::load(config.ci_providers)),
@@ -108,7 +108,7 @@ RelayServer::~RelayServer() {
 void RelayServer::stop() {
   if (!impl_) return;
   impl_->http.stop();
-  impl_->dispatcher.stop();
+  impl_->outbox_sender.stop();
   impl_->sweeper.stop();
   impl_->tasks.stop();
 }
@@ -199,7 +199,7 @@ void RelayServer::run() {
     throw Error(fmt::format("{}: listen: cannot bind {}", s.config.path, s.config.listen));
   if (!raise_listen_backlog(s.config.listen_port()))
     spdlog::warn("could not raise the listen backlog; bursts may see 1 s connect delays");
-  if (!s.config.dispatch.synchronous) s.dispatcher.start();
+  if (!s.config.dispatch.synchronous) s.outbox_sender.start();
   s.tasks.start(4);
   s.sweeper.start();
   spdlog::info("relay listening on {} (store {}, upstream {})", s.config.listen,

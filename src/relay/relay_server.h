@@ -19,12 +19,12 @@ class AllowlistSource;
 using RouteHook = std::function<void(httplib::Server&, Store&, AllowlistSource&,
                                      std::function<nlohmann::json()> relay_health)>;
 
-// `ootci relay serve`: wires the store, allowlist, dispatcher and handlers to one HTTP server.
+// `ootci relay serve`: wires the store, allowlist, outbox sender and handlers to one HTTP server.
 class RelayServer {
  public:
   explicit RelayServer(RelayConfig config);
   ~RelayServer();
-  // Binds, starts the dispatcher, and serves until stop(). Throws if the port cannot be bound.
+  // Binds, starts the outbox sender, and serves until stop(). Throws if the port cannot be bound.
   void run();
   void stop();
   void add_routes(RouteHook hook);

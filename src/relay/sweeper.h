@@ -7,7 +7,7 @@
 #include "base/metrics.h"
 #include "relay/config.h"
 #include "relay/task_runner.h"
-#include "store/store.h"
+#include "relay_store/store.h"
 
 namespace ootci {
 

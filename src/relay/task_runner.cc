@@ -9,7 +9,7 @@
 
 #include "base/error.h"
 #include "base/time.h"
-#include "relay/dispatcher.h"
+#include "relay/outbox_sender.h"
 
 namespace ootci {
 
@@ -101,7 +101,7 @@ bool TaskRunner::run_one() {
       store_.complete_task(t.id, attempts);
     } else if (r.retryable && attempts < config_.dispatch.max_attempts) {
       thread_local std::mt19937_64 rng(std::random_device{}());
-      int64_t delay = Dispatcher::backoff_ms(config_.dispatch, attempts, rng());
+      int64_t delay = OutboxSender::backoff_ms(config_.dispatch, attempts, rng());
       if (r.retry_after_s)
         delay = std::max(delay, std::min<int64_t>(*r.retry_after_s, 86400) * 1000);
       store_.retry_task(t.id, attempts, now_ms() + delay, r.error);

@@ -8,7 +8,7 @@
 #include "relay/config.h"
 #include "relay/transport.h"
 #include "relay/worker_pool.h"
-#include "store/store.h"
+#include "relay_store/store.h"
 
 namespace ootci {
 

@@ -39,13 +39,13 @@ std::string head_sha_of(const nlohmann::json& payload) {
 }
 
 WebhookHandler::WebhookHandler(const RelayConfig& config, std::string secret, Store& store,
-                               AllowlistSource& allowlist, Dispatcher& dispatcher, Metrics& metrics,
-                               const CallbackTokens& tokens, TaskRunner& tasks)
+                               AllowlistSource& allowlist, OutboxSender& outbox_sender,
+                               Metrics& metrics, const CallbackTokens& tokens, TaskRunner& tasks)
     : config_(config),
       secret_(std::move(secret)),
       store_(store),
       allowlist_(allowlist),
-      dispatcher_(dispatcher),
+      outbox_sender_(outbox_sender),
       metrics_(metrics),
       tokens_(tokens),
       tasks_(tasks) {}
@@ -132,7 +132,7 @@ Reply WebhookHandler::dispatch(const WebhookRequest& req, const nlohmann::json& 
   }
   nlohmann::json dispatched = nlohmann::json::array(), failed = nlohmann::json::array();
   if (!config_.dispatch.synchronous) {
-    dispatcher_.wake();
+    outbox_sender_.wake();
     for (const auto& r : rows) dispatched.push_back({{"repo", r.repo}});
     return json_reply(
         200, {{"ok", true}, {"dispatched", dispatched}, {"failed", failed}, {"queued", true}});
@@ -144,7 +144,7 @@ Reply WebhookHandler::dispatch(const WebhookRequest& req, const nlohmann::json& 
     std::vector<std::future<void>> batch;
     for (size_t i = start; i < std::min(items.size(), start + 32); ++i)
       batch.push_back(std::async(std::launch::async,
-                                 [&, i] { results[i] = dispatcher_.attempt(items[i], false); }));
+                                 [&, i] { results[i] = outbox_sender_.attempt(items[i], false); }));
     for (auto& f : batch) f.get();
   }
   for (size_t i = 0; i < items.size(); ++i) {

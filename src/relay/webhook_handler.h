@@ -6,9 +6,9 @@
 #include "relay/allowlist.h"
 #include "relay/callback_token.h"
 #include "relay/config.h"
-#include "relay/dispatcher.h"
+#include "relay/outbox_sender.h"
 #include "relay/task_runner.h"
-#include "store/store.h"
+#include "relay_store/store.h"
 
 namespace ootci {
 
@@ -24,7 +24,7 @@ struct WebhookRequest {
 class WebhookHandler {
  public:
   WebhookHandler(const RelayConfig& config, std::string secret, Store& store,
-                 AllowlistSource& allowlist, Dispatcher& dispatcher, Metrics& metrics,
+                 AllowlistSource& allowlist, OutboxSender& outbox_sender, Metrics& metrics,
                  const CallbackTokens& tokens, TaskRunner& tasks);
   Reply handle(const WebhookRequest& request);
 
@@ -37,7 +37,7 @@ class WebhookHandler {
   std::string secret_;
   Store& store_;
   AllowlistSource& allowlist_;
-  Dispatcher& dispatcher_;
+  OutboxSender& outbox_sender_;
   Metrics& metrics_;
   const CallbackTokens& tokens_;
   TaskRunner& tasks_;

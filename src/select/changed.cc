@@ -8,7 +8,7 @@
 #include "backend/plan_resolve.h"
 #include "base/error.h"
 #include "base/file_text.h"
-#include "net/crypto.h"
+#include "base/sha256.h"
 #include "select/native_functions.h"
 
 namespace ootci {

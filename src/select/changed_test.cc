@@ -6,7 +6,7 @@
 #include <regex>
 
 #include "base/error.h"
-#include "net/crypto.h"
+#include "base/sha256.h"
 #include "select/git.h"
 #include "testing/test_env.h"
 

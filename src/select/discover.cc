@@ -14,8 +14,8 @@
 #include "backend/run_manifest.h"
 #include "base/error.h"
 #include "base/file_text.h"
+#include "base/sha256.h"
 #include "base/time.h"
-#include "net/crypto.h"
 
 namespace fs = std::filesystem;
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "backend/backend_config.h"
-#include "backend/evidence.h"
+#include "backend/evidence_store.h"
 #include "backend/runner.h"
 
 namespace ootci {

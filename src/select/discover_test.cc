@@ -7,7 +7,7 @@
 
 #include "backend/run_manifest.h"
 #include "base/error.h"
-#include "net/crypto.h"
+#include "base/sha256.h"
 #include "testing/test_env.h"
 
 namespace fs = std::filesystem;

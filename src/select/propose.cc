@@ -10,17 +10,17 @@
 #include <set>
 #include <sstream>
 
-#include "backend/evidence.h"
+#include "backend/evidence_store.h"
 #include "backend/plan_resolve.h"
 #include "backend/suite_config.h"
 #include "base/atomic_file.h"
 #include "base/error.h"
 #include "base/file_text.h"
+#include "base/text.h"
 #include "base/yaml_doc.h"
 #include "select/agent_hook.h"
 #include "select/code_evidence.h"
 #include "select/config_writer.h"
-#include "select/rebucket.h"
 #include "select/variant_evidence.h"
 
 namespace ootci {
@@ -29,28 +29,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::unique_ptr<EvidenceStore> open_existing(const std::string& db) {
-  // Selection reads; an absent database is a mistake, not a new empty file.
-  if (!fs::exists(db)) throw Error(fmt::format("no evidence database at {}", db));
-  return EvidenceStore::open(db);
-}
-
 bool matches_any(const std::vector<std::string>& globs, const std::string& relpath) {
   std::string name = fs::path(relpath).filename().string();
   return std::any_of(globs.begin(), globs.end(), [&](const std::string& g) {
     return fnmatch(g.c_str(), relpath.c_str(), 0) == 0 || fnmatch(g.c_str(), name.c_str(), 0) == 0;
   });
-}
-
-// The text must be a config `ootci plan check` accepts before it replaces anything.
-void validate(const std::string& path, const std::string& text) {
-  SuiteConfigResult r = parse_suite_config(load_yaml_text(path, text));
-  if (!r.ok())
-    throw Error(fmt::format("the config proposed for {} does not validate: {}", path, r.errors[0]));
-}
-
-std::string plural(size_t n, const std::string& word) {
-  return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s");
 }
 
 std::string entry_label(const NameDecision& d) {
@@ -87,10 +70,6 @@ VariantCounts count_variants(const FileEvidence& f, const std::vector<NameDecisi
 }
 
 // global.supported_dtypes as Spyre reads it: an empty list filters nothing.
-std::optional<std::set<std::string>> global_dtypes(const Capabilities& caps) {
-  if (!caps.supported_dtypes || caps.supported_dtypes->empty()) return std::nullopt;
-  return caps.supported_dtypes;
-}
 
 // Spyre's CI runs a config only when one of its labels is selected; ootci keeps an existing
 // file's labels, so say when they left the vocabulary.
@@ -165,7 +144,7 @@ FileOutcome propose_file(const ProposeRequest& req, const FileEvidence& f, const
   std::vector<NameDecision> final_names = without_human(decisions, human);
   std::string text = render_config(f.relpath, req.backend.select.labels, final_names,
                                    existing ? &*existing : nullptr, req.overwrite_human);
-  validate(path, text);
+  validate_proposed_config(path, text);
   std::string before = existing ? read_file_or_empty(path) : "";
   FileOutcome outcome;
   outcome.status = !existing ? "created" : before == text ? "unchanged" : "updated";
@@ -211,6 +190,23 @@ FileOutcome propose_file(const ProposeRequest& req, const FileEvidence& f, const
 
 }  // namespace
 
+std::unique_ptr<EvidenceStore> open_existing_evidence(const std::string& db) {
+  // Selection reads; an absent database is a mistake, not a new empty file.
+  if (!fs::exists(db)) throw Error(fmt::format("no evidence database at {}", db));
+  return EvidenceStore::open(db);
+}
+
+void validate_proposed_config(const std::string& path, const std::string& text) {
+  SuiteConfigResult r = parse_suite_config(load_yaml_text(path, text));
+  if (!r.ok())
+    throw Error(fmt::format("the config proposed for {} does not validate: {}", path, r.errors[0]));
+}
+
+std::optional<std::set<std::string>> global_dtypes(const Capabilities& caps) {
+  if (!caps.supported_dtypes || caps.supported_dtypes->empty()) return std::nullopt;
+  return caps.supported_dtypes;
+}
+
 const Capabilities& FileCapabilities::of(const std::string& relpath) const {
   auto it = by_file.find(relpath);
   return it == by_file.end() ? code : it->second;
@@ -252,7 +248,7 @@ FileCapabilities load_capabilities(const BackendConfig& backend, const Capabilit
 }
 
 int propose(const ProposeRequest& req, std::ostream& out, std::ostream& err) {
-  auto store = open_existing(req.evidence_path);
+  auto store = open_existing_evidence(req.evidence_path);
   std::vector<DiscoveredFile> discovered = store->latest_discoveries();
   if (discovered.empty())
     throw Error(fmt::format("no discovered files in {}: run `ootci discover --config {}` first",
@@ -290,153 +286,6 @@ int propose(const ProposeRequest& req, std::ostream& out, std::ostream& err) {
   out << fmt::format("{}: {} created, {} updated, {} unchanged{}\n", plural(files.size(), "file"),
                      statuses["created"], statuses["updated"], statuses["unchanged"],
                      req.dry_run ? " (dry run: nothing written)" : "");
-  return code;
-}
-
-namespace {
-
-std::string move_name(const Move& m) {
-  std::string cls = split_base(m.base).first;
-  return (cls.empty() ? "" : cls + "::") + m.variant;
-}
-
-}  // namespace
-
-int rebucket(const RebucketRequest& req, std::ostream& out, std::ostream& err) {
-  auto store = open_existing(req.evidence_path);
-  std::optional<RunInfo> run = store->run(req.run_id);
-  if (!run) throw Error(fmt::format("run {} not found in {}", req.run_id, req.evidence_path));
-  std::vector<TestResult> results = store->results(req.run_id);
-
-  // The latest discovery of each file: its variants, their bases and the ops they called.
-  std::map<std::string, DiscoveredFile> discovery;
-  for (const auto& d : store->latest_discoveries()) discovery[d.relpath] = d;
-  std::map<std::string, std::vector<TestResult>> discovery_results;               // by relpath
-  std::map<std::string, std::map<std::string, std::vector<std::string>>> ops_of;  // by run id
-  std::map<std::string, std::vector<TestResult>> run_cache;
-  for (const auto& [relpath, d] : discovery) {
-    if (!run_cache.count(d.run_id)) run_cache[d.run_id] = store->results(d.run_id);
-    for (const TestResult& r : run_cache[d.run_id])
-      if (r.file == relpath && !r.base.empty()) discovery_results[relpath].push_back(r);
-  }
-  std::map<std::string, std::string> base_of;
-  for (const auto& [relpath, rs] : discovery_results)
-    for (const TestResult& r : rs) base_of[r.test_id] = r.base;
-  for (TestResult& r : results)
-    if (r.base.empty() && base_of.count(r.test_id)) r.base = base_of[r.test_id];
-
-  std::vector<Regression> regressions = regressions_in(req.run_id, results);
-  std::vector<TestResult> with_base;
-  for (const TestResult& r : results)
-    if (!r.base.empty()) with_base.push_back(r);
-  HistoryLookup history = [&](const TestResult& in_run) {
-    std::vector<TestResult> out;
-    for (TestResult& h : store->history(in_run.test_id, req.promote_after + 50))
-      if (h.finished_ms <= in_run.finished_ms) out.push_back(std::move(h));
-    return out;
-  };
-  std::vector<Move> moves = promotions(with_base, history, req.promote_after);
-
-  FileCapabilities file_caps = load_capabilities(req.backend, req.sources, err);
-  const Capabilities& caps = file_caps.code;
-  std::set<std::string> relpaths;
-  for (const TestResult& r : with_base) relpaths.insert(r.file);
-  for (const auto& [relpath, d] : discovery) relpaths.insert(relpath);
-
-  int code = 0;
-  std::map<std::string, ConfigState> states;
-  std::map<std::string, ExistingConfig> configs;
-  for (const std::string& relpath : relpaths) {
-    std::string path = (fs::path(req.out_dir) / config_file_name(relpath)).string();
-    if (!fs::exists(path)) continue;
-    try {
-      configs[relpath] = read_existing_config(path);
-    } catch (const Error& e) {
-      err << fmt::format("error: {}: {}\n", relpath, e.what());
-      code = 1;
-      continue;
-    }
-    std::vector<TestResult> evidence;
-    for (const TestResult& r : with_base)
-      if (r.file == relpath) evidence.push_back(r);
-    const auto& disc = discovery_results[relpath];
-    evidence.insert(evidence.end(), disc.begin(), disc.end());
-    std::map<std::string, std::vector<std::string>> ops;
-    if (discovery.count(relpath)) {
-      const std::string& id = discovery[relpath].run_id;
-      if (!ops_of.count(id)) ops_of[id] = store->ops_of_run(id);
-      ops = ops_of[id];
-    }
-    ConfigState& s = states[relpath];
-    s.relpath = relpath;
-    s.evidence = group_evidence(relpath, evidence, ops);
-    s.generated = configs[relpath].generated;
-    s.human_rules = configs[relpath].human_rules;
-    s.global_dtypes = global_dtypes(file_caps.of(relpath));
-  }
-  std::set<std::string> taken;
-  for (const Move& m : moves) taken.insert(m.test_id);
-  for (auto& [relpath, s] : states) {
-    std::vector<Move> admitted = admissions(s, caps, taken);
-    moves.insert(moves.end(), admitted.begin(), admitted.end());
-  }
-  for (auto& [relpath, s] : states) mark_human(s, moves);
-
-  size_t promoted = std::count_if(moves.begin(), moves.end(),
-                                  [](const Move& m) { return m.kind == Move::promote; });
-  out << fmt::format("run {}: {}; {}, {}, {}\n", req.run_id, plural(results.size(), "result"),
-                     plural(promoted, "promotion"), plural(moves.size() - promoted, "admission"),
-                     plural(regressions.size(), "regression candidate"));
-  std::map<std::string, std::vector<const Move*>> by_file;
-  for (const Move& m : moves) by_file[m.relpath].push_back(&m);
-  for (const auto& [relpath, ms] : by_file) {
-    std::string path = (fs::path(req.out_dir) / config_file_name(relpath)).string();
-    out << fmt::format(
-        "{} ({}{})\n", relpath, path,
-        states.count(relpath) ? "" : "; no config there: run `ootci select propose`");
-    for (const Move* m : ms)
-      out << fmt::format("  {} {}: {}{}\n", m->kind == Move::promote ? "promote" : "admit",
-                         move_name(*m), m->reason, m->human ? " [human entry: not written]" : "");
-  }
-
-  std::string regressions_path = (fs::path(req.out_dir) / "regressions.json").string();
-  write_file_atomically(regressions_path, regressions_json(regressions).dump(2) + "\n");
-  out << fmt::format(
-      "regression candidates (mandatory_success failures, never demoted): {}, in "
-      "{}\n",
-      regressions.size(), regressions_path);
-  for (const Regression& r : regressions)
-    out << fmt::format("  {}  {}\n", r.test_id, quote_error(r.error_class, r.message));
-
-  if (!req.write) {
-    if (!moves.empty()) out << "not written: pass --write to apply the moves\n";
-    return code;
-  }
-  for (const auto& [relpath, ms] : by_file) {
-    auto s = states.find(relpath);
-    if (s == states.end()) continue;
-    std::vector<Move> own;
-    for (const Move* m : ms)
-      if (!m->human) own.push_back(*m);
-    if (own.empty()) continue;
-    const ExistingConfig& existing = configs[relpath];
-    AppliedMoves applied = apply_moves(s->second, own);
-    for (const auto& [m, why] : applied.not_written)
-      out << fmt::format("not written: {}: {}\n", move_name(*m), why);
-    if (applied.written == 0) continue;
-    std::string text =
-        render_config(relpath, req.backend.select.labels, applied.decisions, &existing, false);
-    try {
-      validate(existing.path, text);
-    } catch (const Error& e) {
-      err << fmt::format("error: {}\n", e.what());
-      code = 1;
-      continue;
-    }
-    if (text == read_file_or_empty(existing.path)) continue;
-    write_file_atomically(existing.path, text);
-    out << fmt::format("wrote {}: {} applied\n", existing.path, plural(applied.written, "move"));
-  }
   return code;
 }
 

@@ -1,13 +1,17 @@
 #pragma once
 // `ootci select propose` and `ootci select rebucket` as functions (docs/select.md): evidence in,
-// test-suite configs and a printed summary out.
+// test-suite configs and a printed summary out. propose is in propose.cc, rebucket in
+// rebucket_command.cc.
 #include <iosfwd>
 #include <map>
+#include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "backend/backend_config.h"
+#include "backend/evidence_store.h"
 #include "select/bucket.h"
 
 namespace ootci {
@@ -62,5 +66,14 @@ struct RebucketRequest {
 // Proposes moves from the run's evidence, writes <out>/regressions.json, and with `write` applies
 // the moves to the configs in out_dir. Returns the exit code.
 int rebucket(const RebucketRequest& request, std::ostream& out, std::ostream& err);
+
+// Shared by both commands.
+// The evidence database at `db`; throws Error when there is none (selection only reads).
+std::unique_ptr<EvidenceStore> open_existing_evidence(const std::string& db);
+// Throws Error unless `text` is a config `ootci plan check` accepts: checked before it replaces
+// anything.
+void validate_proposed_config(const std::string& path, const std::string& text);
+// The dtypes every op of the backend supports, when the capabilities say.
+std::optional<std::set<std::string>> global_dtypes(const Capabilities& caps);
 
 }  // namespace ootci

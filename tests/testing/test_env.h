@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "store/store.h"
+#include "relay_store/store.h"
 
 namespace ootci {
 

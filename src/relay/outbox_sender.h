@@ -13,7 +13,7 @@
 #include "relay/config.h"
 #include "relay/transport.h"
 #include "relay/worker_pool.h"
-#include "store/store.h"
+#include "relay_store/store.h"
 
 namespace ootci {
 
@@ -24,10 +24,10 @@ std::string build_client_payload(const std::string& event_type, const std::strin
 
 // Delivers the outbox. Workers lease due rows, send them, and record the outcome; failures back
 // off exponentially with jitter, honour Retry-After, and give up at max_attempts or the deadline.
-class Dispatcher {
+class OutboxSender {
  public:
-  Dispatcher(Store& store, TransportRouter& router, DispatchPolicy policy, Metrics& metrics);
-  ~Dispatcher();
+  OutboxSender(Store& store, TransportRouter& router, DispatchPolicy policy, Metrics& metrics);
+  ~OutboxSender();
 
   void start();
   void stop();

@@ -1,14 +1,11 @@
-#include "store/migrations.h"
+#include "relay_store/migrations.h"
 
 #include <string>
 
+#include "sql/sql_dialect.h"
+
 namespace ootci {
 namespace {
-
-// The two dialects differ only in the auto-increment key type, so one text serves both.
-std::string serial_key(SqlDialect d) {
-  return d == SqlDialect::kSqlite ? "INTEGER PRIMARY KEY AUTOINCREMENT" : "BIGSERIAL PRIMARY KEY";
-}
 
 std::string v1(SqlDialect d) {
   std::string serial = serial_key(d);
@@ -148,13 +145,26 @@ std::string v5(SqlDialect d) {
              : "SELECT 1;";
 }
 
+int user_version(SqlTx& tx) {
+  int version = 0;
+  tx.each("PRAGMA user_version", {},
+          [&](const SqlRow& r) { version = static_cast<int>(r.i64(0)); });
+  return version;
+}
+
+SchemaHistory history(SqlDialect d) {
+  // The dialects differ only in the auto-increment key type and one column type change.
+  SchemaHistory h{"relay store", {v1(d), v2(d), v3(), v4(), v5(d)}, nullptr};
+  // PostgreSQL relay stores always had the schema_version table.
+  if (d == SqlDialect::kSqlite) h.legacy_version = user_version;
+  return h;
+}
+
 }  // namespace
 
-const std::vector<std::string>& migrations(SqlDialect dialect) {
-  static const std::vector<std::string> sqlite = {v1(SqlDialect::kSqlite), v2(SqlDialect::kSqlite),
-                                                  v3(), v4(), v5(SqlDialect::kSqlite)};
-  static const std::vector<std::string> postgres = {
-      v1(SqlDialect::kPostgres), v2(SqlDialect::kPostgres), v3(), v4(), v5(SqlDialect::kPostgres)};
+const SchemaHistory& relay_schema(SqlDialect dialect) {
+  static const SchemaHistory sqlite = history(SqlDialect::kSqlite);
+  static const SchemaHistory postgres = history(SqlDialect::kPostgres);
   return dialect == SqlDialect::kSqlite ? sqlite : postgres;
 }
 

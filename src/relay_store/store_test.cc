@@ -1,6 +1,6 @@
 // One suite, run against every Store implementation. PostgreSQL runs when OOTCI_TEST_PG_URI is set;
 // scripts/test always sets it (it starts a throwaway server), and the suite fails without it there.
-#include "store/store.h"
+#include "relay_store/store.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -18,7 +18,7 @@
 #include <tuple>
 
 #include "base/error.h"
-#include "store/migrations.h"
+#include "relay_store/migrations.h"
 #include "testing/test_env.h"
 
 namespace ootci {
@@ -92,8 +92,10 @@ std::vector<OutboxItem> rows(const std::vector<std::string>& repos, int64_t now 
 }
 
 TEST_P(StoreTest, MigratesToLatestVersion) {
-  EXPECT_EQ(store_->schema_version(), static_cast<int>(migrations(SqlDialect::kSqlite).size()));
-  EXPECT_EQ(migrations(SqlDialect::kSqlite).size(), migrations(SqlDialect::kPostgres).size());
+  EXPECT_EQ(store_->schema_version(),
+            static_cast<int>(relay_schema(SqlDialect::kSqlite).steps.size()));
+  EXPECT_EQ(relay_schema(SqlDialect::kSqlite).steps.size(),
+            relay_schema(SqlDialect::kPostgres).steps.size());
 }
 
 TEST_P(StoreTest, AcceptsOnceAndRejectsRedelivery) {
@@ -1048,7 +1050,7 @@ TEST_P(StoreTest, MigrationV3BackfillsCreatedMs) {
   // A version-2 database with two jobs, one never in progress.
   std::string uri = fresh_store_uri(GetParam());
   bool pg = GetParam() == "postgres";
-  const auto& steps = migrations(pg ? SqlDialect::kPostgres : SqlDialect::kSqlite);
+  const auto& steps = relay_schema(pg ? SqlDialect::kPostgres : SqlDialect::kSqlite).steps;
   ASSERT_GE(steps.size(), 3u);
   std::string values =
       "'{}','d','org/r',1,1,'j','wf','pull_request','sha',4,'L1','{}','',-1,{},{},"
@@ -1095,7 +1097,8 @@ TEST(StoreOpen, SqliteReopenKeepsData) {
   open_store("sqlite:" + path)->accept_delivery(delivery("d1"), rows({"a/x"}));
   auto again = open_store("sqlite:" + path);
   EXPECT_EQ(again->outbox_for("d1").size(), 1u);
-  EXPECT_EQ(again->schema_version(), static_cast<int>(migrations(SqlDialect::kSqlite).size()));
+  EXPECT_EQ(again->schema_version(),
+            static_cast<int>(relay_schema(SqlDialect::kSqlite).steps.size()));
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, StoreTest, ::testing::ValuesIn(test_store_kinds()),

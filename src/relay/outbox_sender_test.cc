@@ -1,4 +1,4 @@
-#include "relay/dispatcher.h"
+#include "relay/outbox_sender.h"
 
 #include <gtest/gtest.h>
 
@@ -9,14 +9,14 @@
 namespace ootci {
 namespace {
 
-TEST(Dispatcher, BackoffDoublesWithJitterAndIsCapped) {
+TEST(OutboxSender, BackoffDoublesWithJitterAndIsCapped) {
   DispatchPolicy p;
   p.initial_backoff_ms = 100;
   p.max_backoff_ms = 1000;
   for (uint64_t rnd : {0ull, 7ull, 999999ull}) {
-    int64_t b1 = Dispatcher::backoff_ms(p, 1, rnd);
-    int64_t b3 = Dispatcher::backoff_ms(p, 3, rnd);
-    int64_t b30 = Dispatcher::backoff_ms(p, 30, rnd);
+    int64_t b1 = OutboxSender::backoff_ms(p, 1, rnd);
+    int64_t b3 = OutboxSender::backoff_ms(p, 3, rnd);
+    int64_t b30 = OutboxSender::backoff_ms(p, 30, rnd);
     EXPECT_GE(b1, 50);
     EXPECT_LE(b1, 100);
     EXPECT_GE(b3, 200);
@@ -24,10 +24,10 @@ TEST(Dispatcher, BackoffDoublesWithJitterAndIsCapped) {
     EXPECT_GE(b30, 500);
     EXPECT_LE(b30, 1000);
   }
-  EXPECT_NE(Dispatcher::backoff_ms(p, 3, 1), Dispatcher::backoff_ms(p, 3, 150));
+  EXPECT_NE(OutboxSender::backoff_ms(p, 3, 1), OutboxSender::backoff_ms(p, 3, 150));
 }
 
-TEST(Dispatcher, ClientPayloadEmbedsTheBodyVerbatim) {
+TEST(OutboxSender, ClientPayloadEmbedsTheBodyVerbatim) {
   std::string body = "{\"b\": 1,   \"a\": [2]}\n";
   std::string cp = build_client_payload("push", "d\"1", body, "tok");
   EXPECT_EQ(cp, "{\"event_type\":\"push\",\"delivery_id\":\"d\\\"1\",\"payload\":" + body +

@@ -222,7 +222,4 @@ class Store {
 // "sqlite:PATH" or a "postgresql://" / "postgres://" URI. Applies pending migrations.
 std::unique_ptr<Store> open_store(const std::string& uri);
 
-std::unique_ptr<Store> open_sqlite_store(const std::string& path);
-std::unique_ptr<Store> open_postgres_store(const std::string& uri);
-
 }  // namespace ootci

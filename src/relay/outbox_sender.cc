@@ -1,4 +1,4 @@
-#include "relay/dispatcher.h"
+#include "relay/outbox_sender.h"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -29,8 +29,8 @@ std::string build_client_payload(const std::string& event_type, const std::strin
                      raw_body, nlohmann::json(callback_token).dump());
 }
 
-Dispatcher::Dispatcher(Store& store, TransportRouter& router, DispatchPolicy policy,
-                       Metrics& metrics)
+OutboxSender::OutboxSender(Store& store, TransportRouter& router, DispatchPolicy policy,
+                           Metrics& metrics)
     : store_(store),
       router_(router),
       policy_(policy),
@@ -41,21 +41,21 @@ Dispatcher::Dispatcher(Store& store, TransportRouter& router, DispatchPolicy pol
               return due ? std::clamp<int64_t>(*due - now_ms(), 0, kIdlePollMs) : kIdlePollMs;
             }) {}
 
-Dispatcher::~Dispatcher() {
+OutboxSender::~OutboxSender() {
   stop();
 }
 
-void Dispatcher::start() {
+void OutboxSender::start() {
   pool_.start(policy_.workers);
 }
-void Dispatcher::stop() {
+void OutboxSender::stop() {
   pool_.stop();
 }
-void Dispatcher::wake() {
+void OutboxSender::wake() {
   pool_.wake();
 }
 
-int64_t Dispatcher::backoff_ms(const DispatchPolicy& p, int attempts, uint64_t random) {
+int64_t OutboxSender::backoff_ms(const DispatchPolicy& p, int attempts, uint64_t random) {
   int shift = std::min(attempts - 1, 30);
   int64_t base = std::min(p.max_backoff_ms, p.initial_backoff_ms << shift);
   // "Equal jitter": half fixed, half random, so retries from a burst spread out.
@@ -63,7 +63,7 @@ int64_t Dispatcher::backoff_ms(const DispatchPolicy& p, int attempts, uint64_t r
   return base - half + static_cast<int64_t>(random % static_cast<uint64_t>(half + 1));
 }
 
-std::shared_ptr<const std::string> Dispatcher::delivery_body(const std::string& delivery_id) {
+std::shared_ptr<const std::string> OutboxSender::delivery_body(const std::string& delivery_id) {
   {
     std::lock_guard lock(cache_mu_);
     auto it = body_cache_.find(delivery_id);
@@ -83,7 +83,7 @@ std::shared_ptr<const std::string> Dispatcher::delivery_body(const std::string& 
   return body;
 }
 
-SendResult Dispatcher::attempt(const OutboxItem& item, bool allow_retry) {
+SendResult OutboxSender::attempt(const OutboxItem& item, bool allow_retry) {
   int attempts = item.attempts + 1;
   SendResult r;
   auto body = delivery_body(item.delivery_id);
@@ -131,7 +131,7 @@ SendResult Dispatcher::attempt(const OutboxItem& item, bool allow_retry) {
   return r;
 }
 
-bool Dispatcher::deliver_one() {
+bool OutboxSender::deliver_one() {
   // A lease outlives the slowest attempt (installation lookup, token, dispatch: three requests),
   // so a row is never sent twice concurrently, yet comes back soon after a crash.
   const int64_t lease_ms = policy_.request_timeout_ms * 3 + 2000;

@@ -1,4 +1,4 @@
-#include "backend/evidence.h"
+#include "backend/evidence_store.h"
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>
@@ -300,12 +300,11 @@ TEST_F(EvidenceTest, RecordsTheSchemaVersionAndRefusesANewerOne) {
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
   sqlite3_stmt* s = nullptr;
-  sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'schema_version'", -1, &s, nullptr);
+  sqlite3_prepare_v2(db, "SELECT version FROM schema_version", -1, &s, nullptr);
   ASSERT_EQ(sqlite3_step(s), SQLITE_ROW);
-  EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(s, 0)), "2");
+  EXPECT_EQ(sqlite3_column_int(s, 0), 2);
   sqlite3_finalize(s);
-  ASSERT_EQ(sqlite3_exec(db, "UPDATE meta SET value = '99' WHERE key = 'schema_version'", nullptr,
-                         nullptr, nullptr),
+  ASSERT_EQ(sqlite3_exec(db, "UPDATE schema_version SET version = 99", nullptr, nullptr, nullptr),
             SQLITE_OK);
   sqlite3_close(db);
   try {
@@ -315,6 +314,49 @@ TEST_F(EvidenceTest, RecordsTheSchemaVersionAndRefusesANewerOne) {
     EXPECT_EQ(std::string(e.what()),
               path_ + ": evidence schema version 99 is newer than this ootci (2)");
   }
+}
+
+// An evidence store written before the SQL layer: schema version 1, recorded in a `meta` row
+// (the text of version 1 as it shipped).
+TEST(EvidenceUpgrade, AVersionOneStoreWithAMetaRowUpgradesInPlace) {
+  std::string path = make_temp_dir() + "/old.db";
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, R"sql(
+CREATE TABLE runs (id TEXT PRIMARY KEY, backend TEXT NOT NULL, config_hash TEXT NOT NULL,
+  shard TEXT, status TEXT NOT NULL, verdict TEXT, started_ms INTEGER NOT NULL, ended_ms INTEGER,
+  manifest TEXT NOT NULL);
+CREATE TABLE results (run_id TEXT NOT NULL REFERENCES runs(id), test_id TEXT NOT NULL,
+  file TEXT NOT NULL, class TEXT NOT NULL, name TEXT NOT NULL, device TEXT NOT NULL,
+  dtype TEXT NOT NULL, op TEXT NOT NULL, mode TEXT NOT NULL, outcome TEXT NOT NULL,
+  duration_s REAL NOT NULL, error_class TEXT NOT NULL, message TEXT NOT NULL,
+  reruns INTEGER NOT NULL, flaky INTEGER NOT NULL, finished_ms INTEGER NOT NULL,
+  PRIMARY KEY (run_id, test_id));
+CREATE INDEX results_by_test ON results(test_id, finished_ms);
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+INSERT INTO meta VALUES ('schema_version', '1');
+INSERT INTO runs VALUES ('old', 'ref', 'h1', NULL, 'finished', 'success', 10, 20, '{}');
+INSERT INTO results VALUES ('old', 'a.py::t', 'a.py', '', 't', '', '', '', '', 'passed', 1.5,
+  '', '', 0, 0, 20);
+)sql",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+
+  auto store = EvidenceStore::open(path);
+  ASSERT_EQ(store->results("old").size(), 1u);
+  EXPECT_EQ(store->results("old")[0].duration_s, 1.5);
+  EXPECT_EQ(store->results("old")[0].base, "");  // version 2's column, with its default
+  EXPECT_EQ(store->last_green_run("ref", "h1")->id, "old");
+  // Version 2's tables work.
+  TestResult with_ops = result("a.py::u", "passed");
+  with_ops.ops = {"aten::add.Tensor"};
+  store->record("old", with_ops);
+  EXPECT_EQ(store->ops_of_run("old").at("a.py::u"), std::vector<std::string>{"aten::add.Tensor"});
+  store.reset();
+  // Opening again runs nothing: the version now lives in schema_version.
+  store = EvidenceStore::open(path);
+  EXPECT_EQ(store->results("old").size(), 2u);
 }
 
 TEST_F(EvidenceTest, OpsAndBaseNamesAreStoredWithTheResultAndForgottenWithIt) {
@@ -386,7 +428,7 @@ TEST_F(EvidenceTest, MigratesAVersionOneDatabase) {
   ASSERT_EQ(sqlite3_exec(db,
                          "DROP TABLE test_ops; DROP TABLE discovered_files; "
                          "ALTER TABLE results DROP COLUMN base; "
-                         "UPDATE meta SET value = '1' WHERE key = 'schema_version'",
+                         "UPDATE schema_version SET version = 1",
                          nullptr, nullptr, nullptr),
             SQLITE_OK);
   sqlite3_close(db);

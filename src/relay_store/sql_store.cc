@@ -1,0 +1,636 @@
+// The relay store: every statement once, run by the SQL layer on SQLite or PostgreSQL.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "base/error.h"
+#include "relay_store/migrations.h"
+#include "relay_store/store.h"
+#include "sql/migrate.h"
+#include "sql/sql_db.h"
+#include "sql/sql_dialect.h"
+
+namespace ootci {
+namespace {
+
+// Enough for the dispatcher threads and a few concurrent HTTP handlers; more would only hold
+// server slots that sit idle.
+constexpr size_t kPostgresPoolSize = 4;
+
+// Serializes task claims, and task inserts against claims (see insert_tasks and claim_tasks).
+constexpr int64_t kTaskLockKey = 0x6f6f74636974;  // "ootcit"
+// Serializes record_level's read-then-append across replicas.
+constexpr int64_t kLevelLockKey = 0x6f6f74636976;  // "ootciv"
+
+// Rows per INSERT in insert_jobs_bulk: 32 columns each stays far below both dialects'
+// parameter limits (SQLite 32,766; PostgreSQL 65,535).
+constexpr size_t kBulkRows = 200;
+
+OutboxStatus parse_status(const std::string& s) {
+  if (s == "delivered") return OutboxStatus::kDelivered;
+  if (s == "failed") return OutboxStatus::kFailed;
+  return OutboxStatus::kPending;
+}
+
+constexpr const char* kOutboxColumns =
+    "id, delivery_id, repo, event_type, callback_token, status, attempts, created_ms, "
+    "next_attempt_ms, deadline_ms, delivered_ms, last_error";
+
+OutboxItem read_outbox(const SqlRow& r) {
+  OutboxItem o;
+  o.id = r.i64(0);
+  o.delivery_id = r.text(1);
+  o.repo = r.text(2);
+  o.event_type = r.text(3);
+  o.callback_token = r.text(4);
+  o.status = parse_status(r.text(5));
+  o.attempts = static_cast<int>(r.i64(6));
+  o.created_ms = r.i64(7);
+  o.next_attempt_ms = r.i64(8);
+  o.deadline_ms = r.i64(9);
+  o.delivered_ms = r.i64(10);
+  o.last_error = r.text(11);
+  return o;
+}
+
+constexpr const char* kJobColumns =
+    "key, delivery_id, repo, run_id, run_attempt, job_name, workflow_name, event_type, head_sha, "
+    "pr_number, level, status, conclusion, dispatched_ms, in_progress_ms, completed_ms, "
+    "queue_time_ms, execution_time_ms, in_progress_hash, completed_hash, tests_passed, "
+    "tests_failed, tests_skipped, tests_total, workflow_url, check_run_id, artifact_url, "
+    "check_run_created, last_body, failed_tests_json, triage_json, created_ms";
+constexpr int kJobColumnCount = 32;
+
+// Appends the job's columns, in kJobColumns order, to `params`.
+void add_job(std::vector<SqlParam>& params, const JobRecord& j) {
+  params.insert(params.end(), {j.key,
+                               j.delivery_id,
+                               j.repo,
+                               j.run_id,
+                               j.run_attempt,
+                               j.job_name,
+                               j.workflow_name,
+                               j.event_type,
+                               j.head_sha,
+                               j.pr_number,
+                               j.level,
+                               j.status,
+                               j.conclusion,
+                               j.dispatched_ms,
+                               j.in_progress_ms,
+                               j.completed_ms,
+                               j.queue_time_ms,
+                               j.execution_time_ms,
+                               j.in_progress_hash,
+                               j.completed_hash,
+                               j.tests_passed,
+                               j.tests_failed,
+                               j.tests_skipped,
+                               j.tests_total,
+                               j.workflow_url,
+                               j.check_run_id,
+                               j.artifact_url,
+                               int64_t{j.check_run_created},
+                               j.last_body,
+                               j.failed_tests_json,
+                               j.triage_json,
+                               j.created_ms});
+}
+
+JobRecord read_job(const SqlRow& r) {
+  JobRecord j;
+  int i = 0;
+  j.key = r.text(i++);
+  j.delivery_id = r.text(i++);
+  j.repo = r.text(i++);
+  j.run_id = r.text(i++);
+  j.run_attempt = r.i64(i++);
+  j.job_name = r.text(i++);
+  j.workflow_name = r.text(i++);
+  j.event_type = r.text(i++);
+  j.head_sha = r.text(i++);
+  j.pr_number = r.i64(i++);
+  j.level = r.text(i++);
+  j.status = r.text(i++);
+  j.conclusion = r.text(i++);
+  j.dispatched_ms = r.i64(i++);
+  j.in_progress_ms = r.i64(i++);
+  j.completed_ms = r.i64(i++);
+  j.queue_time_ms = r.i64(i++);
+  j.execution_time_ms = r.i64(i++);
+  j.in_progress_hash = r.text(i++);
+  j.completed_hash = r.text(i++);
+  j.tests_passed = r.i64(i++);
+  j.tests_failed = r.i64(i++);
+  j.tests_skipped = r.i64(i++);
+  j.tests_total = r.i64(i++);
+  j.workflow_url = r.text(i++);
+  j.check_run_id = r.text(i++);
+  j.artifact_url = r.text(i++);
+  j.check_run_created = r.i64(i++) != 0;
+  j.last_body = r.text(i++);
+  j.failed_tests_json = r.text(i++);
+  j.triage_json = r.text(i++);
+  j.created_ms = r.i64(i++);
+  return j;
+}
+
+constexpr const char* kTaskColumns =
+    "id, kind, ordering_key, payload, attempts, created_ms, next_attempt_ms, status, last_error";
+
+TaskItem read_task(const SqlRow& r) {
+  TaskItem t;
+  t.id = r.i64(0);
+  t.kind = r.text(1);
+  t.ordering_key = r.text(2);
+  t.payload = r.text(3);
+  t.attempts = static_cast<int>(r.i64(4));
+  t.created_ms = r.i64(5);
+  t.next_attempt_ms = r.i64(6);
+  t.status = r.text(7);
+  t.last_error = r.text(8);
+  return t;
+}
+
+int64_t read_i64(const SqlRow& r) {
+  return r.i64(0);
+}
+
+// The event types a JobFilter selects, as an SQL list.
+const char* event_types(JobFilter f) {
+  return f == JobFilter::kNightly ? "('nightly','periodic')" : "('pull_request','push')";
+}
+
+// The HUD aggregates. Text is compared and sorted with the C collation so MAX(level) and the
+// ORDER BYs agree in both dialects. {} is the event-type list, then an optional repo condition.
+constexpr const char* kRepoStatsSql =
+    "SELECT repo, MAX(level COLLATE \"C\"), COUNT(*), "
+    "SUM(CASE WHEN conclusion = 'success' THEN 1 ELSE 0 END), "
+    "SUM(CASE WHEN conclusion = 'failure' THEN 1 ELSE 0 END), "
+    "SUM(CASE WHEN conclusion = 'timed_out' THEN 1 ELSE 0 END), "
+    "SUM(CASE WHEN conclusion = 'cancelled' THEN 1 ELSE 0 END), "
+    "SUM(CASE WHEN status = 'in_progress' THEN 1 ELSE 0 END), "
+    "COUNT(DISTINCT CASE WHEN pr_number > 0 THEN pr_number END), "
+    "SUM(CASE WHEN queue_time_ms >= 0 THEN queue_time_ms ELSE 0 END), "
+    "SUM(CASE WHEN queue_time_ms >= 0 THEN 1 ELSE 0 END), "
+    "SUM(CASE WHEN execution_time_ms >= 0 THEN execution_time_ms ELSE 0 END), "
+    "SUM(CASE WHEN execution_time_ms >= 0 THEN 1 ELSE 0 END), "
+    "SUM(CASE WHEN execution_time_ms > 10800000 THEN 1 ELSE 0 END), "
+    "MIN(created_ms), MAX(created_ms) "
+    "FROM jobs WHERE created_ms >= ? AND created_ms < ? AND event_type IN {} {} "
+    "GROUP BY repo ORDER BY repo COLLATE \"C\"";
+
+// created_ms is an integer, so / is integer division in both dialects.
+constexpr const char* kDailyStatsSql =
+    "SELECT repo, created_ms / 86400000 AS day, COUNT(*), "
+    "SUM(CASE WHEN conclusion = 'success' THEN 1 ELSE 0 END), "
+    "SUM(CASE WHEN conclusion = 'failure' THEN 1 ELSE 0 END) "
+    "FROM jobs WHERE created_ms >= ? AND created_ms < ? AND event_type IN {} "
+    "GROUP BY repo, created_ms / 86400000 ORDER BY repo COLLATE \"C\", day";
+
+class SqlStore : public Store {
+  // Defined first: their return types are deduced.
+  // One statement in its own write transaction.
+  void write(const char* op, std::string_view sql, SqlParams params) {
+    db_->write(op, [&](SqlTx& tx) { tx.exec(sql, params); });
+  }
+
+  template <typename Read>
+  auto read_all(const char* op, std::string_view sql, SqlParams params, Read&& read) {
+    return db_->read(op, [&](SqlTx& tx) { return tx.all(sql, params, read); });
+  }
+
+  template <typename Read>
+  auto read_first(const char* op, std::string_view sql, SqlParams params, Read&& read) {
+    return db_->read(op, [&](SqlTx& tx) { return tx.first(sql, params, read); });
+  }
+
+ public:
+  explicit SqlStore(std::unique_ptr<SqlDb> db) : db_(std::move(db)), d_(db_->dialect()) {
+    migrate(*db_, relay_schema(d_));
+  }
+
+  int schema_version() override { return ootci::schema_version(*db_); }
+
+  bool accept_delivery(const DeliveryRecord& d, const std::vector<OutboxItem>& outbox) override {
+    return db_->write("accept_delivery", [&](SqlTx& tx) {
+      if (tx.exec("INSERT INTO deliveries (delivery_id, event, action, head_sha, pr_number, "
+                  "received_ms, body) VALUES (?,?,?,?,?,?,?) ON CONFLICT DO NOTHING",
+                  {d.delivery_id, d.event, d.action, d.head_sha, d.pr_number, d.received_ms,
+                   d.body}) == 0)
+        return false;  // a redelivery: nothing was written
+      for (const OutboxItem& o : outbox)
+        tx.exec(
+            "INSERT INTO outbox (delivery_id, repo, event_type, callback_token, status, "
+            "created_ms, next_attempt_ms, deadline_ms) VALUES (?,?,?,?,'pending',?,?,?)",
+            {d.delivery_id, o.repo, o.event_type, o.callback_token, o.created_ms, o.next_attempt_ms,
+             o.deadline_ms});
+      return true;
+    });
+  }
+
+  std::optional<DeliveryRecord> get_delivery(const std::string& id, bool with_body) override {
+    return db_->read("get_delivery", [&](SqlTx& tx) {
+      return tx.first(
+          with_body ? "SELECT delivery_id, event, action, head_sha, pr_number, received_ms, body "
+                      "FROM deliveries WHERE delivery_id = ?"
+                    : "SELECT delivery_id, event, action, head_sha, pr_number, received_ms, '' "
+                      "FROM deliveries WHERE delivery_id = ?",
+          {id}, [](const SqlRow& r) {
+            return DeliveryRecord{r.text(0), r.text(1), r.text(2), r.text(3),
+                                  r.i64(4),  r.i64(5),  r.text(6)};
+          });
+    });
+  }
+
+  std::vector<OutboxItem> claim_due(int64_t now_ms, int limit, int64_t lease_ms) override {
+    return db_->write("claim_due", [&](SqlTx& tx) {
+      auto out = tx.all(fmt::format("UPDATE outbox SET leased = 1, next_attempt_ms = ? WHERE id IN "
+                                    "(SELECT id FROM outbox WHERE status = 'pending' AND "
+                                    "next_attempt_ms <= ? ORDER BY next_attempt_ms, id LIMIT ?{}) "
+                                    "RETURNING {}",
+                                    skip_locked(d_), kOutboxColumns),
+                        {now_ms + lease_ms, now_ms, sql_limit(limit)}, read_outbox);
+      // RETURNING has no order.
+      std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
+      return out;
+    });
+  }
+
+  void mark_delivered(int64_t id, int attempts, int64_t now_ms) override {
+    write("mark_delivered",
+          "UPDATE outbox SET status = 'delivered', leased = 0, attempts = ?, delivered_ms = ?, "
+          "last_error = '' WHERE id = ?",
+          {attempts, now_ms, id});
+  }
+
+  void mark_retry(int64_t id, int attempts, int64_t next_ms, const std::string& error) override {
+    write("mark_retry",
+          "UPDATE outbox SET leased = 0, attempts = ?, next_attempt_ms = ?, last_error = ? "
+          "WHERE id = ? AND status = 'pending'",
+          {attempts, next_ms, error, id});
+  }
+
+  void mark_failed(int64_t id, int attempts, const std::string& error) override {
+    write("mark_failed",
+          "UPDATE outbox SET status = 'failed', leased = 0, attempts = ?, last_error = ? "
+          "WHERE id = ? AND status = 'pending'",
+          {attempts, error, id});
+  }
+
+  void release_leases(int64_t now_ms) override {
+    write("release_leases", "UPDATE outbox SET leased = 0, next_attempt_ms = ? WHERE leased = 1",
+          {now_ms});
+  }
+
+  std::optional<int64_t> next_due_ms() override {
+    return db_->read("next_due_ms", [&](SqlTx& tx) {
+      std::optional<int64_t> out;
+      tx.each("SELECT MIN(next_attempt_ms) FROM outbox WHERE status = 'pending'", {},
+              [&](const SqlRow& r) {
+                if (!r.is_null(0)) out = r.i64(0);
+              });
+      return out;
+    });
+  }
+
+  std::vector<OutboxItem> outbox_for(const std::string& delivery_id) override {
+    return read_all(
+        "outbox_for",
+        fmt::format("SELECT {} FROM outbox WHERE delivery_id = ? ORDER BY repo COLLATE \"C\"",
+                    kOutboxColumns),
+        {delivery_id}, read_outbox);
+  }
+
+  OutboxCounts outbox_counts() override {
+    return db_->read("outbox_counts", [&](SqlTx& tx) {
+      OutboxCounts c;
+      tx.each("SELECT status, COUNT(*) FROM outbox GROUP BY status", {}, [&](const SqlRow& r) {
+        OutboxStatus st = parse_status(r.text(0));
+        (st == OutboxStatus::kPending     ? c.pending
+         : st == OutboxStatus::kDelivered ? c.delivered
+                                          : c.failed) = r.i64(1);
+      });
+      return c;
+    });
+  }
+
+  void set_check_run_wanted(const std::string& sha, const std::string& repo,
+                            int64_t now_ms) override {
+    write("set_check_run_wanted",
+          "INSERT INTO check_run_wanted (head_sha, repo, created_ms) VALUES (?,?,?) "
+          "ON CONFLICT DO NOTHING",
+          {sha, repo, now_ms});
+  }
+
+  bool check_run_wanted(const std::string& sha, const std::string& repo) override {
+    return !read_all("check_run_wanted",
+                     "SELECT 1 FROM check_run_wanted WHERE head_sha = ? AND repo = ?", {sha, repo},
+                     read_i64)
+                .empty();
+  }
+
+  std::optional<OutboxItem> dispatch_record(const std::string& delivery_id,
+                                            const std::string& repo) override {
+    return read_first(
+        "dispatch_record",
+        fmt::format("SELECT {} FROM outbox WHERE delivery_id = ? AND repo = ?", kOutboxColumns),
+        {delivery_id, repo}, read_outbox);
+  }
+
+  std::optional<JobRecord> get_job(const std::string& key) override {
+    return read_first("get_job", fmt::format("SELECT {} FROM jobs WHERE key = ?", kJobColumns),
+                      {key}, read_job);
+  }
+
+  bool insert_job(const JobRecord& job, const std::vector<TaskItem>& tasks) override {
+    return db_->write("insert_job", [&](SqlTx& tx) {
+      std::vector<SqlParam> params;
+      add_job(params, job);
+      if (tx.exec(fmt::format("INSERT INTO jobs ({}) VALUES ({}) ON CONFLICT DO NOTHING",
+                              kJobColumns, placeholder_list(kJobColumnCount)),
+                  params) == 0)
+        return false;
+      insert_tasks(tx, tasks);
+      return true;
+    });
+  }
+
+  bool update_job(const JobRecord& job, const std::string& expected_status,
+                  const std::vector<TaskItem>& tasks,
+                  std::optional<bool> expected_check_run_created) override {
+    return db_->write("update_job", [&](SqlTx& tx) {
+      // Replace the whole row, but only if nobody moved it since it was read. In PostgreSQL the
+      // row lock the UPDATE takes makes a concurrent update with the same expectation wait,
+      // then match 0 rows.
+      std::vector<SqlParam> params;
+      add_job(params, job);
+      int64_t flag = expected_check_run_created ? int64_t{*expected_check_run_created} : -1;
+      params.insert(params.end(), {job.key, expected_status, flag, flag});
+      if (tx.exec(fmt::format("UPDATE jobs SET ({}) = ({}) WHERE key = ? AND status = ? AND "
+                              "(? < 0 OR check_run_created = ?)",
+                              kJobColumns, placeholder_list(kJobColumnCount)),
+                  params) == 0)
+        return false;
+      insert_tasks(tx, tasks);
+      return true;
+    });
+  }
+
+  std::vector<JobRecord> jobs_for_sha(const std::string& head_sha) override {
+    return read_all("jobs_for_sha",
+                    fmt::format("SELECT {} FROM jobs WHERE head_sha = ? ORDER BY key COLLATE \"C\"",
+                                kJobColumns),
+                    {head_sha}, read_job);
+  }
+
+  std::vector<JobRecord> overdue_jobs(int64_t before_ms, int limit) override {
+    return read_all("overdue_jobs",
+                    fmt::format("SELECT {} FROM jobs WHERE status = 'in_progress' AND "
+                                "in_progress_ms < ? ORDER BY in_progress_ms LIMIT ?",
+                                kJobColumns),
+                    {before_ms, sql_limit(limit)}, read_job);
+  }
+
+  void enqueue_tasks(const std::vector<TaskItem>& tasks) override {
+    db_->write("enqueue_tasks", [&](SqlTx& tx) { insert_tasks(tx, tasks); });
+  }
+
+  std::vector<TaskItem> claim_tasks(int64_t now_ms, int limit, int64_t lease_ms) override {
+    return db_->write("claim_tasks", [&](SqlTx& tx) {
+      // PostgreSQL claimers serialize on the task lock (cheap at this task volume) so the
+      // per-key "oldest pending" check never races another claimer's snapshot; a separate
+      // statement, so the claim's READ COMMITTED snapshot is taken after the lock is held.
+      tx.lock(kTaskLockKey);
+      // Only the oldest pending task of each ordering key is eligible; a leased one blocks its
+      // key.
+      auto out =
+          tx.all(fmt::format("UPDATE tasks SET leased = 1, next_attempt_ms = ? WHERE id IN "
+                             "(SELECT t.id FROM tasks t WHERE t.status = 'pending' AND "
+                             "t.next_attempt_ms <= ? AND NOT EXISTS (SELECT 1 FROM tasks e WHERE "
+                             "e.ordering_key = t.ordering_key AND e.status = 'pending' AND "
+                             "e.id < t.id) ORDER BY t.id LIMIT ?{}) RETURNING {}",
+                             skip_locked(d_), kTaskColumns),
+                 {now_ms + lease_ms, now_ms, sql_limit(limit)}, read_task);
+      std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
+      return out;
+    });
+  }
+
+  void complete_task(int64_t id, int attempts) override {
+    write("complete_task",
+          "UPDATE tasks SET status = 'done', leased = 0, attempts = ?, last_error = '' "
+          "WHERE id = ?",
+          {attempts, id});
+  }
+
+  void retry_task(int64_t id, int attempts, int64_t next_ms, const std::string& error) override {
+    write("retry_task",
+          "UPDATE tasks SET leased = 0, attempts = ?, next_attempt_ms = ?, last_error = ? "
+          "WHERE id = ? AND status = 'pending'",
+          {attempts, next_ms, error, id});
+  }
+
+  void fail_task(int64_t id, int attempts, const std::string& error) override {
+    write("fail_task",
+          "UPDATE tasks SET status = 'failed', leased = 0, attempts = ?, last_error = ? "
+          "WHERE id = ? AND status = 'pending'",
+          {attempts, error, id});
+  }
+
+  TaskCounts task_counts() override {
+    return db_->read("task_counts", [&](SqlTx& tx) {
+      TaskCounts c;
+      tx.each("SELECT status, COUNT(*) FROM tasks GROUP BY status", {}, [&](const SqlRow& r) {
+        std::string st = r.text(0);
+        (st == "pending" ? c.pending : st == "done" ? c.done : c.failed) = r.i64(1);
+      });
+      return c;
+    });
+  }
+
+  std::vector<TaskItem> tasks_of_kind(const std::string& kind) override {
+    return read_all("tasks_of_kind",
+                    fmt::format("SELECT {} FROM tasks WHERE kind = ? ORDER BY id", kTaskColumns),
+                    {kind}, read_task);
+  }
+
+  void set_meta(const std::string& key, const std::string& value) override {
+    write("set_meta",
+          "INSERT INTO meta (key, value) VALUES (?, ?) "
+          "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+          {key, value});
+  }
+
+  std::optional<std::string> get_meta(const std::string& key) override {
+    return read_first("get_meta", "SELECT value FROM meta WHERE key = ?", {key},
+                      [](const SqlRow& r) { return r.text(0); });
+  }
+
+  std::vector<RepoStats> repo_stats(int64_t from_ms, int64_t to_ms, JobFilter f,
+                                    const std::string& repo) override {
+    std::string sql =
+        fmt::format(kRepoStatsSql, event_types(f), repo.empty() ? "" : "AND repo = ?");
+    auto read = [](const SqlRow& row) {
+      RepoStats r;
+      int i = 0;
+      r.repo = row.text(i++);
+      r.level = row.text(i++);
+      for (int64_t* v : {&r.jobs, &r.success, &r.failure, &r.timed_out, &r.cancelled,
+                         &r.in_progress, &r.prs, &r.queue_sum_ms, &r.queue_n, &r.exec_sum_ms,
+                         &r.exec_n, &r.overruns, &r.first_ms, &r.last_ms})
+        *v = row.i64(i++);
+      return r;
+    };
+    return repo.empty() ? read_all("repo_stats", sql, {from_ms, to_ms}, read)
+                        : read_all("repo_stats", sql, {from_ms, to_ms, repo}, read);
+  }
+
+  std::vector<DailyStats> daily_stats(int64_t from_ms, int64_t to_ms, JobFilter f) override {
+    return read_all("daily_stats", fmt::format(kDailyStatsSql, event_types(f)), {from_ms, to_ms},
+                    [](const SqlRow& r) {
+                      return DailyStats{r.text(0), r.i64(1), r.i64(2), r.i64(3), r.i64(4)};
+                    });
+  }
+
+  std::vector<int64_t> repo_prs(const std::string& repo, int64_t from_ms, int64_t to_ms, int limit,
+                                int offset, int64_t* total) override {
+    return db_->read("repo_prs", [&](SqlTx& tx) {
+      auto count = tx.first(
+          "SELECT COUNT(DISTINCT pr_number) FROM jobs WHERE repo = ? AND created_ms >= ? "
+          "AND created_ms < ? AND pr_number > 0",
+          {repo, from_ms, to_ms}, read_i64);
+      if (total) *total = count.value_or(0);
+      return tx.all(
+          "SELECT pr_number FROM jobs WHERE repo = ? AND created_ms >= ? AND created_ms < ? "
+          "AND pr_number > 0 GROUP BY pr_number ORDER BY MAX(created_ms) DESC, pr_number "
+          "DESC LIMIT ? OFFSET ?",
+          {repo, from_ms, to_ms, sql_limit(limit), sql_offset(offset)}, read_i64);
+    });
+  }
+
+  std::vector<JobRecord> repo_jobs_for_prs(const std::string& repo,
+                                           const std::vector<int64_t>& prs) override {
+    if (prs.empty()) return {};
+    std::vector<SqlParam> params{repo};
+    params.insert(params.end(), prs.begin(), prs.end());
+    return db_->read("repo_jobs_for_prs", [&](SqlTx& tx) {
+      std::vector<JobRecord> out;
+      tx.each(fmt::format("SELECT {} FROM jobs WHERE repo = ? AND pr_number IN ({}) ORDER BY "
+                          "pr_number DESC, workflow_name COLLATE \"C\", job_name COLLATE \"C\", "
+                          "run_attempt",
+                          kJobColumns, placeholder_list(static_cast<int>(prs.size()))),
+              params, [&](const SqlRow& r) { out.push_back(read_job(r)); });
+      return out;
+    });
+  }
+
+  std::vector<JobRecord> recent_jobs(const std::string& repo, int64_t from_ms, int64_t to_ms,
+                                     JobFilter f, int limit, int offset, int64_t* total) override {
+    std::string where =
+        fmt::format("WHERE repo = ? AND created_ms >= ? AND created_ms < ? AND event_type IN {}",
+                    event_types(f));
+    return db_->read("recent_jobs", [&](SqlTx& tx) {
+      auto count = tx.first("SELECT COUNT(*) FROM jobs " + where, {repo, from_ms, to_ms}, read_i64);
+      if (total) *total = count.value_or(0);
+      return tx.all(fmt::format("SELECT {} FROM jobs {} ORDER BY created_ms DESC, key COLLATE "
+                                "\"C\" LIMIT ? OFFSET ?",
+                                kJobColumns, where),
+                    {repo, from_ms, to_ms, sql_limit(limit), sql_offset(offset)}, read_job);
+    });
+  }
+
+  std::vector<int64_t> e2e_ms(const std::string& repo, int64_t from_ms, int64_t to_ms) override {
+    return read_all("e2e_ms",
+                    "SELECT queue_time_ms + execution_time_ms FROM jobs WHERE repo = ? AND "
+                    "created_ms >= ? AND created_ms < ? AND queue_time_ms >= 0 AND "
+                    "execution_time_ms >= 0",
+                    {repo, from_ms, to_ms}, read_i64);
+  }
+
+  std::vector<JobRecord> jobs_for_pr(int64_t pr_number) override {
+    return read_all("jobs_for_pr",
+                    fmt::format("SELECT {} FROM jobs WHERE pr_number = ? ORDER BY repo COLLATE "
+                                "\"C\", workflow_name COLLATE \"C\", job_name COLLATE \"C\", "
+                                "run_attempt",
+                                kJobColumns),
+                    {pr_number}, read_job);
+  }
+
+  void insert_jobs_bulk(const std::vector<JobRecord>& jobs) override {
+    // Many rows per INSERT: one statement per row costs a round trip each in PostgreSQL. Within
+    // a statement, as across statements, the first row of a key wins (DO NOTHING skips a row
+    // that conflicts with one the same statement inserted).
+    db_->write("insert_jobs_bulk", [&](SqlTx& tx) {
+      std::vector<SqlParam> params;
+      for (size_t begin = 0; begin < jobs.size(); begin += kBulkRows) {
+        size_t end = std::min(jobs.size(), begin + kBulkRows);
+        params.clear();
+        std::string values;
+        for (size_t i = begin; i < end; ++i) {
+          add_job(params, jobs[i]);
+          values += (i > begin ? ",(" : "(") + placeholder_list(kJobColumnCount) + ")";
+        }
+        tx.exec(fmt::format("INSERT INTO jobs ({}) VALUES {} ON CONFLICT DO NOTHING", kJobColumns,
+                            values),
+                params);
+      }
+    });
+  }
+
+  void record_level(const std::string& repo, const std::string& level, int64_t now_ms) override {
+    db_->write("record_level", [&](SqlTx& tx) {
+      // Another replica must not append between the read and the insert.
+      tx.lock(kLevelLockKey);
+      auto last =
+          tx.first("SELECT level FROM level_history WHERE repo = ? ORDER BY since_ms DESC LIMIT 1",
+                   {repo}, [](const SqlRow& r) { return r.text(0); });
+      if (last == level) return;
+      tx.exec(
+          "INSERT INTO level_history (repo, level, since_ms) VALUES (?,?,?) "
+          "ON CONFLICT DO NOTHING",
+          {repo, level, now_ms});
+    });
+  }
+
+  std::optional<int64_t> level_since(const std::string& repo, const std::string& level) override {
+    auto last = read_first(
+        "level_since",
+        "SELECT level, since_ms FROM level_history WHERE repo = ? ORDER BY since_ms DESC LIMIT 1",
+        {repo}, [](const SqlRow& r) {
+          return std::pair{r.text(0), r.i64(1)};
+        });
+    if (!last || last->first != level) return std::nullopt;
+    return last->second;
+  }
+
+ private:
+  // Inserts pending tasks in tx. In PostgreSQL under the task lock, held until commit, so task
+  // ids become visible in id order: otherwise a later id of a key could commit first, be
+  // claimed, and then an earlier id of that key (committing late) would look like the oldest
+  // pending task and be claimed while the later one still runs.
+  void insert_tasks(SqlTx& tx, const std::vector<TaskItem>& tasks) {
+    if (tasks.empty()) return;
+    tx.lock(kTaskLockKey);
+    for (const TaskItem& t : tasks)
+      tx.exec(
+          "INSERT INTO tasks (kind, ordering_key, payload, status, created_ms, next_attempt_ms) "
+          "VALUES (?,?,?,'pending',?,?)",
+          {t.kind, t.ordering_key, t.payload, t.created_ms, t.next_attempt_ms});
+  }
+
+  std::unique_ptr<SqlDb> db_;
+  SqlDialect d_;
+};
+
+}  // namespace
+
+std::unique_ptr<Store> open_store(const std::string& uri) {
+  if (uri.rfind("sqlite:", 0) == 0)
+    return std::make_unique<SqlStore>(open_sqlite_db(uri.substr(7), 5000));
+  if (uri.rfind("postgresql://", 0) == 0 || uri.rfind("postgres://", 0) == 0)
+    return std::make_unique<SqlStore>(open_postgres_db(uri, kPostgresPoolSize));
+  throw Error("store: expected sqlite:PATH or a postgresql:// URI, got '" + uri + "'");
+}
+
+}  // namespace ootci

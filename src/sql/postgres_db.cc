@@ -1,0 +1,193 @@
+// The PostgreSQL driver of the SQL layer: a small pool of connections, a transaction per call.
+#include <fmt/format.h>
+
+#include <condition_variable>
+#include <mutex>
+#include <pqxx/pqxx>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "sql/sql_db.h"
+#include "sql/sql_dialect.h"
+
+namespace ootci {
+namespace {
+
+// The URI for error messages: the password, in the userinfo or as a parameter, never leaves.
+std::string redact(const std::string& uri) {
+  static const std::regex userinfo_password(R"(^([a-z]+://[^:@/?]*):[^@/?]*@)");
+  static const std::regex param_password(R"(([?&]password=)[^&]*)");
+  std::string out = std::regex_replace(uri, userinfo_password, "$1:***@");
+  return std::regex_replace(out, param_password, "$1***");
+}
+
+// libpq messages end in a newline and sometimes span lines; an Error message is one line.
+std::string one_line(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    bool space = c == ' ' || c == '\n' || c == '\t';
+    if (!space)
+      out += c;
+    else if (!out.empty() && out.back() != ' ')
+      out += ' ';
+  }
+  if (!out.empty() && out.back() == ' ') out.pop_back();
+  return out;
+}
+
+class PostgresRow : public SqlRow {
+ public:
+  explicit PostgresRow(const pqxx::row& r) : r_(r) {}
+  std::string text(int col) const override {
+    const pqxx::field f = r_[col];
+    return f.is_null() ? std::string() : std::string(f.c_str(), f.size());
+  }
+  // SUM over BIGINT arrives as NUMERIC text ("12"), which reads as int64 like any other.
+  int64_t i64(int col) const override {
+    const pqxx::field f = r_[col];
+    return f.is_null() ? 0 : f.as<int64_t>();
+  }
+  double f64(int col) const override {
+    const pqxx::field f = r_[col];
+    return f.is_null() ? 0 : f.as<double>();
+  }
+  bool is_null(int col) const override { return r_[col].is_null(); }
+
+ private:
+  const pqxx::row& r_;
+};
+
+class PostgresTx : public SqlTx {
+ public:
+  explicit PostgresTx(pqxx::work& w) : w_(w) {}
+  SqlDialect dialect() const override { return SqlDialect::kPostgres; }
+
+  int64_t run(std::string_view sql, const SqlParam* params, size_t count,
+              const std::function<void(const SqlRow&)>& on_row) override {
+    // Every parameter travels as text (NULL as a null pointer); the server infers its type.
+    std::vector<std::string> numbers;
+    numbers.reserve(count);
+    std::vector<std::string> texts;
+    texts.reserve(count);
+    std::vector<const char*> values;
+    values.reserve(count);
+    for (size_t i = 0; i < count; ++i) {
+      const SqlParam& p = params[i];
+      switch (p.kind()) {
+        case SqlParam::Kind::kNull:
+          values.push_back(nullptr);
+          break;
+        case SqlParam::Kind::kInt:
+          values.push_back(numbers.emplace_back(std::to_string(p.int_value())).c_str());
+          break;
+        case SqlParam::Kind::kReal:
+          values.push_back(numbers.emplace_back(fmt::format("{}", p.real_value())).c_str());
+          break;
+        case SqlParam::Kind::kText:
+          values.push_back(texts.emplace_back(p.text_value()).c_str());
+          break;
+      }
+    }
+    pqxx::result r =
+        w_.exec_params(numbered_placeholders(sql), pqxx::prepare::make_dynamic_params(values));
+    if (on_row)
+      for (const auto& row : r) on_row(PostgresRow(row));
+    return static_cast<int64_t>(r.affected_rows());
+  }
+
+  void script(const std::string& sql) override { w_.exec(sql); }
+
+  void lock(int64_t key) override { w_.exec_params("SELECT pg_advisory_xact_lock($1)", key); }
+
+ private:
+  pqxx::work& w_;
+};
+
+class PostgresDb : public SqlDb {
+ public:
+  PostgresDb(std::string uri, size_t pool_size) : uri_(std::move(uri)), pool_size_(pool_size) {}
+  SqlDialect dialect() const override { return SqlDialect::kPostgres; }
+
+ protected:
+  // Every libpqxx failure becomes an Error naming the operation. A lost connection is dropped,
+  // so the next operation opens a fresh one.
+  void transact(bool, const char* op, const std::function<void(SqlTx&)>& body) override {
+    Lease lease{this, acquire()};
+    try {
+      pqxx::work w(*lease.conn);
+      PostgresTx tx(w);
+      body(tx);
+      w.commit();
+    } catch (const pqxx::broken_connection& e) {
+      lease.conn.reset();
+      throw Error(fmt::format("postgres: {}: connection lost: {}", op, one_line(e.what())));
+    } catch (const pqxx::in_doubt_error& e) {
+      lease.conn.reset();
+      throw Error(fmt::format("postgres: {}: connection lost during commit, outcome unknown: {}",
+                              op, one_line(e.what())));
+    } catch (const pqxx::pqxx_exception& e) {
+      throw Error(fmt::format("postgres: {}: {}", op, one_line(e.base().what())));
+    }
+  }
+
+ private:
+  using Conn = std::unique_ptr<pqxx::connection>;
+
+  // Takes an idle connection, or opens one while fewer than pool_size_ exist, or waits.
+  Conn acquire() {
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [&] { return !idle_.empty() || open_ < pool_size_; });
+      if (!idle_.empty()) {
+        Conn c = std::move(idle_.back());
+        idle_.pop_back();
+        return c;
+      }
+      ++open_;
+    }
+    // Connect outside the lock so a slow server does not block the other threads' connections.
+    try {
+      return std::make_unique<pqxx::connection>(uri_);
+    } catch (const std::exception& e) {
+      give_back(nullptr);
+      throw Error(
+          fmt::format("postgres: cannot connect to {}: {}", redact(uri_), one_line(e.what())));
+    }
+  }
+
+  // Returns a connection to the pool; nullptr drops it, so the next acquire reconnects.
+  void give_back(Conn c) {
+    {
+      std::lock_guard lock(mu_);
+      if (c && c->is_open())
+        idle_.push_back(std::move(c));
+      else
+        --open_;
+    }
+    cv_.notify_one();
+  }
+
+  // A pooled connection, returned to the pool when the operation ends.
+  struct Lease {
+    PostgresDb* db;
+    Conn conn;
+    ~Lease() { db->give_back(std::move(conn)); }
+  };
+
+  std::string uri_;
+  size_t pool_size_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<Conn> idle_;
+  size_t open_ = 0;  // connections that exist, idle or in use
+};
+
+}  // namespace
+
+std::unique_ptr<SqlDb> open_postgres_db(const std::string& uri, size_t pool_size) {
+  return std::make_unique<PostgresDb>(uri, pool_size);
+}
+
+}  // namespace ootci

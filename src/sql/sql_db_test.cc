@@ -1,0 +1,166 @@
+#include "sql/sql_db.h"
+
+#include <gtest/gtest.h>
+
+#include "base/error.h"
+#include "sql/migrate.h"
+#include "testing/test_env.h"
+
+namespace ootci {
+namespace {
+
+// The same tests on a new SQLite file and, when scripts/test started a server, on a new
+// PostgreSQL schema: the statements are one text for both.
+class SqlDbTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override { uri_ = fresh_store_uri(GetParam()); }
+  std::unique_ptr<SqlDb> open() {
+    return GetParam() == "sqlite" ? open_sqlite_db(uri_.substr(7), 5000)
+                                  : open_postgres_db(uri_, 2);
+  }
+  std::string uri_;
+};
+
+std::string text0(const SqlRow& r) {
+  return r.text(0);
+}
+
+TEST_P(SqlDbTest, ParametersOfEveryKindRoundTripAndWritesCountChangedRows) {
+  auto db = open();
+  db->write("create", [](SqlTx& tx) {
+    tx.script("CREATE TABLE t (i BIGINT, r DOUBLE PRECISION, s TEXT, n TEXT)");
+  });
+  std::string text = "it's \"quoted\" ? text";
+  int64_t inserted = db->write("insert", [&](SqlTx& tx) {
+    return tx.exec("INSERT INTO t (i, r, s, n) VALUES (?, ?, ?, ?)",
+                   {int64_t{1} << 40, 2.5, text, nullptr}) +
+           tx.exec("INSERT INTO t (i, r, s, n) VALUES (?, ?, ?, ?)", {-3, 0.25, "", "x"});
+  });
+  EXPECT_EQ(inserted, 2);
+  struct Row {
+    int64_t i;
+    double r;
+    std::string s;
+    bool n_null;
+  };
+  auto rows = db->read("select", [](SqlTx& tx) {
+    return tx.all("SELECT i, r, s, n FROM t ORDER BY i DESC", {}, [](const SqlRow& r) {
+      return Row{r.i64(0), r.f64(1), r.text(2), r.is_null(3)};
+    });
+  });
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].i, int64_t{1} << 40);
+  EXPECT_EQ(rows[0].r, 2.5);
+  EXPECT_EQ(rows[0].s, text);
+  EXPECT_TRUE(rows[0].n_null);
+  EXPECT_EQ(rows[1].i, -3);
+  EXPECT_FALSE(rows[1].n_null);
+  EXPECT_EQ(db->write("update", [](SqlTx& tx) { return tx.exec("UPDATE t SET s = 'y'"); }), 2);
+}
+
+TEST_P(SqlDbTest, AThrowingTransactionLeavesNothingBehind) {
+  auto db = open();
+  db->write("create", [](SqlTx& tx) { tx.script("CREATE TABLE t (s TEXT PRIMARY KEY)"); });
+  EXPECT_THROW(db->write("insert",
+                         [](SqlTx& tx) {
+                           tx.exec("INSERT INTO t (s) VALUES (?)", {"a"});
+                           tx.exec("INSERT INTO t (s) VALUES (?)", {"a"});  // duplicate key
+                         }),
+               Error);
+  EXPECT_THROW(db->write("insert",
+                         [](SqlTx& tx) {
+                           tx.exec("INSERT INTO t (s) VALUES (?)", {"b"});
+                           throw Error("changed my mind");
+                         }),
+               Error);
+  auto all = db->read("select", [](SqlTx& tx) { return tx.all("SELECT s FROM t", {}, text0); });
+  EXPECT_TRUE(all.empty());
+  // The connection is still usable after both rollbacks.
+  db->write("insert", [](SqlTx& tx) { tx.exec("INSERT INTO t (s) VALUES (?)", {"c"}); });
+  EXPECT_EQ(db->read("select", [](SqlTx& tx) { return tx.all("SELECT s FROM t", {}, text0); }),
+            std::vector<std::string>{"c"});
+}
+
+TEST_P(SqlDbTest, ByteOrderAndAggregatesReadTheSameInBothDialects) {
+  auto db = open();
+  db->write("fill", [](SqlTx& tx) {
+    tx.script("CREATE TABLE t (s TEXT, v BIGINT)");
+    for (const char* s : {"b", "B", "a", "_", "a-b", "aB"})
+      tx.exec("INSERT INTO t (s, v) VALUES (?, ?)", {s, 4000000000});
+  });
+  EXPECT_EQ(db->read("order",
+                     [](SqlTx& tx) {
+                       return tx.all("SELECT s FROM t ORDER BY s COLLATE \"C\"", {}, text0);
+                     }),
+            (std::vector<std::string>{"B", "_", "a", "a-b", "aB", "b"}));
+  // PostgreSQL sums BIGINT as NUMERIC; it still reads as an int64. MAX over no rows is NULL.
+  auto sums = db->read("sum", [](SqlTx& tx) {
+    return tx.first(
+        "SELECT SUM(v), MAX(s COLLATE \"C\"), (SELECT MAX(v) FROM t WHERE v < 0) "
+        "FROM t",
+        {}, [](const SqlRow& r) {
+          return std::tuple{r.i64(0), r.text(1), r.is_null(2), r.i64(2)};
+        });
+  });
+  ASSERT_TRUE(sums);
+  EXPECT_EQ(*sums, std::tuple(int64_t{24000000000}, std::string("b"), true, int64_t{0}));
+}
+
+TEST_P(SqlDbTest, MigrationsUpgradeInPlaceAndRefuseANewerDatabase) {
+  SchemaHistory v1{"test", {"CREATE TABLE t (s TEXT NOT NULL);"}, nullptr};
+  {
+    auto db = open();
+    EXPECT_EQ(schema_version(*db), 0);
+    migrate(*db, v1);
+    EXPECT_EQ(schema_version(*db), 1);
+    db->write("fill", [](SqlTx& tx) { tx.exec("INSERT INTO t (s) VALUES ('kept')"); });
+    migrate(*db, v1);  // current: nothing runs (the CREATE would fail)
+  }
+  SchemaHistory v2 = v1;
+  v2.steps.push_back("ALTER TABLE t ADD COLUMN n BIGINT NOT NULL DEFAULT 7;");
+  auto db = open();
+  migrate(*db, v2);
+  EXPECT_EQ(schema_version(*db), 2);
+  auto rows = db->read("select", [](SqlTx& tx) {
+    return tx.all("SELECT s, n FROM t", {},
+                  [](const SqlRow& r) { return r.text(0) + "/" + std::to_string(r.i64(1)); });
+  });
+  EXPECT_EQ(rows, std::vector<std::string>{"kept/7"});
+  try {
+    migrate(*db, v1);
+    FAIL() << "a version-2 database opened with a version-1 history";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "test schema version 2 is newer than this ootci (1)");
+  }
+}
+
+TEST_P(SqlDbTest, ALegacyVersionIsReadOnceAndItsStepsAreSkipped) {
+  auto db = open();
+  // A database from before the runner: step 1 applied, its version kept elsewhere.
+  db->write("legacy", [](SqlTx& tx) {
+    tx.script("CREATE TABLE t (s TEXT NOT NULL); CREATE TABLE old_version (v INT NOT NULL);");
+    tx.exec("INSERT INTO old_version (v) VALUES (1)");
+  });
+  int legacy_reads = 0;
+  SchemaHistory h{
+      "test",
+      {"CREATE TABLE t (s TEXT NOT NULL);", "CREATE TABLE u (s TEXT NOT NULL);"},
+      [&](SqlTx& tx) {
+        ++legacy_reads;
+        return static_cast<int>(tx.first("SELECT v FROM old_version", {}, [](const SqlRow& r) {
+                                    return r.i64(0);
+                                  }).value_or(0));
+      }};
+  migrate(*db, h);
+  EXPECT_EQ(schema_version(*db), 2);
+  EXPECT_EQ(legacy_reads, 1);
+  migrate(*db, h);
+  EXPECT_EQ(legacy_reads, 1);  // from now on the schema_version table is the record
+  db->write("use", [](SqlTx& tx) { tx.exec("INSERT INTO u (s) VALUES ('x')"); });
+}
+
+INSTANTIATE_TEST_SUITE_P(Dialects, SqlDbTest, ::testing::ValuesIn(test_store_kinds()),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace
+}  // namespace ootci

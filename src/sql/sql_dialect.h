@@ -1,0 +1,41 @@
+#pragma once
+// Where SQLite and PostgreSQL still differ, each in one place. Everything else is one text:
+// - Placeholders: statements are written with `?`; the PostgreSQL driver numbers them ($1, $2…).
+// - Byte order: SQLite registers a "C" collation (memcmp, like its BINARY), so `COLLATE "C"`
+//   sorts the same in both whatever the PostgreSQL database's default collation is.
+// - Aggregates: PostgreSQL's SUM over BIGINT is NUMERIC; rows read every number as int64, so
+//   the same SQL reads the same values.
+// - Advisory locks: SqlTx::lock is PostgreSQL's pg_advisory_xact_lock and nothing in SQLite,
+//   whose write transactions already exclude each other.
+// - The helpers below: auto-increment keys, row locks for claims, LIMIT and OFFSET ranges, and
+//   how a table's existence is asked.
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "sql/sql_db.h"
+
+namespace ootci {
+
+// `?` placeholders as PostgreSQL's $1, $2, …; a `?` inside a quoted literal stays.
+std::string numbered_placeholders(std::string_view sql);
+
+// The column type of an auto-increment primary key.
+const char* serial_key(SqlDialect d);
+
+// Appended to a claim's inner SELECT: PostgreSQL replicas then claim concurrently without
+// waiting on, or double-claiming, each other's rows. SQLite needs nothing (one writer at a time).
+const char* skip_locked(SqlDialect d);
+
+// SQLite reads a negative LIMIT as "no limit" and a negative OFFSET as 0; PostgreSQL rejects
+// both. These give values both read the way SQLite does.
+int64_t sql_limit(int limit);
+int64_t sql_offset(int offset);
+
+// "?,?,…": n placeholders.
+std::string placeholder_list(int n);
+
+// One row if table `name` exists in the database's default schema.
+const char* table_exists_sql(SqlDialect d);
+
+}  // namespace ootci
