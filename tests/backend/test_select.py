@@ -9,6 +9,10 @@ import sqlite3
 
 SWITCHED_OFF = "sum"
 FILES = ("test/test_view_ops.py", "test/test_indexing.py")
+# test_indexing.py's test_index_put_accumulate_large_tensor fills a 2^31-element tensor: on the
+# reference backend it takes 80-160 s and ~9 GB per run, and discovery (two passes) plus the
+# proposal's run would run it three times. Nothing below depends on it: the inner pytest leaves it out.
+DESELECT = ["-k", "not test_index_put_accumulate_large_tensor"]
 
 
 def entries(config_text):
@@ -37,7 +41,7 @@ def entries(config_text):
 
 def test_proposed_configs_validate_run_green_and_name_the_switched_off_op(ws):
     ws.ootci_yaml(env={"OOTCI_REF_DISABLED_OPS": SWITCHED_OFF}, configs=["proposed/*.yaml"],
-                  run={"reruns": 0})
+                  run={"reruns": 0, "pytest_args": DESELECT})
     args = ["discover", "--config", "ootci.yaml"]
     for f in FILES:
         args += ["--files", f]
