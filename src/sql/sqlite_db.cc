@@ -30,7 +30,9 @@ void exec_script(sqlite3* db, const std::string& sql) {
 
 // PostgreSQL's "C" collation under SQLite: byte order, exactly SQLite's BINARY.
 int compare_bytes(void*, int a_len, const void* a, int b_len, const void* b) {
-  int c = std::memcmp(a, b, static_cast<size_t>(std::min(a_len, b_len)));
+  // An empty value may come as a null pointer, which memcmp must not get even for 0 bytes.
+  size_t n = static_cast<size_t>(std::min(a_len, b_len));
+  int c = n ? std::memcmp(a, b, n) : 0;
   return c ? c : a_len - b_len;
 }
 
