@@ -180,12 +180,14 @@ class SqliteEvidenceStore : public EvidenceStore {
   }
 
   // SQLite's own message ("FOREIGN KEY constraint failed") names neither the file nor the row.
-  template <typename Fn>
-  auto write(const char* action, const std::string& object, Fn&& fn) {
+  // `object` names what was written; it is only called on failure, since formatting a name for
+  // every result showed in ingest profiles.
+  template <typename Object, typename Fn>
+  auto write(const char* action, Object&& object, Fn&& fn) {
     try {
       return db_->write(action, std::forward<Fn>(fn));
     } catch (const Error& e) {
-      throw Error(fmt::format("{}: {} {}: {}", path_, action, object, e.what()));
+      throw Error(fmt::format("{}: {} {}: {}", path_, action, object(), e.what()));
     }
   }
 
@@ -206,29 +208,34 @@ class SqliteEvidenceStore : public EvidenceStore {
 
   void begin_run(const RunInfo& run) override {
     // Beginning an existing id resumes it: its results stay and started_ms keeps the first start.
-    write("begin run", run.id, [&](SqlTx& tx) {
-      tx.exec(
-          "INSERT INTO runs (id, backend, config_hash, shard, status, verdict, started_ms, "
-          "ended_ms, manifest) VALUES (?,?,?,?,?,?,?,?,?) ON CONFLICT(id) DO UPDATE SET "
-          "backend = excluded.backend, config_hash = excluded.config_hash, "
-          "shard = excluded.shard, status = excluded.status, verdict = excluded.verdict, "
-          "ended_ms = excluded.ended_ms, manifest = excluded.manifest",
-          {run.id, run.backend, run.config_hash, null_if_empty(run.shard), run.status,
-           null_if_empty(run.verdict), run.started_ms,
-           run.ended_ms ? SqlParam(run.ended_ms) : SqlParam(nullptr), run.manifest.dump()});
-    });
+    write(
+        "begin run", [&] { return run.id; },
+        [&](SqlTx& tx) {
+          tx.exec(
+              "INSERT INTO runs (id, backend, config_hash, shard, status, verdict, started_ms, "
+              "ended_ms, manifest) VALUES (?,?,?,?,?,?,?,?,?) ON CONFLICT(id) DO UPDATE SET "
+              "backend = excluded.backend, config_hash = excluded.config_hash, "
+              "shard = excluded.shard, status = excluded.status, verdict = excluded.verdict, "
+              "ended_ms = excluded.ended_ms, manifest = excluded.manifest",
+              {run.id, run.backend, run.config_hash, null_if_empty(run.shard), run.status,
+               null_if_empty(run.verdict), run.started_ms,
+               run.ended_ms ? SqlParam(run.ended_ms) : SqlParam(nullptr), run.manifest.dump()});
+        });
   }
 
   void record(const std::string& run_id, const TestResult& result) override {
-    write("record", result.test_id + " in run " + run_id,
-          [&](SqlTx& tx) { insert_result(tx, run_id, result); });
+    write(
+        "record", [&] { return result.test_id + " in run " + run_id; },
+        [&](SqlTx& tx) { insert_result(tx, run_id, result); });
   }
 
   void forget(const std::string& run_id, const std::string& test_id) override {
-    write("forget", test_id + " in run " + run_id, [&](SqlTx& tx) {
-      tx.exec("DELETE FROM results WHERE run_id = ? AND test_id = ?", {run_id, test_id});
-      tx.exec("DELETE FROM test_ops WHERE run_id = ? AND test_id = ?", {run_id, test_id});
-    });
+    write(
+        "forget", [&] { return test_id + " in run " + run_id; },
+        [&](SqlTx& tx) {
+          tx.exec("DELETE FROM results WHERE run_id = ? AND test_id = ?", {run_id, test_id});
+          tx.exec("DELETE FROM test_ops WHERE run_id = ? AND test_id = ?", {run_id, test_id});
+        });
   }
 
   void record_batch(const std::string& run_id, const std::vector<TestResult>& results) override {
@@ -250,12 +257,14 @@ class SqliteEvidenceStore : public EvidenceStore {
 
   void finish_run(const std::string& run_id, int64_t ended_ms, const std::string& status,
                   const std::string& verdict, const nlohmann::json& manifest) override {
-    int64_t changed = write("finish run", run_id, [&](SqlTx& tx) {
-      return tx.exec(
-          "UPDATE runs SET ended_ms = ?, status = ?, verdict = ?, manifest = ? "
-          "WHERE id = ?",
-          {ended_ms, status, null_if_empty(verdict), manifest.dump(), run_id});
-    });
+    int64_t changed = write(
+        "finish run", [&] { return run_id; },
+        [&](SqlTx& tx) {
+          return tx.exec(
+              "UPDATE runs SET ended_ms = ?, status = ?, verdict = ?, manifest = ? "
+              "WHERE id = ?",
+              {ended_ms, status, null_if_empty(verdict), manifest.dump(), run_id});
+        });
     if (changed == 0) throw Error(fmt::format("{}: finish run {}: no such run", path_, run_id));
   }
 
@@ -267,12 +276,14 @@ class SqliteEvidenceStore : public EvidenceStore {
   }
 
   void delete_run(const std::string& run_id) override {
-    write("delete run", run_id, [&](SqlTx& tx) {
-      for (const char* sql :
-           {"DELETE FROM test_ops WHERE run_id = ?", "DELETE FROM results WHERE run_id = ?",
-            "DELETE FROM runs WHERE id = ?"})
-        tx.exec(sql, {run_id});
-    });
+    write(
+        "delete run", [&] { return run_id; },
+        [&](SqlTx& tx) {
+          for (const char* sql :
+               {"DELETE FROM test_ops WHERE run_id = ?", "DELETE FROM results WHERE run_id = ?",
+                "DELETE FROM runs WHERE id = ?"})
+            tx.exec(sql, {run_id});
+        });
   }
 
   std::vector<RunInfo> runs(const std::string& backend) override {
@@ -351,12 +362,14 @@ class SqliteEvidenceStore : public EvidenceStore {
   }
 
   void mark_discovered(const DiscoveredFile& f) override {
-    write("mark", f.relpath + " discovered", [&](SqlTx& tx) {
-      tx.exec(
-          "INSERT OR REPLACE INTO discovered_files (relpath, file_hash, backend_rev, "
-          "run_id, discovered_ms) VALUES (?,?,?,?,?)",
-          {f.relpath, f.file_hash, f.backend_rev, f.run_id, f.discovered_ms});
-    });
+    write(
+        "mark", [&] { return f.relpath + " discovered"; },
+        [&](SqlTx& tx) {
+          tx.exec(
+              "INSERT OR REPLACE INTO discovered_files (relpath, file_hash, backend_rev, "
+              "run_id, discovered_ms) VALUES (?,?,?,?,?)",
+              {f.relpath, f.file_hash, f.backend_rev, f.run_id, f.discovered_ms});
+        });
   }
 
   std::optional<DiscoveredFile> discovered(const std::string& relpath, const std::string& file_hash,
