@@ -197,10 +197,14 @@ def test_a_killed_run_resumes_without_running_a_test_twice(ws, state):
     db_path = ws.path / ".ootci" / "evidence.db"
     deadline = time.time() + 120
     while time.time() < deadline:
+        done = 0
         if db_path.exists():
-            done = sqlite3.connect(db_path).execute("SELECT count(*) FROM results").fetchone()[0]
-            if done >= 4:
-                break
+            try:  # the file exists before the run's first transaction has created the tables
+                done = sqlite3.connect(db_path).execute("SELECT count(*) FROM results").fetchone()[0]
+            except sqlite3.OperationalError:
+                pass
+        if done >= 4:
+            break
         time.sleep(0.1)
     proc.send_signal(signal.SIGKILL)  # no chance to clean up: its pytest child dies with it
     proc.wait()
