@@ -20,6 +20,19 @@ std::string trim_end(std::string_view s) {
   return e == std::string_view::npos ? "" : std::string(s.substr(0, e + 1));
 }
 
+std::string one_line(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    if (kSpace.find(c) == std::string_view::npos)
+      out += c;
+    else if (!out.empty() && out.back() != ' ')
+      out += ' ';
+  }
+  if (!out.empty() && out.back() == ' ') out.pop_back();
+  return out;
+}
+
 std::vector<std::string> split(std::string_view s, char sep) {
   std::vector<std::string> out;
   size_t i = 0;

@@ -24,6 +24,10 @@ std::string lower(std::string s);
 // The number of leading spaces and tabs (a tab counts one); a blank line's whole length.
 size_t indent_of(std::string_view line);
 
+// Every run of ASCII whitespace (newlines too) as one space, none at either end: a message that
+// spans lines (libpq's, a response body, a reason) where one line is wanted.
+std::string one_line(std::string_view s);
+
 // Only spaces, tabs and carriage returns (or nothing).
 bool is_blank(std::string_view line);
 

@@ -15,6 +15,13 @@ TEST(Text, TrimDropsAsciiWhitespaceAtTheEndsOnly) {
   EXPECT_EQ(trim_end("\n\n"), "");
 }
 
+TEST(Text, OneLineCollapsesEveryWhitespaceRunToOneSpace) {
+  EXPECT_EQ(one_line("ERROR:  relation \"x\" does not exist\nLINE 1: SELECT\r\n\t* FROM x\n"),
+            "ERROR: relation \"x\" does not exist LINE 1: SELECT * FROM x");
+  EXPECT_EQ(one_line("  \n "), "");
+  EXPECT_EQ(one_line("one"), "one");
+}
+
 TEST(Text, SplitKeepsNonEmptyPartsAsWritten) {
   EXPECT_EQ(split("a,,b, c,", ','), (Parts{"a", "b", " c"}));
   EXPECT_EQ(split("", ','), Parts{});

@@ -9,7 +9,7 @@
 namespace ootci {
 namespace {
 
-void serve(const std::string& config_path) {
+void serve_agent(const std::string& config_path) {
   AgentConfig config = load_agent_config(config_path);
   BackendConfig backend = load_backend_or_exit(config.backend);
   // Each job's tests run under this same binary, so agent and runner never disagree on versions.
@@ -28,7 +28,7 @@ void add_agent_commands(CLI::App& app) {
   cmd->add_option("--config", config_path, "agent.yaml")->required();
   cmd->callback([] {
     block_stop_signals();
-    serve(config_path);
+    serve_agent(config_path);
   });
 }
 

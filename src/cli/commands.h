@@ -1,5 +1,6 @@
 #pragma once
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "backend/backend_config.h"
@@ -32,5 +33,10 @@ struct ExitStatus {
 
 // The ootci.yaml at `path`; on errors, prints each (file:line:col: path: message) and exits 1.
 BackendConfig load_backend_or_exit(const std::string& path);
+
+// The client_payload in `path` (`ootci gate --payload`, `ootci report --payload`): what
+// toJSON(github.event.client_payload) writes, or a whole repository_dispatch body
+// {"event_type": ..., "client_payload": {...}} around it. Errors name the file.
+nlohmann::json read_client_payload(const std::string& path);
 
 }  // namespace ootci

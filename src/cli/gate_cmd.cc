@@ -20,24 +20,6 @@ struct GateArgs {
   bool nightly = false;
 };
 
-// The client_payload in `path`: what toJSON(github.event.client_payload) writes, or a whole
-// repository_dispatch body {"event_type": ..., "client_payload": {...}}.
-nlohmann::json read_client_payload(const std::string& path) {
-  std::optional<std::string> text = read_file_bytes(path);
-  if (!text) throw Error(fmt::format("{}: cannot open file", path));
-  nlohmann::json doc;
-  try {
-    doc = nlohmann::json::parse(*text);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw Error(fmt::format("{}: invalid JSON: {}", path, e.what()));
-  }
-  if (!doc.is_object())
-    throw Error(fmt::format("{}: expected a JSON object, not {}", path, doc.type_name()));
-  auto wrapped = doc.find("client_payload");
-  if (wrapped != doc.end() && wrapped->is_object()) return *wrapped;
-  return doc;
-}
-
 void append_outputs(const std::string& path, const std::string& lines) {
   std::ofstream out(path, std::ios::binary | std::ios::app);
   out << lines;

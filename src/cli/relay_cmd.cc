@@ -18,7 +18,7 @@
 namespace ootci {
 namespace {
 
-void serve(const std::string& config_path) {
+void serve_relay(const std::string& config_path) {
   RelayServer server(load_relay_config(config_path));
   server.add_routes(register_hud_routes);
   // SIGTERM/SIGINT stop the listener and let in-flight dispatch attempts finish; rows not yet
@@ -68,7 +68,7 @@ void add_relay_commands(CLI::App& app) {
   serve_cmd->add_option("--config", config_path, "relay.yaml")->required();
   serve_cmd->callback([] {
     block_stop_signals();
-    serve(config_path);
+    serve_relay(config_path);
   });
 
   auto* seed_cmd =

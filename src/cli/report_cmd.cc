@@ -13,6 +13,7 @@
 #include "base/callback_caps.h"
 #include "base/error.h"
 #include "base/file_text.h"
+#include "base/text.h"
 #include "cli/commands.h"
 #include "dispatch/callback_report.h"
 
@@ -45,18 +46,6 @@ nlohmann::json read_json(const std::string& path, const char* flag) {
   } catch (const nlohmann::json::parse_error& e) {
     throw Error(fmt::format("{} {}: invalid JSON: {}", flag, path, e.what()));
   }
-}
-
-// The client_payload itself, or a whole repository_dispatch body around it.
-nlohmann::json read_client_payload(const std::string& path) {
-  nlohmann::json j = read_json(path, "--payload");
-  if (!j.is_object()) throw Error(fmt::format("--payload {}: expected a JSON object", path));
-  if (auto cp = j.find("client_payload"); cp != j.end()) {
-    if (!cp->is_object())
-      throw Error(fmt::format("--payload {}: client_payload: expected an object", path));
-    return *cp;
-  }
-  return j;
 }
 
 nlohmann::json read_triage(const std::string& path) {
@@ -127,11 +116,6 @@ std::optional<RunOutcome> completed_outcome(const ReportArgs& a,
   if (!a.conclusion.empty()) o.conclusion = a.conclusion;
   if (!triage.empty()) o.triage_verdict = read_triage(triage);
   return o;
-}
-
-std::string one_line(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
-  return s;
 }
 
 void report(const ReportArgs& a) {

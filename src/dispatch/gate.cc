@@ -112,13 +112,6 @@ std::string replace_all(std::string text, const std::string& from, const std::st
   return text;
 }
 
-std::string one_line(const std::string& text) {
-  std::string out = text;
-  std::replace_if(
-      out.begin(), out.end(), [](char c) { return c == '\n' || c == '\r'; }, ' ');
-  return out;
-}
-
 GateDecision no_build(GateDecision d, std::string reason) {
   d.should_build = false;
   d.reason = std::move(reason);
@@ -347,7 +340,7 @@ GateDecision decide_nightly(const GatePolicy& policy) {
   if (!std::regex_search(out.text, m, pattern) || m.size() < 2 || m[1].str().empty())
     throw Error(fmt::format("gate.nightly.sha_pattern {} found no SHA in the output of {}: {}",
                             policy.nightly_sha_pattern, fmt::join(policy.nightly_command, " "),
-                            one_line(trim_end(out.text.substr(0, 200)))));
+                            one_line(out.text.substr(0, 200))));
   GateDecision d;
   d.event = "nightly";
   d.supersede_key = "nightly";

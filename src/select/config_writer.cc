@@ -78,12 +78,6 @@ std::string yaml_scalar(const std::string& s) {
   return out + "\"";
 }
 
-std::string one_line(std::string s) {
-  for (char& c : s)
-    if (c == '\n' || c == '\r' || c == '\t') c = ' ';
-  return s;
-}
-
 std::vector<std::string> default_head(const std::string& relpath,
                                       const std::vector<std::string>& labels) {
   std::vector<std::string> quoted;

@@ -8,16 +8,16 @@
 namespace ootci {
 namespace {
 
-const std::string kFile = "test/test_view_ops.py";
+const std::string kViewOpsFile = "test/test_view_ops.py";
 
 TestResult result(const std::string& base, const std::string& variant, const std::string& mode,
                   const std::string& outcome, const std::string& error_class = "",
                   const std::string& message = "", bool flaky = false) {
   TestResult r;
-  r.file = kFile;
+  r.file = kViewOpsFile;
   r.cls = split_base(base).first + "PRIVATEUSEONE";
   r.name = variant;
-  r.test_id = kFile + "::" + r.cls + "::" + variant;
+  r.test_id = kViewOpsFile + "::" + r.cls + "::" + variant;
   r.base = base;
   r.mode = mode;
   r.outcome = outcome;
@@ -40,14 +40,15 @@ TEST(Rebucket, MandatoryFailuresAreRegressionCandidatesNeverMoves) {
   };
   std::vector<Regression> r = regressions_in("r-2", run);
   ASSERT_EQ(r.size(), 2u);
-  EXPECT_EQ(r[0].test_id, kFile + "::TestViewOpsPRIVATEUSEONE::test_a_privateuseone");
+  EXPECT_EQ(r[0].test_id, kViewOpsFile + "::TestViewOpsPRIVATEUSEONE::test_a_privateuseone");
   EXPECT_EQ(r[0].error_class, "SIGSEGV");
   EXPECT_EQ(regressions_json(r)[1],
-            (nlohmann::json{{"test_id", kFile + "::TestViewOpsPRIVATEUSEONE::test_b_privateuseone"},
-                            {"base", "TestViewOps::test_b"},
-                            {"error_class", "RuntimeError"},
-                            {"message", "boom"},
-                            {"run_id", "r-2"}}));
+            (nlohmann::json{
+                {"test_id", kViewOpsFile + "::TestViewOpsPRIVATEUSEONE::test_b_privateuseone"},
+                {"base", "TestViewOps::test_b"},
+                {"error_class", "RuntimeError"},
+                {"message", "boom"},
+                {"run_id", "r-2"}}));
   auto no_history = [](const TestResult& r) { return std::vector<TestResult>{r}; };
   EXPECT_TRUE(promotions(run, no_history, 1).empty());
 }
@@ -90,11 +91,11 @@ TEST(Rebucket, PromotionNeedsCleanPassesInTheLastNRuns) {
   EXPECT_EQ(moves.size(), 5u);
 }
 
-VariantEvidence variant(const std::string& name, const std::string& dtype,
-                        std::vector<std::string> ops, const std::string& outcome = "failed") {
+VariantEvidence seen_variant(const std::string& name, const std::string& dtype,
+                             std::vector<std::string> ops, const std::string& outcome = "failed") {
   VariantEvidence v;
   v.name = name;
-  v.test_id = kFile + "::TestViewOpsPRIVATEUSEONE::" + name;
+  v.test_id = kViewOpsFile + "::TestViewOpsPRIVATEUSEONE::" + name;
   v.dtype = dtype;
   v.ops = std::move(ops);
   TestResult r;
@@ -117,19 +118,20 @@ NameDecision decision(const std::string& name, TestMode mode, const std::string&
 
 ConfigState view_ops_state() {
   ConfigState s;
-  s.relpath = kFile;
-  s.evidence.relpath = kFile;
+  s.relpath = kViewOpsFile;
+  s.evidence.relpath = kViewOpsFile;
   s.evidence.bases = {
       {"TestViewOps::test_crash",
-       {variant("test_crash_privateuseone", "", {"aten::view", "aten::conj"}, "error")}},
+       {seen_variant("test_crash_privateuseone", "", {"aten::view", "aten::conj"}, "error")}},
       {"TestViewOps::test_mixed",
-       {variant("test_mixed_privateuseone_complex64", "complex64", {"aten::view"}),
-        variant("test_mixed_privateuseone_float32", "float32", {"aten::view"}, "passed")}},
+       {seen_variant("test_mixed_privateuseone_complex64", "complex64", {"aten::view"}),
+        seen_variant("test_mixed_privateuseone_float32", "float32", {"aten::view"}, "passed")}},
       {"TestViewOps::test_t",
-       {variant("test_t_privateuseone_float32", "float32", {"aten::transpose.int", "aten::view"}),
-        variant("test_t_privateuseone_int64", "int64",
-                {"aten::transpose.int", "aten::view", "aten::add.Tensor"}),
-        variant("test_t_privateuseone_bool", "bool", {}, "skipped")}},
+       {seen_variant("test_t_privateuseone_float32", "float32",
+                     {"aten::transpose.int", "aten::view"}),
+        seen_variant("test_t_privateuseone_int64", "int64",
+                     {"aten::transpose.int", "aten::view", "aten::add.Tensor"}),
+        seen_variant("test_t_privateuseone_bool", "bool", {}, "skipped")}},
   };
   s.generated = {
       decision("TestViewOps::test_crash", TestMode::skip,
@@ -172,10 +174,10 @@ TEST(Rebucket, ANewlySupportedOpAdmitsTheVariantsWhoseOpsAreAllSupported) {
 
 Move promotion(const std::string& base, const std::string& variant) {
   Move m;
-  m.relpath = kFile;
+  m.relpath = kViewOpsFile;
   m.base = base;
   m.variant = variant;
-  m.test_id = kFile + "::" + split_base(base).first + "PRIVATEUSEONE::" + variant;
+  m.test_id = kViewOpsFile + "::" + split_base(base).first + "PRIVATEUSEONE::" + variant;
   m.reason = "mandatory_success: promoted from xfail: passed in the last 2 runs it ran in";
   return m;
 }
@@ -213,7 +215,7 @@ TEST(Rebucket, MovesRewriteAWholeEntryOrAWholeDtypeAndNeverNameAVariant) {
 
   // Written out, the restricted entry comes first, so Spyre (and the plan) pick it for float32.
   std::string path = make_temp_dir() + "/test_view_ops.yaml";
-  write_file(path, render_config(kFile, {"unit"}, after, nullptr, false));
+  write_file(path, render_config(kViewOpsFile, {"unit"}, after, nullptr, false));
   SuiteConfigResult parsed = load_suite_config(path);
   ASSERT_TRUE(parsed.ok()) << parsed.errors[0];
   const auto& rules = parsed.config.files[0].rules;
@@ -236,10 +238,10 @@ TEST(Rebucket, AMoveNoConfigCanNameAloneIsNotWritten) {
   // Two classes share test_q, one mode for float32: promoting one class's variant would take the
   // other's (still failing) along.
   ConfigState s;
-  s.relpath = s.evidence.relpath = kFile;
+  s.relpath = s.evidence.relpath = kViewOpsFile;
   auto failing = [](const std::string& cls) {
-    VariantEvidence v = variant("test_q_privateuseone_float32", "float32", {}, "failed");
-    v.test_id = kFile + "::" + cls + "PRIVATEUSEONE::" + v.name;
+    VariantEvidence v = seen_variant("test_q_privateuseone_float32", "float32", {}, "failed");
+    v.test_id = kViewOpsFile + "::" + cls + "PRIVATEUSEONE::" + v.name;
     v.results[0].test_id = v.test_id;
     return v;
   };
@@ -269,7 +271,7 @@ TEST(Rebucket, MovesAHumanEntryDecidesArePrintedNotWritten) {
   r.method = "test_t.*";
   s.human_rules = {r};
   Move m;
-  m.relpath = kFile;
+  m.relpath = kViewOpsFile;
   m.base = "TestViewOps::test_t";
   m.variant = "test_t_privateuseone_float32";
   Move other = m;

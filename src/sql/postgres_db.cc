@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/text.h"
 #include "sql/sql_db.h"
 #include "sql/sql_dialect.h"
 
@@ -21,20 +22,6 @@ std::string redact(const std::string& uri) {
   static const std::regex param_password(R"(([?&]password=)[^&]*)");
   std::string out = std::regex_replace(uri, userinfo_password, "$1:***@");
   return std::regex_replace(out, param_password, "$1***");
-}
-
-// libpq messages end in a newline and sometimes span lines; an Error message is one line.
-std::string one_line(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    bool space = c == ' ' || c == '\n' || c == '\t';
-    if (!space)
-      out += c;
-    else if (!out.empty() && out.back() != ' ')
-      out += ' ';
-  }
-  if (!out.empty() && out.back() == ' ') out.pop_back();
-  return out;
 }
 
 class PostgresRow : public SqlRow {
