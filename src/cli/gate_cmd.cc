@@ -5,10 +5,8 @@
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "base/error.h"
-#include "base/file_text.h"
 #include "cli/commands.h"
 #include "dispatch/gate.h"
 
