@@ -19,8 +19,7 @@
 #include "testing/relay_process.h"
 #include "testing/test_env.h"
 
-namespace ootci {
-namespace {
+namespace ootci::bench::callback_throughput {
 
 struct Result {
   std::string name;
@@ -111,9 +110,6 @@ callback: {{rate_limit_per_min: 1000000, dry_run: {}}}
   return r;
 }
 
-}  // namespace
-}  // namespace ootci
-
 int main(int argc, char** argv) {
   CLI::App app{"relay callback benchmark"};
   int deliveries = 50, jobs = 40, senders = 4;
@@ -123,11 +119,11 @@ int main(int argc, char** argv) {
   app.add_option("--senders", senders);
   CLI11_PARSE(app, argc, argv);
   spdlog::set_level(spdlog::level::warn);
-  std::vector<ootci::Result> results;
-  results.push_back(ootci::run("baseline (no storage)", "sqlite", true, deliveries, jobs, senders));
-  results.push_back(ootci::run("sqlite", "sqlite", false, deliveries, jobs, senders));
+  std::vector<Result> results;
+  results.push_back(run("baseline (no storage)", "sqlite", true, deliveries, jobs, senders));
+  results.push_back(run("sqlite", "sqlite", false, deliveries, jobs, senders));
   if (postgres)
-    results.push_back(ootci::run("postgresql", "postgres", false, deliveries, jobs, senders));
+    results.push_back(run("postgresql", "postgres", false, deliveries, jobs, senders));
   else
     std::cout << "(set OOTCI_TEST_PG_URI to include PostgreSQL)\n";
   std::cout << fmt::format("{} callbacks per run, {} concurrent senders with keep-alive\n",
@@ -139,9 +135,11 @@ int main(int argc, char** argv) {
   for (const auto& r : results) {
     double rate = r.ok / r.seconds;
     std::cout << fmt::format("{:<24} {:>8} {:>7} {:>12.0f} {:>9.2f} {:>9.2f} {:>9.2f}x\n", r.name,
-                             r.ok, r.errors, rate, ootci::percentile(r.ms, 0.5),
-                             ootci::percentile(r.ms, 0.99), rate / base);
+                             r.ok, r.errors, rate, percentile(r.ms, 0.5), percentile(r.ms, 0.99),
+                             rate / base);
     all_ok = all_ok && r.errors == 0;
   }
   return all_ok ? 0 : 1;
 }
+
+}  // namespace ootci::bench::callback_throughput

@@ -11,7 +11,7 @@
 // discovery; ops with their own kernel bypass the switches and are left out.
 //
 // Run on purpose (it takes minutes per fault), never from scripts/test:
-//   build/bench/bench_fault_injection --faults 20 --files test_view_ops.py,test_reductions.py
+//   build/bench/ootci-bench fault-injection --faults 20 --files test_view_ops.py,test_reductions.py
 // --ops sum,prod:float32 replays given faults (an earlier run's) instead of drawing them.
 #include <fmt/format.h>
 #include <sys/wait.h>
@@ -35,8 +35,7 @@
 
 namespace fs = std::filesystem;
 
-namespace ootci {
-namespace {
+namespace ootci::bench::fault_injection {
 
 struct Options {
   std::vector<std::string> files = {"test_view_ops.py", "test_reductions.py"};
@@ -506,12 +505,9 @@ int bench(const Options& o) {
   return 0;
 }
 
-}  // namespace
-}  // namespace ootci
-
 int main(int argc, char** argv) {
   CLI::App app{"Fault injection: recall and cost of ootci select changed on the reference backend"};
-  ootci::Options o;
+  Options o;
   const char* torch_root = std::getenv("TORCH_ROOT");
   o.torch_root = torch_root && *torch_root ? torch_root : OOTCI_TORCH_ROOT;
   app.add_option("--faults", o.faults, "faults that break at least one test (K)")
@@ -532,9 +528,11 @@ int main(int argc, char** argv) {
     return 1;
   }
   try {
-    return ootci::bench(o);
-  } catch (const ootci::Error& e) {
+    return bench(o);
+  } catch (const Error& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 1;
   }
 }
+
+}  // namespace ootci::bench::fault_injection

@@ -15,8 +15,7 @@
 #include "testing/relay_process.h"
 #include "testing/test_env.h"
 
-namespace ootci {
-namespace {
+namespace ootci::bench::hud_api_latency {
 
 struct Row {
   std::string api;
@@ -75,9 +74,6 @@ std::vector<Row> measure(int64_t target_rows, int requests, const std::string& s
   return out;
 }
 
-}  // namespace
-}  // namespace ootci
-
 int main(int argc, char** argv) {
   CLI::App app{"HUD API latency vs history size"};
   std::vector<int64_t> sizes = {10000, 100000, 1000000};
@@ -88,11 +84,11 @@ int main(int argc, char** argv) {
   app.add_option("--store", store, "sqlite or postgres (needs OOTCI_TEST_PG_URI)");
   CLI11_PARSE(app, argc, argv);
   spdlog::set_level(spdlog::level::warn);
-  std::vector<std::vector<ootci::Row>> results;
+  std::vector<std::vector<Row>> results;
   std::vector<int64_t> actual;
   for (int64_t n : sizes) {
     int64_t rows = 0;
-    results.push_back(ootci::measure(n, requests, store, &rows));
+    results.push_back(measure(n, requests, store, &rows));
     actual.push_back(rows);
   }
   std::cout << fmt::format("HUD API latency (ms, {} requests each, store {})\n", requests, store);
@@ -108,3 +104,5 @@ int main(int argc, char** argv) {
   }
   return 0;
 }
+
+}  // namespace ootci::bench::hud_api_latency

@@ -16,8 +16,7 @@
 #include "testing/relay_process.h"
 #include "testing/test_env.h"
 
-namespace ootci {
-namespace {
+namespace ootci::bench::relay_throughput {
 
 struct Result {
   double seconds = 0;
@@ -88,9 +87,6 @@ dispatch: {{synchronous: {}, workers: 16}}
   return r;
 }
 
-}  // namespace
-}  // namespace ootci
-
 int main(int argc, char** argv) {
   CLI::App app{"relay webhook-to-dispatch benchmark"};
   int webhooks = 1000, targets = 10, senders = 8;
@@ -102,14 +98,13 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   std::cout << fmt::format("relay: {} webhooks x {} targets, {} concurrent senders, store {}\n",
                            webhooks, targets, senders, store);
-  auto outbox = ootci::run(false, webhooks, targets, senders, store);
-  auto sync = ootci::run(true, webhooks, targets, senders, store);
-  auto line = [](const char* name, const ootci::Result& r) {
-    std::cout << fmt::format(
-        "{:<22} {:>8} {:>12.0f} {:>10.1f} {:>10.1f} {:>12.0f} {:>10.0f}\n", name, r.dispatches,
-        r.dispatches / r.seconds, ootci::percentile(r.request_ms, 0.5),
-        ootci::percentile(r.request_ms, 0.99), ootci::percentile(r.dispatch_ms, 0.5),
-        ootci::percentile(r.dispatch_ms, 0.99));
+  auto outbox = run(false, webhooks, targets, senders, store);
+  auto sync = run(true, webhooks, targets, senders, store);
+  auto line = [](const char* name, const Result& r) {
+    std::cout << fmt::format("{:<22} {:>8} {:>12.0f} {:>10.1f} {:>10.1f} {:>12.0f} {:>10.0f}\n",
+                             name, r.dispatches, r.dispatches / r.seconds,
+                             percentile(r.request_ms, 0.5), percentile(r.request_ms, 0.99),
+                             percentile(r.dispatch_ms, 0.5), percentile(r.dispatch_ms, 0.99));
   };
   std::cout << fmt::format("{:<22} {:>8} {:>12} {:>10} {:>10} {:>12} {:>10}\n", "mode", "dispatch",
                            "dispatch/s", "req p50ms", "req p99ms", "e2e p50 ms", "e2e p99ms");
@@ -118,10 +113,12 @@ int main(int argc, char** argv) {
   std::cout << fmt::format(
       "ratio outbox/synchronous: throughput {:.2f}x, webhook p50 latency {:.3f}x, p99 {:.3f}x\n",
       (outbox.dispatches / outbox.seconds) / (sync.dispatches / sync.seconds),
-      ootci::percentile(outbox.request_ms, 0.5) / ootci::percentile(sync.request_ms, 0.5),
-      ootci::percentile(outbox.request_ms, 0.99) / ootci::percentile(sync.request_ms, 0.99));
+      percentile(outbox.request_ms, 0.5) / percentile(sync.request_ms, 0.5),
+      percentile(outbox.request_ms, 0.99) / percentile(sync.request_ms, 0.99));
   return outbox.dispatches == static_cast<size_t>(webhooks) * targets &&
                  sync.dispatches == static_cast<size_t>(webhooks) * targets
              ? 0
              : 1;
 }
+
+}  // namespace ootci::bench::relay_throughput

@@ -17,8 +17,7 @@
 #include "base/time.h"
 #include "testing/test_env.h"
 
-namespace ootci {
-namespace {
+namespace ootci::bench::runner_overhead {
 
 double timed(const SpawnOptions& options) {
   int64_t start = steady_us();
@@ -80,9 +79,6 @@ int bench(const std::string& config, const std::vector<std::string>& only, int r
   return 0;
 }
 
-}  // namespace
-}  // namespace ootci
-
 int main(int argc, char** argv) {
   CLI::App app{"ootci run against bare pytest on the same plan"};
   std::string config = "examples/reference-backend/ootci.yaml";
@@ -94,9 +90,11 @@ int main(int argc, char** argv) {
   app.add_option("--workers", workers, "ootci run --workers (1 = as sequential as bare pytest)");
   CLI11_PARSE(app, argc, argv);
   try {
-    return ootci::bench(config, only, repeat, workers);
-  } catch (const ootci::Error& e) {
+    return bench(config, only, repeat, workers);
+  } catch (const Error& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 1;
   }
 }
+
+}  // namespace ootci::bench::runner_overhead

@@ -1,6 +1,8 @@
 // Streaming JUnit ingest against a baseline: a ~200 MB pytest-style report, parsed by ootci's
 // chunked pugixml ingest (alone, and writing into an evidence database) and by Python's
 // xml.etree.ElementTree.iterparse doing the same extraction. Prints the times and their ratio.
+#include "backend/junit_ingest.h"
+
 #include <fmt/format.h>
 #include <sys/resource.h>
 
@@ -13,13 +15,11 @@
 #include <random>
 
 #include "backend/evidence_store.h"
-#include "backend/junit_ingest.h"
 #include "base/error.h"
 #include "base/time.h"
 #include "testing/test_env.h"
 
-namespace ootci {
-namespace {
+namespace ootci::bench::junit_ingest {
 
 // What both sides compute over every testcase, so they provably did the same work.
 struct Summary {
@@ -291,9 +291,6 @@ Summary python_parse(const std::string& python, const std::string& script,
   return s;
 }
 
-}  // namespace
-}  // namespace ootci
-
 int main(int argc, char** argv) {
   CLI::App app{"JUnit XML ingest: ootci's streaming pugixml parse against Python iterparse"};
   double mb = 200;
@@ -305,7 +302,6 @@ int main(int argc, char** argv) {
   app.add_option("--python", python, "the Python for the baseline (default /usr/bin/python3)");
   app.add_option("--report", report, "use this report instead of generating one");
   CLI11_PARSE(app, argc, argv);
-  using namespace ootci;
   try {
     std::string dir = make_temp_dir();
     if (report.empty()) {
@@ -347,3 +343,5 @@ int main(int argc, char** argv) {
     return 1;
   }
 }
+
+}  // namespace ootci::bench::junit_ingest

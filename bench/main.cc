@@ -1,0 +1,67 @@
+// `ootci-bench NAME [options]`: every benchmark in one binary, one compile unit, one link (six
+// binaries cost scripts/test 122 s of compile just to keep them building). Each prints a ratio
+// against a baseline measured in the same run; `ootci-bench NAME --help` gives its options.
+#include <fmt/format.h>
+
+#include <cstring>
+#include <iostream>
+
+namespace ootci::bench {
+namespace relay_throughput {
+int main(int argc, char** argv);
+}
+namespace callback_throughput {
+int main(int argc, char** argv);
+}
+namespace hud_api_latency {
+int main(int argc, char** argv);
+}
+namespace junit_ingest {
+int main(int argc, char** argv);
+}
+namespace runner_overhead {
+int main(int argc, char** argv);
+}
+namespace fault_injection {
+int main(int argc, char** argv);
+}
+
+struct Benchmark {
+  const char* name;
+  int (*main)(int, char**);
+  const char* what;
+};
+
+constexpr Benchmark kBenchmarks[] = {
+    {"relay-throughput", relay_throughput::main,
+     "webhook to dispatch: the relay's outbox vs CRCR-style synchronous fan-out"},
+    {"callback-throughput", callback_throughput::main,
+     "callbacks on SQLite and PostgreSQL (OOTCI_TEST_PG_URI) vs no storage"},
+    {"hud-api-latency", hud_api_latency::main, "HUD API p50/p95 as the job history grows"},
+    {"junit-ingest", junit_ingest::main,
+     "streaming JUnit ingest (pugixml) vs Python xml.etree iterparse"},
+    {"runner-overhead", runner_overhead::main, "ootci run vs bare pytest on the same plan"},
+    {"fault-injection", fault_injection::main,
+     "select changed: recall and share of test time over injected faults"},
+};
+
+void usage(std::ostream& out) {
+  out << "usage: ootci-bench NAME [options]   (NAME --help: its options)\n";
+  for (const auto& b : kBenchmarks) out << fmt::format("  {:<21} {}\n", b.name, b.what);
+}
+
+}  // namespace ootci::bench
+
+int main(int argc, char** argv) {
+  using namespace ootci::bench;
+  if (argc >= 2 && (!std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h"))) {
+    usage(std::cout);
+    return 0;
+  }
+  if (argc >= 2)
+    for (const auto& b : kBenchmarks)
+      if (!std::strcmp(argv[1], b.name)) return b.main(argc - 1, argv + 1);
+  if (argc >= 2) std::cerr << fmt::format("ootci-bench: no benchmark named {}\n", argv[1]);
+  usage(std::cerr);
+  return 2;
+}
