@@ -65,7 +65,8 @@ def test_id(item) -> str:
     return "::".join(parts)
 
 
-def pytest_configure(config):
+def start_events():
+    """Opens $OOTCI_RUN_EVENTS; at configure, or in a fork server's child (fork_server.py)."""
     global _events, _record_ops
     path = os.environ.get("OOTCI_RUN_EVENTS")
     if path:
@@ -75,13 +76,26 @@ def pytest_configure(config):
             _op_recorder.observer_available()  # built now, not inside the first test's time
 
 
+def pytest_configure(config):
+    start_events()
+
+
+def collect_error(message):
+    _emit({"e": "collect_error", "message": _text(message[-_MESSAGE_LIMIT:])})
+
+
 def pytest_collectreport(report):
     if _events is not None and report.failed:
-        _emit({"e": "collect_error", "message": _text(str(report.longrepr)[-_MESSAGE_LIMIT:])})
+        collect_error(str(report.longrepr))
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(session, config, items):
+    narrow(config, items)
+
+
+def narrow(config, items):
+    """Keeps the tests the runner asked for (in place) and reports them as collected."""
     if _events is None:
         return
     only, skip = _read_ids("OOTCI_RUN_ONLY"), _read_ids("OOTCI_RUN_SKIP") or set()

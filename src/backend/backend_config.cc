@@ -137,9 +137,11 @@ class BackendReader {
       for (const auto& key : env->keys()) c.env[key] = env->str(key).value_or("");
       env->finish();
     }
+    c.fork_safe = b.boolean("fork_safe").value_or(c.fork_safe);
   }
 
   static void read_run(YamlMap& m, RunSettings& r) {
+    if (auto v = one_of(m, "isolation", {"fork", "spawn"}, "isolation")) r.isolation = *v;
     r.workers = static_cast<int>(m.integer("workers", 1, 256).value_or(r.workers));
     r.reruns = static_cast<int>(m.integer("reruns", 0, 10).value_or(r.reruns));
     r.stall_timeout_s =

@@ -16,6 +16,10 @@ struct RunSettings {
   int stall_timeout_s = 300;  // no output for this long: kill the process group, retry once
   int test_timeout_s = 900;   // one test running this long is killed and reported as a timeout
   std::vector<std::string> pytest_args;  // appended to every pytest command
+  // fork: each file's pytest imports and collects once, then forks a child per batch, isolated
+  // test, crash confirmation and rerun (python/ootci_torch/fork_server.py); spawn: a new
+  // interpreter for each. A backend with fork_safe: false always gets spawn.
+  std::string isolation = "fork";
   // Spyre's CI filter: only files (and tests) with one of these labels run; empty: everything.
   std::vector<std::string> labels;
 };
@@ -92,6 +96,7 @@ struct BackendConfig {
   std::vector<std::string> modules;
   std::vector<std::string> pythonpath;  // absolute
   std::map<std::string, std::string> env;
+  bool fork_safe = true;    // false: the device cannot be used in a process forked after import
   std::string torch_root;   // absolute, ${VAR} expanded
   std::string device_root;  // absolute, ${VAR} expanded
   // test_configs entries made absolute (globs not yet expanded), each with "file:line:col".

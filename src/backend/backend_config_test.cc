@@ -77,6 +77,34 @@ TEST(BackendConfig, Defaults) {
   EXPECT_EQ(r.config->workspace, dir + "/.ootci");
   EXPECT_TRUE(r.config->modules.empty());
   EXPECT_TRUE(r.config->env.empty());
+  EXPECT_EQ(r.config->run.isolation, "fork");
+  EXPECT_TRUE(r.config->fork_safe);
+}
+
+TEST(BackendConfig, IsolationAndForkSafety) {
+  std::string path =
+      write_config(R"(backend: {name: ref, device_type: privateuseone, fork_safe: false}
+test_configs: [c.yaml]
+run:
+  isolation: spawn
+)");
+  BackendConfigResult r = load_backend_config(path, fake_env({{"TORCH_ROOT", "/t"}}));
+  ASSERT_EQ(r.errors, Lines{});
+  EXPECT_EQ(r.config->run.isolation, "spawn");
+  EXPECT_FALSE(r.config->fork_safe);
+
+  path = write_config(R"(backend: {name: ref, device_type: privateuseone, fork_safe: maybe}
+test_configs: [c.yaml]
+run:
+  isolation: thread
+)");
+  r = load_backend_config(path, fake_env({{"TORCH_ROOT", "/t"}}));
+  EXPECT_FALSE(r.config);
+  ASSERT_EQ(r.errors.size(), 2u);
+  EXPECT_EQ(r.errors[0].rfind(path + ":1:", 0), 0u) << r.errors[0];
+  EXPECT_NE(r.errors[0].find("backend.fork_safe"), std::string::npos) << r.errors[0];
+  EXPECT_EQ(r.errors[1],
+            path + ":4:14: run.isolation: unknown isolation 'thread' (expected fork or spawn)");
 }
 
 TEST(BackendConfig, TorchRootMustComeFromSomewhere) {

@@ -124,38 +124,15 @@ TestResult result_from_event(const nlohmann::json& e) {
   return r;
 }
 
-}  // namespace
-
-PytestOutcome run_pytest(const PytestRequest& req,
-                         const std::function<void(const TestResult&)>& on_result,
-                         const std::atomic<bool>& stop) {
-  fs::create_directories(req.work_dir);
+// Watches a running pytest (spawned, or forked by a fork server) to its end: results as they
+// come, the per-test timeout and the stall watchdog, and how it ended.
+template <typename Process>
+PytestOutcome watch(Process& proc, const PytestRequest& req, const std::string& events,
+                    const std::string& log_path,
+                    const std::function<void(const TestResult&)>& on_result,
+                    const std::atomic<bool>& stop) {
   PytestOutcome out;
-  std::string events = req.work_dir + "/events.jsonl";
-  out.log_path = req.work_dir + "/pytest.log";
-  fs::remove(events);
-
-  SpawnOptions spawn;
-  spawn.argv = req.command;
-  spawn.env = req.env;
-  spawn.env["OOTCI_RUN_EVENTS"] = events;
-  if (req.only) {
-    write_ids(req.work_dir + "/only.txt", *req.only);
-    spawn.env["OOTCI_RUN_ONLY"] = req.work_dir + "/only.txt";
-  }
-  if (req.only_bases) {
-    write_ids(req.work_dir + "/only_bases.txt", *req.only_bases);
-    spawn.env["OOTCI_RUN_ONLY_BASES"] = req.work_dir + "/only_bases.txt";
-  }
-  if (!req.skip.empty()) {
-    write_ids(req.work_dir + "/skip.txt", {req.skip.begin(), req.skip.end()});
-    spawn.env["OOTCI_RUN_SKIP"] = req.work_dir + "/skip.txt";
-  }
-  spawn.output_file = out.log_path;
-  spawn.cwd = req.cwd;
-  spawn.die_with_parent = true;
-  Subprocess proc = Subprocess::spawn(spawn);
-
+  out.log_path = log_path;
   using Clock = std::chrono::steady_clock;
   EventReader reader(events);
   Clock::time_point test_started = Clock::now();
@@ -242,6 +219,80 @@ PytestOutcome run_pytest(const PytestRequest& req,
   }
   settle();
   return out;
+}
+
+}  // namespace
+
+PytestOutcome run_pytest(const PytestRequest& req,
+                         const std::function<void(const TestResult&)>& on_result,
+                         const std::atomic<bool>& stop) {
+  fs::create_directories(req.work_dir);
+  std::string events = req.work_dir + "/events.jsonl";
+  std::string log_path = req.work_dir + "/pytest.log";
+  fs::remove(events);
+
+  // What this attempt adds to the environment: where its events go and which tests it runs.
+  std::map<std::string, std::string> attempt_env = {{"OOTCI_RUN_EVENTS", events}};
+  if (req.only) {
+    write_ids(req.work_dir + "/only.txt", *req.only);
+    attempt_env["OOTCI_RUN_ONLY"] = req.work_dir + "/only.txt";
+  }
+  if (req.only_bases) {
+    write_ids(req.work_dir + "/only_bases.txt", *req.only_bases);
+    attempt_env["OOTCI_RUN_ONLY_BASES"] = req.work_dir + "/only_bases.txt";
+  }
+  if (!req.skip.empty()) {
+    write_ids(req.work_dir + "/skip.txt", {req.skip.begin(), req.skip.end()});
+    attempt_env["OOTCI_RUN_SKIP"] = req.work_dir + "/skip.txt";
+  }
+
+  if (req.fork_server) {
+    ForkServer& server = *req.fork_server;
+    auto child = server.fork(attempt_env, log_path, req.stall_timeout_s, stop);
+    if (!child && server.ended_collecting()) {
+      // What a spawned pytest that hung or died before its first test would have given.
+      PytestOutcome out;
+      out.log_path = server.log_path();
+      out.forked = true;
+      if (server.stalled()) {
+        out.ending = PytestEnding::stalled;
+      } else if (WIFSIGNALED(*server.status())) {
+        out.ending = PytestEnding::signaled;
+        out.signal = WTERMSIG(*server.status());
+      } else {
+        out.exit_code = WEXITSTATUS(*server.status());
+      }
+      return out;
+    }
+    if (child) {
+      PytestOutcome out = watch(*child, req, events, log_path, on_result, stop);
+      out.forked = true;
+      // A child that never got as far as reporting its tests failed for a reason of the fork's
+      // own (the file collected fine in the server): this file spawns from now on.
+      if (out.collected || out.ending == PytestEnding::interrupted) return out;
+      server.give_up(fmt::format("a forked child ended ({}) before reporting its tests; see {}",
+                                 out.ending == PytestEnding::signaled ? signal_name(out.signal)
+                                 : out.ending == PytestEnding::exited
+                                     ? fmt::format("exit code {}", out.exit_code)
+                                     : std::string("stalled"),
+                                 log_path));
+      fs::rename(log_path, req.work_dir + "/pytest.fork.log");
+      fs::remove(events);
+    }
+    if (server.failed())
+      std::ofstream(log_path, std::ios::app)
+          << "ootci: not forked (" << server.failure() << "); this attempt spawns pytest\n";
+  }
+
+  SpawnOptions spawn;
+  spawn.argv = req.command;
+  spawn.env = req.env;
+  for (const auto& [k, v] : attempt_env) spawn.env[k] = v;
+  spawn.output_file = log_path;
+  spawn.cwd = req.cwd;
+  spawn.die_with_parent = true;
+  Subprocess proc = Subprocess::spawn(spawn);
+  return watch(proc, req, events, log_path, on_result, stop);
 }
 
 }  // namespace ootci

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backend/evidence_store.h"
+#include "backend/fork_server.h"
 
 namespace ootci {
 
@@ -24,6 +25,9 @@ struct PytestRequest {
   std::set<std::string> skip;  // never run these (already finished)
   int stall_timeout_s = 300;
   int test_timeout_s = 900;
+  // Fork the process from this file's server instead of spawning one (run.isolation: fork);
+  // when the server cannot serve, the process is spawned and its log says why.
+  ForkServer* fork_server = nullptr;
 };
 
 enum class PytestEnding {
@@ -51,6 +55,7 @@ struct PytestOutcome {
   int bad_events = 0;  // event lines that were not JSON objects
   std::vector<std::string> collect_errors;
   std::string log_path;  // the process's stdout and stderr
+  bool forked = false;   // by a fork server
 };
 
 // "relpath::Class::name" -> file, class, name.

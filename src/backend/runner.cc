@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -29,6 +30,10 @@ namespace fs = std::filesystem;
 namespace ootci {
 
 std::atomic<bool> g_run_stop{false};
+
+std::string run_isolation(const BackendConfig& backend) {
+  return backend.fork_safe ? backend.run.isolation : "spawn";
+}
 
 Selection load_selection(const std::string& path) {
   std::ifstream in(path);
@@ -142,6 +147,7 @@ class Runner {
     std::set<std::string> done;                 // has a result in this run
     std::map<std::string, TestResult> started;  // mode/op/dtype of tests seen starting
     std::vector<TestResult> results;            // this pass's results, for reruns
+    std::unique_ptr<ForkServer> fork_server;    // run.isolation: fork, from the first attempt
   };
 
   void record(TestResult r) {
@@ -152,7 +158,8 @@ class Runner {
     progress_->add(r);
   }
 
-  PytestOutcome attempt(const PlanFile& f, std::optional<std::vector<std::string>> only,
+  PytestOutcome attempt(const PlanFile& f, FileState& st,
+                        std::optional<std::vector<std::string>> only,
                         const std::set<std::string>& skip,
                         const std::function<void(const TestResult&)>& on_result,
                         std::optional<std::vector<std::string>> only_bases = std::nullopt) {
@@ -169,6 +176,22 @@ class Runner {
     p.skip = skip;
     p.stall_timeout_s = req_.backend.run.stall_timeout_s;
     p.test_timeout_s = req_.backend.run.test_timeout_s;
+    if (run_isolation(req_.backend) == "fork") {
+      // A server that hung or died collecting is what a spawned process would have met: the
+      // caller reports it, and the next attempt starts over, as it would spawn again.
+      if (!st.fork_server || st.fork_server->ended_collecting()) {
+        SpawnOptions server;
+        server.argv = p.command;
+        server.argv.insert(server.argv.end(), {"-p", "ootci_torch.fork_server"});
+        server.env = env_;
+        server.cwd = run_dir_;
+        server.output_file = p.work_dir + ".fork-server.log";
+        server.die_with_parent = true;
+        fs::create_directories(run_dir_ + "/work");
+        st.fork_server = std::make_unique<ForkServer>(server);
+      }
+      p.fork_server = st.fork_server.get();
+    }
     return run_pytest(p, on_result, g_run_stop);
   }
 
@@ -201,9 +224,10 @@ class Runner {
   void confirm_crash(const PlanFile& f, FileState& st, const std::string& id, int sig,
                      double seconds) {
     std::optional<TestResult> alone;
-    PytestOutcome again = attempt(f, std::vector<std::string>{id}, {}, [&](const TestResult& r) {
-      if (r.test_id == id) alone = r;
-    });
+    PytestOutcome again =
+        attempt(f, st, std::vector<std::string>{id}, {}, [&](const TestResult& r) {
+          if (r.test_id == id) alone = r;
+        });
     for (const auto& [k, v] : again.started) st.started.emplace(k, v);
     if (again.ending == PytestEnding::interrupted) return;
     if (alone) {
@@ -239,8 +263,8 @@ class Runner {
   void run_one_by_one(const PlanFile& f, FileState& st) {
     for (const auto& id : st.all) {
       if (st.done.count(id) || g_run_stop) continue;
-      PytestOutcome one =
-          attempt(f, std::vector<std::string>{id}, {}, [&](const TestResult& r) { keep(st, r); });
+      PytestOutcome one = attempt(f, st, std::vector<std::string>{id}, {},
+                                  [&](const TestResult& r) { keep(st, r); });
       for (const auto& [k, v] : one.started) st.started.emplace(k, v);
       if (st.done.count(id) || one.ending == PytestEnding::interrupted) continue;
       std::string cls = one.ending == PytestEnding::signaled ? signal_name(one.signal)
@@ -258,7 +282,7 @@ class Runner {
     int passes_without_progress = 0;
     for (;;) {
       PytestOutcome out = attempt(
-          f, only, st.done, [&](const TestResult& r) { keep(st, r); },
+          f, st, only, st.done, [&](const TestResult& r) { keep(st, r); },
           st.all.empty() ? f.bases : std::nullopt);
       for (const auto& [k, v] : out.started) st.started.emplace(k, v);
       if (out.collected && st.all.empty()) {
@@ -351,7 +375,7 @@ class Runner {
       if (g_run_stop) return;
       std::vector<std::string> ids;
       for (const auto& [id, r] : still) ids.push_back(id);
-      attempt(f, ids, {}, [&](const TestResult& again) {
+      attempt(f, st, ids, {}, [&](const TestResult& again) {
         auto it = still.find(again.test_id);
         if (it == still.end()) return;
         // A pass clears the failure (flaky); a new failure replaces it; a skip or an expected
@@ -568,6 +592,7 @@ RunReport run_plan(const RunRequest& req) {
   info.manifest = build_manifest(backend, resolved.plan, plan_path, info);
   record_files(info.manifest, files);
   if (!labels.empty()) info.manifest["labels"] = labels;
+  info.manifest["isolation"] = run_isolation(backend);
   if (req.resume_run.empty())
     store->begin_run(info);
   else

@@ -60,4 +60,7 @@ extern std::atomic<bool> g_run_stop;
 
 RunReport run_plan(const RunRequest& request);
 
+// "fork" or "spawn": run.isolation, unless the backend is not fork_safe.
+std::string run_isolation(const BackendConfig& backend);
+
 }  // namespace ootci

@@ -62,6 +62,7 @@ Subprocess Subprocess::spawn(const SpawnOptions& o) {
     if (input < 0 && !o.input_file.empty()) _exit(126);
     if (input >= 0) dup2(input, 0);
     if (!o.cwd.empty() && chdir(o.cwd.c_str()) != 0) _exit(126);
+    for (int fd : o.inherit_fds) fcntl(fd, F_SETFD, 0);
     // Undo signal blocking inherited from the parent (ootci blocks SIGTERM for its waiter thread).
     sigset_t none;
     sigemptyset(&none);

@@ -22,6 +22,8 @@ struct SpawnOptions {
   int stdout_fd = -1;
   int stderr_fd = -1;
   std::string input_file = "";  // the child's stdin; empty: /dev/null
+  // Descriptors the caller opened close-on-exec that the child keeps, under the same numbers.
+  std::vector<int> inherit_fds = {};
 };
 
 // A child process. The destructor kills it (SIGKILL to its group) if it is still running.

@@ -20,6 +20,7 @@ struct DiscoverArgs {
   std::vector<std::string> files;
   bool force = false;
   int workers = 0;
+  std::string isolation;  // --isolation: overrides run.isolation
   std::string evidence;
 };
 
@@ -41,6 +42,7 @@ void discover_command(const DiscoverArgs& a) {
   req.file_globs = a.files;
   req.force = a.force;
   req.workers = a.workers;
+  if (!a.isolation.empty()) req.backend.run.isolation = a.isolation;
   req.tty = isatty(STDERR_FILENO);
 
   stop_runs_on_signal();
@@ -86,6 +88,10 @@ void add_discover_commands(CLI::App& app) {
                 "run files already discovered for this content and revision");
   cmd->add_option("--workers", args.workers, "test files in parallel (default: run.workers)")
       ->check(CLI::Range(1, 256));
+  cmd->add_option("--isolation", args.isolation,
+                  "fork: one interpreter per file, a fork per attempt; spawn: an interpreter per "
+                  "attempt (default: run.isolation)")
+      ->check(CLI::IsMember({"fork", "spawn"}));
   cmd->add_option("--evidence", args.evidence, "evidence database (default: workspace)");
   cmd->callback([] { discover_command(args); });
 }

@@ -24,6 +24,7 @@ struct RunArgs {
   std::string run_id;
   std::vector<std::string> labels;
   int workers = 0;
+  std::string isolation;  // --isolation: overrides run.isolation
 };
 
 std::pair<int, int> parse_shard(const std::string& text) {
@@ -41,6 +42,7 @@ void run_command(const RunArgs& a) {
   if (!a.select.empty()) req.selection = load_selection(a.select);
   if (!a.shard.empty()) std::tie(req.shard, req.shards) = parse_shard(a.shard);
   req.workers = a.workers;
+  if (!a.isolation.empty()) req.backend.run.isolation = a.isolation;
   if (!a.labels.empty()) req.labels = a.labels;
   req.resume_run = a.resume;
   req.run_id = a.run_id;
@@ -73,6 +75,10 @@ void add_run_commands(CLI::App& app) {
   cmd->add_option("--shard", args.shard, "run shard K of N (K/N)");
   cmd->add_option("--workers", args.workers, "test files in parallel (default: run.workers)")
       ->check(CLI::Range(1, 256));
+  cmd->add_option("--isolation", args.isolation,
+                  "fork: one interpreter per file, a fork per attempt; spawn: an interpreter per "
+                  "attempt (default: run.isolation)")
+      ->check(CLI::IsMember({"fork", "spawn"}));
   cmd->add_option("--resume", args.resume, "continue an interrupted run");
   cmd->add_option("--run-id", args.run_id, "id for the new run (default: generated)")
       ->excludes("--resume");

@@ -43,7 +43,11 @@ std::string file_of(const std::string& id) {
 void run_or_throw(const std::vector<std::string>& argv,
                   const std::map<std::string, std::string>& env, const std::string& log,
                   const std::string& what) {
-  Subprocess p = Subprocess::spawn({argv, env, log, "", true, false});
+  SpawnOptions options;
+  options.argv = argv;
+  options.env = env;
+  options.output_file = log;
+  Subprocess p = Subprocess::spawn(options);
   int status = p.wait();
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
     throw Error(fmt::format("{} failed (status {}):\n{}", what, status, read_file_tail(log, 2000)));

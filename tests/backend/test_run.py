@@ -65,6 +65,7 @@ def state(tmp_path):
 
 
 def executions(state):
+    """How often each fixture test ran; "import": how many interpreters imported the fixture."""
     path = state["OOTCI_FIXTURE_LOG"]
     return Counter(open(path).read().split()) if os.path.exists(path) else Counter()
 
@@ -219,8 +220,49 @@ def test_a_killed_run_resumes_without_running_a_test_twice(ws, state):
     assert resumed.returncode == 0, resumed.output[-3000:]
     assert Counter(resumed.outcomes().values()) == Counter({"passed": 12})
     ran = executions(state)
+    del ran["import"]
     assert len(ran) == 12 and set(ran.values()) == {1}, ran  # none twice, none lost
     assert resumed.run_row()[:2] == ("finished", "success")
+
+
+def test_fork_and_spawn_give_the_same_records_and_fork_imports_once(ws, tmp_path):
+    # A crash (sin), a hang (cos), a failure, a flaky test and passes, under both isolations.
+    ws.ootci_yaml(env={"OOTCI_REF_CRASH_OPS": "sin", "OOTCI_REF_HANG_OPS": "cos"},
+                  run={"test_timeout_s": 4, "reruns": 1})
+    ws.config(fixture_config(*(f"TestRunnerFixture::test_{n}" for n in
+                               ("pass_a", "sin", "fails", "cos", "flaky", "pass_b"))))
+    records, imports = {}, {}
+    for isolation in ("spawn", "fork"):
+        d = tmp_path / isolation
+        d.mkdir()
+        state = {"OOTCI_FIXTURE_STATE": str(d), "OOTCI_FIXTURE_LOG": str(d / "ran.log")}
+        ran = run(ws, "--isolation", isolation, env=state)
+        # outcome, error_class, reruns, flaky, mode: the record, without the free-text message
+        records[isolation] = {k: v[:5] for k, v in ran.results().items()}
+        imports[isolation] = executions(state)["import"]
+        assert json.loads(ran.run_row()[2])["isolation"] == isolation
+    assert records["fork"] == records["spawn"]
+    assert {k.split("::")[1]: v[:2] for k, v in records["fork"].items()} == {
+        "test_pass_a_privateuseone": ("passed", ""), "test_sin_privateuseone": ("error", "SIGSEGV"),
+        "test_fails_privateuseone": ("failed", "AssertionError"),
+        "test_cos_privateuseone": ("error", "Timeout"),
+        "test_flaky_privateuseone": ("passed", ""), "test_pass_b_privateuseone": ("passed", "")}
+    # spawn: each attempt (the first pass, the crash alone, the rest after the crash and after
+    # the hang, the rerun) imports again; fork: one interpreter collects once for all of them.
+    assert imports["fork"] == 1
+    assert imports["spawn"] >= 4
+
+
+def test_a_backend_that_is_not_fork_safe_runs_under_spawn(ws, state):
+    ws.ootci_yaml()
+    text = (ws.path / "ootci.yaml").read_text()
+    (ws.path / "ootci.yaml").write_text(
+        text.replace("  device_type: privateuseone\n", "  device_type: privateuseone\n  fork_safe: false\n"))
+    ws.config(fixture_config("TestRunnerFixture::test_pass_a", "TestRunnerFixture::test_flaky"))
+    ran = run(ws, "--isolation", "fork", env=state)
+    assert ran.returncode == 0, ran.output[-3000:]
+    assert json.loads(ran.run_row()[2])["isolation"] == "spawn"
+    assert executions(state)["import"] == 2  # the pass, and the flaky test's rerun
 
 
 def test_shards_are_disjoint_cover_the_plan_and_balance_on_history(ws, state):

@@ -1,0 +1,118 @@
+"""pytest plugin that turns one pytest process into a fork server for one upstream test file.
+
+`ootci run` (run.isolation: fork) loads it with OOTCI_FORK_SERVER_FD naming one end of a socket
+pair. The process imports torch, the backend and the test module and collects once, then,
+instead of running the tests, answers requests on that socket, one at a time:
+
+    request (one JSON line):  {"env": {"OOTCI_RUN_EVENTS": ..., ...}, "log": PATH}
+    replies (JSON lines):     {"ready": N} once, when collection is over (N items)
+                              {"pid": P}  a child now runs the session, output in PATH
+                              {"exit": P, "status": S}  its raw wait status
+
+Each child is a fork taken after collection: it sets the request's environment (the events file
+and the OOTCI_RUN_ONLY/_ONLY_BASES/_SKIP lists of run_reporter.py), narrows the collected items as
+a fresh `pytest FILE` would, and runs them with pytest's own loop, so results, events and exit
+status are those of a spawned process. A crash, a hang or a rerun costs a fork, not an
+interpreter start plus torch plus collection. The server exits at EOF.
+
+torch's OpenMP pool does not survive a fork (libgomp: a child hangs in its first parallel
+region if the parent ever started the pool), so the server runs with one thread and each child
+gets back the thread count it would have had.
+"""
+import ctypes
+import faulthandler
+import json
+import os
+import signal
+import sys
+
+import pytest
+
+_fd = os.environ.get("OOTCI_FORK_SERVER_FD")
+_threads = None       # the torch thread count a child gets back
+_collect_errors = []  # collection errors, for each child's events file
+_fault_file = None    # faulthandler's file in a child (kept open)
+
+
+def _reply(fd, message):
+    os.write(fd, (json.dumps(message) + "\n").encode())
+
+
+def pytest_configure(config):
+    global _threads
+    if not _fd:
+        return
+    import torch
+    _threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+
+
+def pytest_collectreport(report):
+    if _fd and report.failed:
+        _collect_errors.append(str(report.longrepr))
+
+
+def _redirect_output(config, log_path):
+    """Points stdout and stderr (and pytest's capture and faulthandler) at this child's log."""
+    global _fault_file
+    capman = config.pluginmanager.getplugin("capturemanager")
+    if capman is not None:
+        capman.stop_global_capturing()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+    # pytest's faulthandler writes to a copy of the stderr it started with: the server's log.
+    _fault_file = os.fdopen(os.dup(2), "w")
+    faulthandler.enable(file=_fault_file)
+    if capman is not None and capman.is_globally_capturing():
+        capman.start_global_capturing()
+        capman.suspend_global_capture()
+
+
+def _child(session, request, requests, server_pid):
+    requests.close()
+    os.setpgid(0, 0)  # ootci kills the child's whole group on a stall or a timeout
+    # Dies with the server, as a spawned pytest dies with ootci.
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if os.getppid() != server_pid:  # the server died before prctl took effect
+        os._exit(125)
+    _redirect_output(session.config, request["log"])
+    os.environ.update(request.get("env") or {})
+    import torch
+    torch.set_num_threads(_threads)
+    from ootci_torch import run_reporter
+    run_reporter.start_events()
+    for message in _collect_errors:
+        run_reporter.collect_error(message)
+    run_reporter.narrow(session.config, session.items)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session):
+    """Serves forks until EOF; a child returns None here so pytest's own loop runs its tests."""
+    if not _fd:
+        return None
+    fd = int(_fd)
+    requests = os.fdopen(fd, "rb", buffering=0)
+    _reply(fd, {"ready": len(session.items)})
+    for line in iter(requests.readline, b""):
+        request = json.loads(line)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        server_pid = os.getpid()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                _child(session, request, requests, server_pid)
+            except BaseException:
+                import traceback
+                traceback.print_exc()
+                os._exit(3)
+            return None
+        _reply(fd, {"pid": pid})
+        _, status = os.waitpid(pid, 0)
+        _reply(fd, {"exit": pid, "status": status})
+    return True
