@@ -10,7 +10,7 @@ of 8 commits around the breaking one), a red `ootci run`, and `ootci attribute` 
 come from the verdict (`executions`, `primary_executions`, `probes`, `probe_bound`).
 
 Run on purpose (3 to 4 minutes per scenario on 2 cores), never from scripts/test:
-  /usr/bin/python3 bench/attribution_cost.py [--scenarios 1,3,5] [--workdir DIR] [--keep]
+  /usr/bin/python3 bench/attribution_cost.py [--scenarios 1,3,5] [--isolation fork|spawn] [--workdir DIR] [--keep]
 Needs build/ootci (copied to the work folder first, so a rebuild meanwhile does not swap it) and
 the upstream PyTorch tree in TORCH_ROOT (default: ~/.cache/ootci/pytorch-1.13.1+dfsg-4).
 """
@@ -49,10 +49,12 @@ class ScenarioError(Exception):
 
 
 class Bench:
-    def __init__(self, ootci: pathlib.Path, workdir: pathlib.Path, upstream_base: pathlib.Path):
+    def __init__(self, ootci: pathlib.Path, workdir: pathlib.Path, upstream_base: pathlib.Path,
+                 isolation=None):
         self.ootci = ootci
         self.workdir = workdir
         self.upstream_base = upstream_base
+        self.isolation = ["--isolation", isolation] if isolation else []
 
     def bed(self, name: str, intermittent=False) -> make_fixture.Fixture:
         fx = make_fixture.make_fixture(self.workdir / name, upstream_base=self.upstream_base)
@@ -69,7 +71,7 @@ class Bench:
 
     def run(self, fx, expect: str, env=None):
         """`ootci run`; returns (run id, wall seconds) or raises when its verdict is not `expect`."""
-        proc, wall = self.ootci_cmd(fx, "run", "--config", str(fx.config), env=env)
+        proc, wall = self.ootci_cmd(fx, "run", "--config", str(fx.config), *self.isolation, env=env)
         m = RUN_LINE.search(proc.stdout)
         if not m or m.group(2) != expect:
             raise ScenarioError(f"expected a {expect} run; ootci run exited {proc.returncode}:\n"
@@ -77,7 +79,8 @@ class Bench:
         return m.group(1), wall
 
     def attribute(self, fx, run_id: str, env=None):
-        proc, wall = self.ootci_cmd(fx, "attribute", "--config", str(fx.config), "--run", run_id, env=env)
+        proc, wall = self.ootci_cmd(fx, "attribute", "--config", str(fx.config), "--run", run_id,
+                                    *self.isolation, env=env)
         run_dir = fx.workspace / "runs" / run_id
         verdict_path = run_dir / "triage_verdict.json"
         if proc.returncode != 0 or not verdict_path.exists():
@@ -191,19 +194,21 @@ def share(part, whole) -> float:
 
 def print_table(rows):
     print("\n| # | scenario | category | culprit | failing | probes / bound | attribution exec | "
-          "primary exec | share | attribution wall | primary run wall |")
-    print("|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
+          "primary exec | share | attribution wall | wall per probe | primary run wall |")
+    print("|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     done = [r for r in rows if "error" not in r]
     for r in rows:
         if "error" in r:
-            print(f"| {r['n']} | {r['title']} | error: see above | | | | | | | | |")
+            print(f"| {r['n']} | {r['title']} | error: see above | | | | | | | | | |")
             continue
         category = f"{r['category']} ({'ok' if r['category'] == r['expected'] else 'expected ' + r['expected']})"
         culprit = ("ok" if r["expected_culprit"] else "none (ok)") if r["culprit_ok"] else "WRONG"
         probes = f"{r['probes']} / {r['bound']}" if r["bound"] else f"{r['probes']} / -"
         print(f"| {r['n']} | {r['title']} | {category} | {culprit} | {r['failing']} | {probes} | "
               f"{r['executions']} | {r['primary']} | {share(r['executions'], r['primary']):.2f}% | "
-              f"{seconds(r['attr_wall'])} | {seconds(r['primary_wall'])} |")
+              f"{seconds(r['attr_wall'])} | "
+              f"{seconds(r['attr_wall'] / r['probes']) if r['probes'] else '-'} | "
+              f"{seconds(r['primary_wall'])} |")
     if done:
         executions = sum(r["executions"] for r in done)
         primary = sum(r["primary"] for r in done)
@@ -237,6 +242,8 @@ def main(argv) -> int:
     parser.add_argument("--workdir", type=pathlib.Path,
                         help="an empty or new folder for the beds (default: a fresh temporary one)")
     parser.add_argument("--keep", action="store_true", help="keep the work folder afterwards")
+    parser.add_argument("--isolation", choices=("fork", "spawn"),
+                        help="ootci run and attribute --isolation (default: run.isolation)")
     parser.add_argument("--ootci", type=pathlib.Path, default=SOURCE_DIR / "build" / "ootci",
                         help="the ootci binary to copy and use (default: build/ootci)")
     args = parser.parse_args(argv)
@@ -258,7 +265,7 @@ def main(argv) -> int:
     shutil.copy2(args.ootci, ootci)
     print(f"work folder {workdir}; upstream base from {torch_root}", flush=True)
     upstream_base = make_fixture.build_upstream_base(workdir / "upstream-base" / "upstream", torch_root)
-    bench = Bench(ootci, workdir, upstream_base)
+    bench = Bench(ootci, workdir, upstream_base, args.isolation)
 
     rows, keep = [], args.keep
     for number in args.scenarios:

@@ -1,5 +1,5 @@
-// `ootci-bench NAME [options]`: every benchmark in one binary, one compile unit, one link (six
-// binaries cost scripts/test 122 s of compile just to keep them building). Each prints a ratio
+// `ootci-bench NAME [options]`: every benchmark in one binary, one compile unit, one link (separate
+// binaries cost scripts/test 122 core-s of compile just to keep them building). Each prints a ratio
 // against a baseline measured in the same run; `ootci-bench NAME --help` gives its options.
 #include <fmt/format.h>
 
@@ -7,24 +7,20 @@
 #include <iostream>
 
 namespace ootci::bench {
-namespace relay_throughput {
-int main(int argc, char** argv);
-}
-namespace callback_throughput {
-int main(int argc, char** argv);
-}
-namespace hud_api_latency {
-int main(int argc, char** argv);
-}
-namespace junit_ingest {
-int main(int argc, char** argv);
-}
-namespace runner_overhead {
-int main(int argc, char** argv);
-}
-namespace fault_injection {
-int main(int argc, char** argv);
-}
+
+// Each benchmark's entry point: main in its own file's namespace.
+#define OOTCI_BENCHMARK(name)      \
+  namespace name {                 \
+  int main(int argc, char** argv); \
+  }
+OOTCI_BENCHMARK(relay_throughput)
+OOTCI_BENCHMARK(callback_throughput)
+OOTCI_BENCHMARK(hud_api_latency)
+OOTCI_BENCHMARK(junit_ingest)
+OOTCI_BENCHMARK(runner_overhead)
+OOTCI_BENCHMARK(fault_injection)
+OOTCI_BENCHMARK(isolation)
+#undef OOTCI_BENCHMARK
 
 struct Benchmark {
   const char* name;
@@ -41,6 +37,8 @@ constexpr Benchmark kBenchmarks[] = {
     {"junit-ingest", junit_ingest::main,
      "streaming JUnit ingest (pugixml) vs Python xml.etree iterparse"},
     {"runner-overhead", runner_overhead::main, "ootci run vs bare pytest on the same plan"},
+    {"isolation", isolation::main,
+     "a crash-heavy device: --isolation fork vs spawn vs the physical limit"},
     {"fault-injection", fault_injection::main,
      "select changed: recall and share of test time over injected faults"},
 };

@@ -10,6 +10,7 @@ The device comes only from the plan; nothing here knows a device name.
 import copy
 import functools
 import importlib
+import os
 import sys
 
 from ootci_torch import module_edits
@@ -176,6 +177,15 @@ class PlanDeviceTestBase(DeviceTypeTestBase):  # noqa: F821  (defined by common_
         # With an index, as newer PyTorch's device test base names it: tensors report
         # "<device>:0", and upstream tests compare a module's parameters with the test's device.
         return f"{cls.device_type}:0"
+
+    @classmethod
+    def get_all_devices(cls):
+        # What deviceCountAtLeast tests get: every device this process was given. Under a
+        # device pool (run.devices) ootci names the backend's variable in OOTCI_DEVICE_ENV and the
+        # process sees its devices as indices 0..N-1, as with CUDA_VISIBLE_DEVICES.
+        name = os.environ.get("OOTCI_DEVICE_ENV")
+        visible = [d for d in os.environ.get(name, "").split(",") if d] if name else []
+        return [f"{cls.device_type}:{i}" for i in range(max(1, len(visible)))]
 
     @classmethod
     def _get_dtypes(cls, test):

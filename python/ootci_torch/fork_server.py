@@ -45,6 +45,9 @@ def pytest_configure(config):
     import torch
     _threads = torch.get_num_threads()
     torch.set_num_threads(1)
+    from ootci_torch import op_recorder
+    if op_recorder.enabled() and op_recorder.recorder_kind() == "observer":
+        op_recorder.observer_available()  # loaded once here, not in every child
 
 
 def pytest_collectreport(report):

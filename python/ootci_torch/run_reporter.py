@@ -16,6 +16,9 @@ lists the ops the test called on the device during setup and call (op_recorder.p
 
 OOTCI_RUN_ONLY names a file of test ids to run, OOTCI_RUN_ONLY_BASES one of "relpath::Class::method"
 lines whose variants run; with both, a test runs if either names it. OOTCI_RUN_SKIP ids never run.
+OOTCI_RUN_MULTI_DEVICE=defer (a device pool, run.devices): tests that need more than one device
+(deviceCountAtLeast) do not run here; the "collected" event lists them as "multi_device", and the
+runner runs them alone with every device.
 """
 import json
 import os
@@ -100,19 +103,32 @@ def narrow(config, items):
         return
     only, skip = _read_ids("OOTCI_RUN_ONLY"), _read_ids("OOTCI_RUN_SKIP") or set()
     only_bases = _read_ids("OOTCI_RUN_ONLY_BASES")
-    kept, dropped = [], []
+    defer = os.environ.get("OOTCI_RUN_MULTI_DEVICE") == "defer"
+    kept, dropped, multi_device = [], [], []
     for item in items:
         tid = test_id(item)
         props = dict(item.user_properties)
         if tid in skip or not _wanted(tid, props, only, only_bases):
             dropped.append(item)
             continue
+        if defer and _devices_needed(item) > 1:
+            dropped.append(item)
+            multi_device.append(tid)
+            continue
         _items[item.nodeid] = (tid, props)
         kept.append(item)
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = kept
-    _emit({"e": "collected", "tests": [_items[i.nodeid][0] for i in kept]})
+    event = {"e": "collected", "tests": [_items[i.nodeid][0] for i in kept]}
+    if multi_device:
+        event["multi_device"] = multi_device
+    _emit(event)
+
+
+def _devices_needed(item):
+    """deviceCountAtLeast(N) marks the test function; the variant's wrapper carries it over."""
+    return getattr(getattr(item, "obj", None), "num_required_devices", 1) or 1
 
 
 def _wanted(tid, props, only, only_bases):

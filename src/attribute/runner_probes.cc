@@ -259,6 +259,9 @@ BackendConfig RunnerProbes::materialize(const Combination& wanted) {
                               config_.torch_root, tests_top));
     b.torch_root = join(worktree(Target::tests, c.tests), *rel);
   }
+  // How to run is today's choice (ootci attribute --isolation), not the old revision's; whether
+  // the device can be forked (backend.fork_safe) stays the revision's own.
+  b.run.isolation = config_.run.isolation;
   for (const auto& [k, v] : env) b.env[k] = v;
   if (!c.backend.empty()) build_backend(b.device_root, c.backend, wanted.core, env);
   b.workspace = work_dir_ + "/probe-runs";

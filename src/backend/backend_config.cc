@@ -84,6 +84,10 @@ class BackendReader {
     c.workspace = path_in_config_dir(dir_, root.str("workspace").value_or(".ootci"));
     if (auto run = root.map("run")) {
       read_run(*run, c.run);
+      if (c.run.devices > 0 && c.device_env.empty())
+        run->fail(run->raw("devices"), run->child_path("devices"),
+                  "a device pool needs backend.device_env, the variable that tells a test "
+                  "process its devices");
       run->finish();
     }
     if (auto gate = root.map("gate")) {
@@ -138,10 +142,12 @@ class BackendReader {
       env->finish();
     }
     c.fork_safe = b.boolean("fork_safe").value_or(c.fork_safe);
+    if (auto v = b.str("device_env")) c.device_env = *v;
   }
 
   static void read_run(YamlMap& m, RunSettings& r) {
     if (auto v = one_of(m, "isolation", {"fork", "spawn"}, "isolation")) r.isolation = *v;
+    r.devices = static_cast<int>(m.integer("devices", 1, 1024).value_or(r.devices));
     r.workers = static_cast<int>(m.integer("workers", 1, 256).value_or(r.workers));
     r.reruns = static_cast<int>(m.integer("reruns", 0, 10).value_or(r.reruns));
     r.stall_timeout_s =

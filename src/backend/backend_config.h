@@ -20,6 +20,11 @@ struct RunSettings {
   // test, crash confirmation and rerun (python/ootci_torch/fork_server.py); spawn: a new
   // interpreter for each. A backend with fork_safe: false always gets spawn.
   std::string isolation = "fork";
+  // A pool of this many devices (0: none). Each worker owns its own (workers are capped at
+  // `devices`) and tells its test processes through backend.device_env ("0", or "1,3" when a
+  // worker owns two); a test that needs more devices than its worker owns (deviceCountAtLeast)
+  // runs alone, with all of them.
+  int devices = 0;
   // Spyre's CI filter: only files (and tests) with one of these labels run; empty: everything.
   std::vector<std::string> labels;
 };
@@ -97,6 +102,7 @@ struct BackendConfig {
   std::vector<std::string> pythonpath;  // absolute
   std::map<std::string, std::string> env;
   bool fork_safe = true;    // false: the device cannot be used in a process forked after import
+  std::string device_env;   // e.g. SPYRE_DEVICES, ZE_AFFINITY_MASK: a test process's devices
   std::string torch_root;   // absolute, ${VAR} expanded
   std::string device_root;  // absolute, ${VAR} expanded
   // test_configs entries made absolute (globs not yet expanded), each with "file:line:col".

@@ -94,7 +94,7 @@ std::optional<ForkedChild> ForkServer::fork(const std::map<std::string, std::str
   uintmax_t log_size = size_or_zero(log_path_);
   std::string line;
   while (!ready_) {
-    if (stop || ended_collecting()) return std::nullopt;
+    if (stop || ended()) return std::nullopt;
     Read r = read_line(50, line);
     if (r == Read::closed || server_.try_wait()) {
       status_ = server_.wait();
@@ -141,8 +141,9 @@ std::optional<int> ForkedChild::try_wait() {
     case ForkServer::Read::none:
       return std::nullopt;
     case ForkServer::Read::closed:
-      // The server died; its children die with it (PR_SET_PDEATHSIG).
-      server_->give_up("the fork server died while a child ran");
+      // The server died; its children die with it (PR_SET_PDEATHSIG). The next attempt starts
+      // a new server.
+      server_->status_ = server_->server_.wait();
       status_ = SIGKILL;  // as waitpid reports a SIGKILL
       return status_;
     case ForkServer::Read::line:

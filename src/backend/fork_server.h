@@ -45,9 +45,8 @@ class ForkServer {
 
   // Waits for the collection if it is still going, then forks a child that runs the collected
   // session with `env` added and its output in `log_path`. nullopt when
-  // - the server ended while collecting (ended_collecting(): it crashed, exited, or printed
-  //   nothing for `stall_timeout_s`), as a spawned pytest would have: the caller reports that
-  //   and a later attempt starts a new server;
+  // - the server ended while collecting (it crashed, exited, or printed nothing for
+  //   `stall_timeout_s`), as a spawned pytest would have: the caller reports that;
   // - the server cannot fork (failed(): failure() says why): the caller spawns instead;
   // - `stop` was set.
   std::optional<ForkedChild> fork(const std::map<std::string, std::string>& env,
@@ -57,7 +56,9 @@ class ForkServer {
   void give_up(std::string why);
   bool failed() const { return !failure_.empty(); }
   const std::string& failure() const { return failure_; }
-  bool ended_collecting() const { return stalled_ || status_.has_value(); }
+  // The server is gone (it crashed, exited or stalled, collecting or under a child): the next
+  // attempt starts a new one.
+  bool ended() const { return stalled_ || status_.has_value(); }
   bool stalled() const { return stalled_; }
   std::optional<int> status() const { return status_; }  // wait status, when it ended
   const std::string& log_path() const { return log_path_; }

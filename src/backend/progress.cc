@@ -24,6 +24,19 @@ bool in_file(const std::string& test_id, const std::string& relpath) {
 
 }  // namespace
 
+std::optional<double> remaining_seconds(const ProgressSnapshot& s) {
+  if (s.unknown_files || s.done == 0) return std::nullopt;
+  double workers = std::max(1, s.workers);
+  double left = static_cast<double>(s.total > s.done ? s.total - s.done : 0);
+  // The average so far: elapsed time per finished test, over the tests left.
+  double by_average = s.elapsed_s * left / static_cast<double>(s.done);
+  if (s.history_total_s <= 0) return by_average;
+  double by_history = std::max(0.0, s.history_total_s - s.history_done_s) / workers;
+  // Pace: how long the done part took against what the record expected of it.
+  if (s.history_done_s > 0) by_history *= s.elapsed_s / (s.history_done_s / workers);
+  return std::max(by_history, by_average);
+}
+
 Progress::Progress(bool tty, std::map<std::string, double> test_durations, int workers)
     : tty_(tty), workers_(std::max(1, workers)), history_(std::move(test_durations)) {}
 
@@ -80,18 +93,38 @@ std::string Progress::line() {
   total = std::max(total, done);
   double elapsed = (steady_us() - started_us_) / 1e6;
   // Files nobody has run yet make the total a lower bound and the ETA a guess not worth showing.
-  std::string eta = "?";
-  if (!unknown_.empty())
-    eta = "? (first run)";
-  else if (history_total_s_ > 0)
-    eta = format_seconds(std::max(0.0, history_total_s_ - history_done_s_) / workers_);
-  else if (done > 0)
-    eta = format_seconds(elapsed * static_cast<double>(total - done) / static_cast<double>(done));
+  ProgressSnapshot snapshot{
+      elapsed, done, total, history_total_s_, history_done_s_, workers_, !unknown_.empty()};
+  std::optional<double> left = remaining_seconds(snapshot);
+  std::string eta = !unknown_.empty() ? "? (first run)"
+                    : !left           ? "?"
+                    : done >= total   ? "finishing (reruns)"
+                                      : format_seconds(*left);
   return fmt::format(
       "[{}/{}{}] {} passed, {} failed, {} error, {} xfailed, {} xpassed, {} skipped, {} flaky | "
       "{} elapsed, ETA {}",
       done, total, unknown_.empty() ? "" : "+", counts["passed"], counts["failed"], counts["error"],
       counts["xfailed"], counts["xpassed"], counts["skipped"], flaky, format_seconds(elapsed), eta);
+}
+
+void Progress::file_finished(const std::string& relpath, double seconds) {
+  std::string text;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::map<std::string, size_t> counts;
+    for (auto it = outcomes_.lower_bound(relpath + "::"); it != outcomes_.end(); ++it) {
+      if (!in_file(it->first, relpath)) break;
+      ++counts[it->second];
+    }
+    auto whole_file = outcomes_.find(relpath);  // a whole-file error has the relpath as its id
+    if (whole_file != outcomes_.end()) ++counts[whole_file->second];
+    std::string parts;
+    for (const auto& [outcome, n] : counts)
+      parts += fmt::format("{}{} {}", parts.empty() ? "" : ", ", n, outcome);
+    text = fmt::format("done {} in {}: {}", relpath, format_seconds(seconds),
+                       parts.empty() ? "no results" : parts);
+  }
+  std::cerr << (tty_ ? "\r\033[K" : "") << text << "\n";
 }
 
 void Progress::start() {
@@ -111,8 +144,9 @@ void Progress::stop() {
 }
 
 void Progress::loop() {
-  // A terminal gets a redrawn line twice a second; a log gets one line every five seconds.
-  auto period = std::chrono::milliseconds(tty_ ? 500 : 5000);
+  // A terminal gets a redrawn line twice a second; a log gets one line every 30 s (and a line
+  // per finished file), so a long run's log stays readable.
+  auto period = std::chrono::milliseconds(tty_ ? 500 : 30000);
   std::unique_lock<std::mutex> lock(mutex_);
   while (!wake_.wait_for(lock, period, [this] { return stopping_; })) {
     lock.unlock();

@@ -1,10 +1,11 @@
 #pragma once
-// The run's progress on stderr: a live line on a terminal, a plain line every few seconds
-// otherwise, with an ETA from the durations recorded in earlier runs.
+// The run's progress on stderr: a live line on a terminal; otherwise a plain line at most every
+// 30 s and one per finished file. The ETA is the expected time of what remains.
 #include <atomic>
 #include <condition_variable>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -12,6 +13,21 @@
 #include "backend/evidence_store.h"
 
 namespace ootci {
+
+// What the ETA is made of, at one moment of a run.
+struct ProgressSnapshot {
+  double elapsed_s = 0;
+  size_t done = 0, total = 0;  // tests with a result, tests expected
+  // Recorded durations (earlier runs) of every expected test, and of those done so far.
+  double history_total_s = 0, history_done_s = 0;
+  int workers = 1;
+  bool unknown_files = false;  // files never run before, not collected yet
+};
+
+// Seconds left, or nullopt when there is nothing to go on. Recorded durations say what remains;
+// the pace so far scales them (crashes, reruns and process starts are not in the record), and
+// the average time per finished test is a floor, so the ETA does not say seconds for minutes.
+std::optional<double> remaining_seconds(const ProgressSnapshot& s);
 
 class Progress {
  public:
@@ -25,6 +41,8 @@ class Progress {
   void add(const TestResult& result);
   // Tests a resumed run finished before.
   void add_finished(const std::vector<TestResult>& results);
+  // A file is through (with its reruns): one line with its counts, also when not on a terminal.
+  void file_finished(const std::string& relpath, double seconds);
 
   void start();
   void stop();

@@ -141,6 +141,7 @@ PytestOutcome watch(Process& proc, const PytestRequest& req, const std::string& 
     std::string kind = field<std::string>(e, "e", "");
     if (kind == "collected") {
       out.collected = field<std::vector<std::string>>(e, "tests", {});
+      out.multi_device = field<std::vector<std::string>>(e, "multi_device", {});
     } else if (kind == "start") {
       TestResult skeleton = result_from_event(e);
       out.in_progress = skeleton.test_id;
@@ -249,7 +250,7 @@ PytestOutcome run_pytest(const PytestRequest& req,
   if (req.fork_server) {
     ForkServer& server = *req.fork_server;
     auto child = server.fork(attempt_env, log_path, req.stall_timeout_s, stop);
-    if (!child && server.ended_collecting()) {
+    if (!child && server.ended()) {
       // What a spawned pytest that hung or died before its first test would have given.
       PytestOutcome out;
       out.log_path = server.log_path();
@@ -270,14 +271,16 @@ PytestOutcome run_pytest(const PytestRequest& req,
       // A child that never got as far as reporting its tests failed for a reason of the fork's
       // own (the file collected fine in the server): this file spawns from now on.
       if (out.collected || out.ending == PytestEnding::interrupted) return out;
+      std::string fork_log = req.work_dir + "/pytest.fork.log";
+      std::error_code ignored;  // a child that died at once wrote no log
+      fs::rename(log_path, fork_log, ignored);
+      fs::remove(events, ignored);
       server.give_up(fmt::format("a forked child ended ({}) before reporting its tests; see {}",
                                  out.ending == PytestEnding::signaled ? signal_name(out.signal)
                                  : out.ending == PytestEnding::exited
                                      ? fmt::format("exit code {}", out.exit_code)
                                      : std::string("stalled"),
-                                 log_path));
-      fs::rename(log_path, req.work_dir + "/pytest.fork.log");
-      fs::remove(events);
+                                 fork_log));
     }
     if (server.failed())
       std::ofstream(log_path, std::ios::app)

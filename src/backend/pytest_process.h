@@ -43,9 +43,11 @@ struct PytestOutcome {
   int exit_code = 0;
   int signal = 0;
   std::optional<std::vector<std::string>> collected;  // ids the process was going to run
-  std::vector<TestResult> results;                    // in the order they finished
-  std::optional<std::string> in_progress;             // started but never finished
-  double in_progress_s = 0;                           // how long it had been running
+  // Tests it left for a run with every device of the pool (OOTCI_RUN_MULTI_DEVICE=defer).
+  std::vector<std::string> multi_device;
+  std::vector<TestResult> results;         // in the order they finished
+  std::optional<std::string> in_progress;  // started but never finished
+  double in_progress_s = 0;                // how long it had been running
   std::string killed_test;  // the test a test_timeout was for (another may have started since)
   // Mode, op and dtype of every test that started, for results the process could not report.
   std::map<std::string, TestResult> started;

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -92,6 +93,49 @@ std::string tail_of_file(const std::string& path) {
   return read_file_tail(path, 2000);
 }
 
+// A device pool's admission (run.devices): workers' attempts share the pool, a test that needs
+// every device waits for the running ones to end and holds it alone. New attempts wait while it
+// waits, so it cannot starve. (std::shared_mutex does not promise that.)
+class PoolGate {
+ public:
+  void enter() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait(lock, [&] { return !alone_ && waiting_alone_ == 0; });
+    ++sharing_;
+  }
+  void leave() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    --sharing_;
+    changed_.notify_all();
+  }
+  void enter_alone() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    ++waiting_alone_;
+    changed_.wait(lock, [&] { return !alone_ && sharing_ == 0; });
+    --waiting_alone_;
+    alone_ = true;
+  }
+  void leave_alone() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    alone_ = false;
+    changed_.notify_all();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  int sharing_ = 0, waiting_alone_ = 0;
+  bool alone_ = false;
+};
+
+// The devices of a pool of `devices` that worker `w` of `workers` owns, as the device variable
+// says them: "0", or "1,3" when there are more devices than workers.
+std::string devices_of_worker(int w, int workers, int devices) {
+  std::string out;
+  for (int d = w; d < devices; d += workers) out += (out.empty() ? "" : ",") + std::to_string(d);
+  return out;
+}
+
 // Runs the plan's files on worker threads; every result goes to the store as it finishes.
 class Runner {
  public:
@@ -112,10 +156,12 @@ class Runner {
     files_total_ = files.size();
     std::mutex queue_mutex;
     size_t next = 0;
-    int workers = req_.workers > 0 ? req_.workers : req_.backend.run.workers;
+    int workers = std::max(1, req_.workers > 0 ? req_.workers : req_.backend.run.workers);
+    int devices = req_.backend.run.devices;
+    if (devices > 0) workers = std::min(workers, devices);  // a worker owns at least one device
     std::vector<std::thread> threads;
-    for (int w = 0; w < std::max(1, workers); ++w) {
-      threads.emplace_back([&] {
+    for (int w = 0; w < workers; ++w) {
+      threads.emplace_back([&, w] {
         for (;;) {
           size_t i;
           {
@@ -126,8 +172,13 @@ class Runner {
           // One file's trouble (a full disk, a busy database) must not end the run.
           try {
             FileState state;
+            if (devices > 0) state.devices = devices_of_worker(w, workers, devices);
+            int64_t file_started = steady_us();
             run_file(files[i], state);
-            if (!g_run_stop) ++files_finished_;
+            if (!g_run_stop) {
+              ++files_finished_;
+              progress.file_finished(files[i].relpath, (steady_us() - file_started) / 1e6);
+            }
           } catch (const std::exception& e) {
             ++files_finished_;
             try {
@@ -148,6 +199,8 @@ class Runner {
     std::map<std::string, TestResult> started;  // mode/op/dtype of tests seen starting
     std::vector<TestResult> results;            // this pass's results, for reruns
     std::unique_ptr<ForkServer> fork_server;    // run.isolation: fork, from the first attempt
+    std::string devices;                        // the worker's, under a device pool
+    std::set<std::string> multi_device;         // tests that run alone with every device
   };
 
   void record(TestResult r) {
@@ -169,6 +222,18 @@ class Runner {
     p.command.insert(p.command.end(), req_.backend.run.pytest_args.begin(),
                      req_.backend.run.pytest_args.end());
     p.env = env_;
+    // Under a device pool, tests that need every device run alone with all of them, spawned: a
+    // backend reads its devices when it is imported, so the fork server's would be the worker's.
+    bool pool = req_.backend.run.devices > 0;
+    bool alone = pool && only && !only->empty() &&
+                 std::all_of(only->begin(), only->end(),
+                             [&](const std::string& id) { return st.multi_device.count(id); });
+    if (pool) {
+      p.env["OOTCI_DEVICE_ENV"] = req_.backend.device_env;
+      p.env[req_.backend.device_env] =
+          alone ? devices_of_worker(0, 1, req_.backend.run.devices) : st.devices;
+      if (!alone) p.env["OOTCI_RUN_MULTI_DEVICE"] = "defer";
+    }
     p.cwd = run_dir_;
     p.work_dir = fmt::format("{}/work/{}", run_dir_, attempt_counter_++);
     p.only = std::move(only);
@@ -176,14 +241,14 @@ class Runner {
     p.skip = skip;
     p.stall_timeout_s = req_.backend.run.stall_timeout_s;
     p.test_timeout_s = req_.backend.run.test_timeout_s;
-    if (run_isolation(req_.backend) == "fork") {
+    if (run_isolation(req_.backend) == "fork" && !alone) {
       // A server that hung or died collecting is what a spawned process would have met: the
       // caller reports it, and the next attempt starts over, as it would spawn again.
-      if (!st.fork_server || st.fork_server->ended_collecting()) {
+      if (!st.fork_server || st.fork_server->ended()) {
         SpawnOptions server;
         server.argv = p.command;
         server.argv.insert(server.argv.end(), {"-p", "ootci_torch.fork_server"});
-        server.env = env_;
+        server.env = p.env;
         server.cwd = run_dir_;
         server.output_file = p.work_dir + ".fork-server.log";
         server.die_with_parent = true;
@@ -192,7 +257,16 @@ class Runner {
       }
       p.fork_server = st.fork_server.get();
     }
-    return run_pytest(p, on_result, g_run_stop);
+    if (!pool) return run_pytest(p, on_result, g_run_stop);
+    alone ? pool_.enter_alone() : pool_.enter();
+    try {
+      PytestOutcome out = run_pytest(p, on_result, g_run_stop);
+      alone ? pool_.leave_alone() : pool_.leave();
+      return out;
+    } catch (...) {
+      alone ? pool_.leave_alone() : pool_.leave();
+      throw;
+    }
   }
 
   // A result the process could not report itself, with the test's mode, op and dtype when the
@@ -260,8 +334,8 @@ class Runner {
   }
 
   // One process per test, so whatever kills a process takes only its own test with it.
-  void run_one_by_one(const PlanFile& f, FileState& st) {
-    for (const auto& id : st.all) {
+  void run_one_by_one(const PlanFile& f, FileState& st, const std::vector<std::string>& ids) {
+    for (const auto& id : ids) {
       if (st.done.count(id) || g_run_stop) continue;
       PytestOutcome one = attempt(f, st, std::vector<std::string>{id}, {},
                                   [&](const TestResult& r) { keep(st, r); });
@@ -285,9 +359,10 @@ class Runner {
           f, st, only, st.done, [&](const TestResult& r) { keep(st, r); },
           st.all.empty() ? f.bases : std::nullopt);
       for (const auto& [k, v] : out.started) st.started.emplace(k, v);
+      st.multi_device.insert(out.multi_device.begin(), out.multi_device.end());
       if (out.collected && st.all.empty()) {
         st.all = *out.collected;
-        progress_->expect(f.relpath, st.all.size());
+        progress_->expect(f.relpath, st.all.size() + st.multi_device.size());
       }
       if (out.ending == PytestEnding::interrupted) return;
       bool exited = out.ending == PytestEnding::exited;
@@ -337,7 +412,7 @@ class Runner {
                                           "phase\n{}",
                                           cls, tail_of_file(out.log_path)),
                               st.started));
-        if (!st.all.empty()) run_one_by_one(f, st);
+        if (!st.all.empty()) run_one_by_one(f, st, st.all);
         break;
       }
       std::vector<std::string> rest;
@@ -359,6 +434,8 @@ class Runner {
       }
       only = st.all.empty() ? f.only : std::optional<std::vector<std::string>>(rest);
     }
+    if (!g_run_stop && !st.multi_device.empty())
+      run_one_by_one(f, st, {st.multi_device.begin(), st.multi_device.end()});
     rerun_failures(f, st);
   }
 
@@ -373,22 +450,26 @@ class Runner {
     }
     for (int round = 1; round <= req_.backend.run.reruns && !still.empty(); ++round) {
       if (g_run_stop) return;
-      std::vector<std::string> ids;
-      for (const auto& [id, r] : still) ids.push_back(id);
-      attempt(f, st, ids, {}, [&](const TestResult& again) {
-        auto it = still.find(again.test_id);
-        if (it == still.end()) return;
-        // A pass clears the failure (flaky); a new failure replaces it; a skip or an expected
-        // failure on a rerun proves nothing, so the old failure stands.
-        TestResult r = passes(again) || failing(again) ? again : it->second;
-        r.reruns = round;
-        r.flaky = passes(again);
-        if (r.flaky)
-          still.erase(it);
-        else
-          it->second = r;
-        record(r);
-      });
+      // Tests that need every device rerun alone, apart from the others.
+      std::vector<std::string> shared, alone;
+      for (const auto& [id, r] : still) (st.multi_device.count(id) ? alone : shared).push_back(id);
+      for (const auto* ids : {&shared, &alone}) {
+        if (ids->empty()) continue;
+        attempt(f, st, *ids, {}, [&](const TestResult& again) {
+          auto it = still.find(again.test_id);
+          if (it == still.end()) return;
+          // A pass clears the failure (flaky); a new failure replaces it; a skip or an expected
+          // failure on a rerun proves nothing, so the old failure stands.
+          TestResult r = passes(again) || failing(again) ? again : it->second;
+          r.reruns = round;
+          r.flaky = passes(again);
+          if (r.flaky)
+            still.erase(it);
+          else
+            it->second = r;
+          record(r);
+        });
+      }
     }
   }
 
@@ -400,6 +481,7 @@ class Runner {
   std::set<std::string> finished_;
   std::mutex store_mutex_;
   std::atomic<int> attempt_counter_{0};
+  PoolGate pool_;  // run.devices
   std::atomic<size_t> files_finished_{0};
   size_t files_total_ = 0;
   Progress* progress_ = nullptr;

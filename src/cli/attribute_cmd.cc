@@ -28,6 +28,7 @@ struct AttributeArgs {
   std::string config, run, evidence;
   int reruns = 0, probe_reruns = -1, max_probes = 0;
   bool json = false;
+  std::string isolation;  // --isolation: overrides run.isolation for every probe
 };
 
 // The newest green run that started before `run`, preferring the same test-suite configs; a
@@ -58,6 +59,7 @@ Combination combination_of(const RunInfo& run) {
 
 void attribute_command(const AttributeArgs& a) {
   BackendConfig config = load_backend_or_exit(a.config);
+  if (!a.isolation.empty()) config.run.isolation = a.isolation;
   std::string db = a.evidence.empty() ? evidence_path(config) : a.evidence;
   if (!fs::exists(db)) throw Error(fmt::format("no evidence database at {}", db));
   auto store = EvidenceStore::open(db);
@@ -139,6 +141,7 @@ void add_attribute_commands(CLI::App& app) {
   cmd->add_option("--max-probes", args.max_probes,
                   "probe budget: control, expansions, bisection (default: attribute.max_probes)")
       ->check(CLI::Range(1, 200));
+  add_isolation_option(cmd, args.isolation);
   cmd->add_flag("--json", args.json, "print the triage_verdict instead of the report");
   cmd->callback([] { attribute_command(args); });
 }

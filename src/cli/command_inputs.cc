@@ -1,5 +1,5 @@
-// What several commands read the same way: the ootci.yaml they were given, and a dispatch's
-// client_payload file.
+// What several commands read the same way: the ootci.yaml they were given, --isolation, and a
+// dispatch's client_payload file.
 #include <fmt/format.h>
 
 #include <iostream>
@@ -15,6 +15,13 @@ BackendConfig load_backend_or_exit(const std::string& path) {
   for (const auto& e : loaded.errors) std::cerr << e << "\n";
   if (!loaded.config) throw ExitStatus{1};
   return *loaded.config;
+}
+
+void add_isolation_option(CLI::App* cmd, std::string& into) {
+  cmd->add_option("--isolation", into,
+                  "fork: one interpreter per test file, a fork per attempt; spawn: an interpreter "
+                  "per attempt (default: run.isolation)")
+      ->check(CLI::IsMember({"fork", "spawn"}));
 }
 
 nlohmann::json read_client_payload(const std::string& path) {

@@ -34,6 +34,10 @@ struct ExitStatus {
 // The ootci.yaml at `path`; on errors, prints each (file:line:col: path: message) and exits 1.
 BackendConfig load_backend_or_exit(const std::string& path);
 
+// --isolation fork|spawn (run, discover, attribute): stored in `into`, empty when not given; the
+// command then sets run.isolation from it.
+void add_isolation_option(CLI::App* cmd, std::string& into);
+
 // The client_payload in `path` (`ootci gate --payload`, `ootci report --payload`): what
 // toJSON(github.event.client_payload) writes, or a whole repository_dispatch body
 // {"event_type": ..., "client_payload": {...}} around it. Errors name the file.

@@ -88,10 +88,7 @@ void add_discover_commands(CLI::App& app) {
                 "run files already discovered for this content and revision");
   cmd->add_option("--workers", args.workers, "test files in parallel (default: run.workers)")
       ->check(CLI::Range(1, 256));
-  cmd->add_option("--isolation", args.isolation,
-                  "fork: one interpreter per file, a fork per attempt; spawn: an interpreter per "
-                  "attempt (default: run.isolation)")
-      ->check(CLI::IsMember({"fork", "spawn"}));
+  add_isolation_option(cmd, args.isolation);
   cmd->add_option("--evidence", args.evidence, "evidence database (default: workspace)");
   cmd->callback([] { discover_command(args); });
 }

@@ -75,10 +75,7 @@ void add_run_commands(CLI::App& app) {
   cmd->add_option("--shard", args.shard, "run shard K of N (K/N)");
   cmd->add_option("--workers", args.workers, "test files in parallel (default: run.workers)")
       ->check(CLI::Range(1, 256));
-  cmd->add_option("--isolation", args.isolation,
-                  "fork: one interpreter per file, a fork per attempt; spawn: an interpreter per "
-                  "attempt (default: run.isolation)")
-      ->check(CLI::IsMember({"fork", "spawn"}));
+  add_isolation_option(cmd, args.isolation);
   cmd->add_option("--resume", args.resume, "continue an interrupted run");
   cmd->add_option("--run-id", args.run_id, "id for the new run (default: generated)")
       ->excludes("--resume");

@@ -253,6 +253,42 @@ def test_fork_and_spawn_give_the_same_records_and_fork_imports_once(ws, tmp_path
     assert imports["spawn"] >= 4
 
 
+def test_a_dead_fork_server_is_replaced_and_the_records_are_those_of_spawn(ws, tmp_path):
+    ws.config(fixture_config(*(f"TestRunnerFixture::test_{n}" for n in
+                               ("pass_a", "kills_fork_server", "pass_b"))))
+    records = {}
+    for isolation in ("spawn", "fork"):
+        d = tmp_path / isolation
+        d.mkdir()
+        state = {"OOTCI_FIXTURE_STATE": str(d), "OOTCI_FIXTURE_LOG": str(d / "ran.log")}
+        ran = run(ws, "--isolation", isolation, env=state)
+        assert ran.returncode == 0, ran.output[-3000:]
+        records[isolation] = {k: v[:5] for k, v in ran.results().items()}
+        if isolation == "fork":
+            assert (d / "killed-a-server").exists()  # the server did die
+            # The first server, and the one started after it died for the test run alone.
+            assert executions(state)["import"] == 2
+            assert "not when run alone" in ran.results()[
+                f"{RUNNER_CLASS}::test_kills_fork_server_privateuseone"][5]
+    assert records["fork"] == records["spawn"]
+    assert set(v[0] for v in records["fork"].values()) == {"passed"}
+
+
+def test_a_child_that_dies_before_reporting_its_tests_sends_the_file_to_spawn(ws, state):
+    ws.config(fixture_config("TestRunnerFixture::test_pass_a", "TestRunnerFixture::test_flaky"))
+    ran = run(ws, "--isolation", "fork", env={**state, "OOTCI_FIXTURE_FORK_BREAKS": "1"})
+    assert ran.returncode == 0, ran.output[-3000:]
+    results = ran.results()
+    assert results[f"{RUNNER_CLASS}::test_pass_a_privateuseone"][0] == "passed"
+    assert results[f"{RUNNER_CLASS}::test_flaky_privateuseone"][:4] == ("passed", "", 1, 1)
+    work = ws.path / ".ootci" / "runs" / ran.run_id / "work"
+    first = (work / "0" / "pytest.log").read_text()
+    assert first.startswith("ootci: not forked (a forked child ended (exit code 7) before "
+                            "reporting its tests"), first[:300]
+    # The server, then one spawned process per attempt: the pass and the flaky test's rerun.
+    assert executions(state)["import"] == 3
+
+
 def test_a_backend_that_is_not_fork_safe_runs_under_spawn(ws, state):
     ws.ootci_yaml()
     text = (ws.path / "ootci.yaml").read_text()
@@ -263,6 +299,72 @@ def test_a_backend_that_is_not_fork_safe_runs_under_spawn(ws, state):
     assert ran.returncode == 0, ran.output[-3000:]
     assert json.loads(ran.run_row()[2])["isolation"] == "spawn"
     assert executions(state)["import"] == 2  # the pass, and the flaky test's rerun
+
+
+POOL_TEST = """
+import json, os, time
+import torch
+from torch.testing._internal.common_device_type import deviceCountAtLeast, instantiate_device_type_tests
+from torch.testing._internal.common_utils import TestCase
+
+
+def _log(name, start, **fields):
+    with open(os.environ["OOTCI_POOL_LOG"], "a") as f:
+        f.write(json.dumps({"test": name, "file": os.path.basename(__file__), "start": start,
+                            "end": time.time(), "pid": os.getpid(),
+                            "devices": os.environ.get("OOTCI_REF_VISIBLE_DEVICES"), **fields}) + "\\n")
+
+
+class TestPool(TestCase):
+    def test_one(self, device):
+        start = time.time()
+        time.sleep(1.0)  # long enough for the other worker to be running too
+        _log("one", start, index=torch.ones(2, device=device).device.index)
+
+    @deviceCountAtLeast(2)
+    def test_all(self, devices):
+        start = time.time()
+        time.sleep(0.5)
+        _log("all", start, n=len(devices), index=torch.ones(2, device=devices[1]).device.index)
+
+
+instantiate_device_type_tests(TestPool, globals())
+"""
+
+
+def test_a_device_pool_gives_each_worker_its_device_and_multi_device_tests_all_alone(ws, tmp_path):
+    ws.ootci_yaml(run={"workers": 2, "devices": 2})
+    text = (ws.path / "ootci.yaml").read_text()
+    (ws.path / "ootci.yaml").write_text(text.replace(
+        "  device_type: privateuseone\n",
+        "  device_type: privateuseone\n  device_env: OOTCI_REF_VISIBLE_DEVICES\n"))
+    config = "test_suite_config:\n  files:\n"
+    for name in ("pool_a.py", "pool_b.py"):
+        (ws.path / name).write_text(POOL_TEST)
+        config += (f"    - path: {ws.path / name}\n      unlisted_test_mode: skip\n      tests:\n"
+                   "        - names: [TestPool::test_one, TestPool::test_all]\n")
+    ws.config(config)
+    log = tmp_path / "pool.jsonl"
+    ran = run(ws, env={"OOTCI_POOL_LOG": str(log)})
+    assert ran.returncode == 0, ran.output[-3000:]
+    db = sqlite3.connect(ws.path / ".ootci" / "evidence.db")
+    rows = db.execute("SELECT test_id, outcome FROM results WHERE run_id = ?", (ran.run_id,))
+    assert sorted((os.path.basename(t.split("::")[0]), t.split("::")[-1], o) for t, o in rows) == [
+        (f, f"test_{n}_privateuseone", "passed") for f in ("pool_a.py", "pool_b.py")
+        for n in ("all", "one")]
+    entries = [json.loads(line) for line in log.read_text().splitlines()]
+    one = {e["file"]: e for e in entries if e["test"] == "one"}
+    every = [e for e in entries if e["test"] == "all"]
+    # Each worker has its own device, and its process sees it as index 0.
+    assert sorted(e["devices"] for e in one.values()) == ["0", "1"], entries
+    assert [e["index"] for e in one.values()] == [0, 0]
+    # A test that needs two devices gets both, can use the second, and runs with nothing beside it.
+    assert len(every) == 2 and all(e["devices"] == "0,1" and e["n"] == 2 and e["index"] == 1
+                                   for e in every), entries
+    for e in every:
+        for other in entries:
+            if other is not e:
+                assert other["end"] <= e["start"] or other["start"] >= e["end"], (e, other)
 
 
 def test_shards_are_disjoint_cover_the_plan_and_balance_on_history(ws, state):
