@@ -13,7 +13,9 @@ Each child is a fork taken after collection: it sets the request's environment (
 and the OOTCI_RUN_ONLY/_ONLY_BASES/_SKIP lists of run_reporter.py), narrows the collected items as
 a fresh `pytest FILE` would, and runs them with pytest's own loop, so results, events and exit
 status are those of a spawned process. A crash, a hang or a rerun costs a fork, not an
-interpreter start plus torch plus collection. The server exits at EOF.
+interpreter start plus torch plus collection. A child leaves with os._exit once pytest is done
+(its exit status, its files flushed): tearing torch down again would cost 0.6 s, and atexit
+handlers that a test registered do not run. The server exits at EOF.
 
 torch's OpenMP pool does not survive a fork (libgomp: a child hangs in its first parallel
 region if the parent ever started the pool), so the server runs with one thread and each child
@@ -32,6 +34,8 @@ _fd = os.environ.get("OOTCI_FORK_SERVER_FD")
 _threads = None       # the torch thread count a child gets back
 _collect_errors = []  # collection errors, for each child's events file
 _fault_file = None    # faulthandler's file in a child (kept open)
+_in_child = False
+_exit_status = 0      # the child's pytest exit status, once the session is over
 
 
 def _reply(fd, message):
@@ -76,6 +80,8 @@ def _redirect_output(config, log_path):
 
 
 def _child(session, request, requests, server_pid):
+    global _in_child
+    _in_child = True
     requests.close()
     os.setpgid(0, 0)  # ootci kills the child's whole group on a stall or a timeout
     # Dies with the server, as a spawned pytest dies with ootci.
@@ -100,6 +106,8 @@ def pytest_runtestloop(session):
         return None
     fd = int(_fd)
     requests = os.fdopen(fd, "rb", buffering=0)
+    from ootci_torch import run_reporter
+    run_reporter.remember_ids(session.items)  # once here, not in every child
     _reply(fd, {"ready": len(session.items)})
     for line in iter(requests.readline, b""):
         request = json.loads(line)
@@ -119,3 +127,20 @@ def pytest_runtestloop(session):
         _, status = os.waitpid(pid, 0)
         _reply(fd, {"exit": pid, "status": status})
     return True
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_sessionfinish(session):
+    global _exit_status
+    yield
+    _exit_status = int(session.exitstatus)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config):
+    """A child ends here, with pytest's exit status, without tearing the interpreter down: torch's
+    teardown takes about 0.6 s, and the server's copy of it is still alive."""
+    if _in_child:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(_exit_status)

@@ -83,6 +83,12 @@ def pytest_configure(config):
     start_events()
 
 
+def remember_ids(items):
+    """Computes each item's test id once (a fork server, before its children narrow)."""
+    for item in items:
+        item._ootci_test_id = test_id(item)
+
+
 def collect_error(message):
     _emit({"e": "collect_error", "message": _text(message[-_MESSAGE_LIMIT:])})
 
@@ -106,7 +112,7 @@ def narrow(config, items):
     defer = os.environ.get("OOTCI_RUN_MULTI_DEVICE") == "defer"
     kept, dropped, multi_device = [], [], []
     for item in items:
-        tid = test_id(item)
+        tid = getattr(item, "_ootci_test_id", None) or test_id(item)
         props = dict(item.user_properties)
         if tid in skip or not _wanted(tid, props, only, only_bases):
             dropped.append(item)

@@ -157,11 +157,14 @@ std::optional<int> ForkedChild::try_wait() {
 }
 
 int ForkedChild::wait() {
-  while (!try_wait()) {
-    pollfd p{server_->socket_, POLLIN, 0};
-    poll(&p, 1, 100);
-  }
+  while (!try_wait()) await_exit(100);
   return *status_;
+}
+
+void ForkedChild::await_exit(int timeout_ms) {
+  if (status_) return;
+  pollfd p{server_->socket_, POLLIN, 0};
+  poll(&p, 1, timeout_ms);
 }
 
 void ForkedChild::signal(int sig) {

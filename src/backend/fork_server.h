@@ -23,7 +23,8 @@ class ForkedChild {
   pid_t pid() const { return pid_; }
   std::optional<int> try_wait();  // raw wait status; nullopt while it runs
   int wait();
-  void signal(int sig);  // to the child's process group
+  void await_exit(int timeout_ms);  // until the server reports the exit, or the timeout
+  void signal(int sig);             // to the child's process group
   void kill_group();
 
  private:

@@ -10,7 +10,6 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <thread>
 
 #include "base/error.h"
 #include "base/subprocess.h"
@@ -208,7 +207,7 @@ PytestOutcome watch(Process& proc, const PytestRequest& req, const std::string& 
         out.bad_events = reader.bad_lines();
       return out;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    proc.await_exit(50);
   }
   proc.kill_group();
   reader.poll(on_event);

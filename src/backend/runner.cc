@@ -295,11 +295,13 @@ class Runner {
 
   // The test that was running when its process died from a signal, run again alone: a crash that
   // repeats is the test's own; one that does not came from the tests before it.
+  // A test that crashed as the first test of its process (after a crash before it) was already
+  // alone: `first` is that attempt, and it is not run again.
   void confirm_crash(const PlanFile& f, FileState& st, const std::string& id, int sig,
-                     double seconds) {
+                     double seconds, const PytestOutcome* first = nullptr) {
     std::optional<TestResult> alone;
     PytestOutcome again =
-        attempt(f, st, std::vector<std::string>{id}, {}, [&](const TestResult& r) {
+        first ? *first : attempt(f, st, std::vector<std::string>{id}, {}, [&](const TestResult& r) {
           if (r.test_id == id) alone = r;
         });
     for (const auto& [k, v] : again.started) st.started.emplace(k, v);
@@ -383,7 +385,9 @@ class Runner {
                                           req_.backend.run.test_timeout_s),
                               st.started, out.in_progress_s));
       } else if (out.in_progress && out.ending == PytestEnding::signaled) {
-        confirm_crash(f, st, *out.in_progress, out.signal, out.in_progress_s);
+        bool first = out.started.size() == 1 && out.results.empty();
+        confirm_crash(f, st, *out.in_progress, out.signal, out.in_progress_s,
+                      first ? &out : nullptr);
       } else if (out.in_progress && exited) {
         keep(st, error_result(*out.in_progress, "ProcessExit",
                               fmt::format("the test process exited with status {} during this "

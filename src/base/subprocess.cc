@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,6 +14,7 @@
 #include <cctype>
 #include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "base/error.h"
 
@@ -85,6 +87,7 @@ Subprocess& Subprocess::operator=(Subprocess&& other) noexcept {
   std::swap(pid_, other.pid_);
   std::swap(group_, other.group_);
   std::swap(status_, other.status_);
+  std::swap(pidfd_, other.pidfd_);
   return *this;
 }
 
@@ -93,6 +96,19 @@ Subprocess::~Subprocess() {
     signal(SIGKILL);
     wait();
   }
+  if (pidfd_ >= 0) close(pidfd_);
+}
+
+void Subprocess::await_exit(int timeout_ms) {
+  if (status_ || pid_ <= 0) return;
+  // The raw syscall: glibc 2.36's <sys/pidfd.h> lacks extern "C" for C++.
+  if (pidfd_ < 0) pidfd_ = static_cast<int>(syscall(SYS_pidfd_open, pid_, 0));
+  if (pidfd_ < 0) {  // a kernel without pidfd_open (before Linux 5.3): just wait
+    std::this_thread::sleep_for(std::chrono::milliseconds(timeout_ms));
+    return;
+  }
+  pollfd p{pidfd_, POLLIN, 0};
+  poll(&p, 1, timeout_ms);
 }
 
 void Subprocess::signal(int sig) {

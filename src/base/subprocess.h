@@ -42,12 +42,16 @@ class Subprocess {
   // Exit status as from waitpid; nullopt if still running (non-blocking form).
   std::optional<int> try_wait();
   int wait();
+  // Blocks until the process ends or `timeout_ms` pass, whichever is first; does not reap it.
+  // A watcher polls with it, so an exit is seen at once rather than at the next tick.
+  void await_exit(int timeout_ms);
 
  private:
   Subprocess() = default;
   pid_t pid_ = -1;
   bool group_ = false;
   std::optional<int> status_;
+  int pidfd_ = -1;  // opened by await_exit
 };
 
 // A finished command's exit code (128 + signal when killed) and its separate outputs.
