@@ -1,6 +1,11 @@
 #include "base/subprocess.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
 
 namespace ootci {
 namespace {
@@ -60,6 +65,39 @@ TEST(RunCaptured, ATimeoutKillsTheProcessGroupAndKeepsWhatWasPrinted) {
   EXPECT_FALSE(r.ok());
   EXPECT_EQ(r.out, "started\n");
   EXPECT_EQ(r.exit_code, 128 + 9);
+}
+
+TEST(Subprocess, AnInheritedDescriptorKeepsItsNumberInTheChild) {
+  int ends[2];
+  ASSERT_EQ(pipe2(ends, O_CLOEXEC), 0);
+  SpawnOptions o = command({"/bin/sh", "-c", "echo through >&" + std::to_string(ends[1])});
+  o.inherit_fds = {ends[1]};
+  Subprocess child = Subprocess::spawn(o);
+  close(ends[1]);
+  EXPECT_EQ(child.wait(), 0);
+  char buf[64] = {};
+  EXPECT_EQ(read(ends[0], buf, sizeof buf - 1), 8);
+  EXPECT_STREQ(buf, "through\n");
+  close(ends[0]);
+  // Without it, close-on-exec closes the descriptor and the shell cannot write to it.
+  ASSERT_EQ(pipe2(ends, O_CLOEXEC), 0);
+  EXPECT_NE(Subprocess::spawn(command({"/bin/sh", "-c",
+                                       "echo lost >&" + std::to_string(ends[1]) + " 2>/dev/null"}))
+                .wait(),
+            0);
+  close(ends[0]);
+  close(ends[1]);
+}
+
+TEST(Subprocess, AwaitExitWaitsWithoutReaping) {
+  Subprocess child = Subprocess::spawn(command({"/bin/sleep", "30"}));
+  child.await_exit(10);
+  EXPECT_FALSE(child.try_wait());  // still running after the timeout
+  child.signal(SIGKILL);
+  child.await_exit(60000);  // returns when it dies, not after a minute
+  std::optional<int> status = child.try_wait();
+  ASSERT_TRUE(status);
+  EXPECT_TRUE(WIFSIGNALED(*status));
 }
 
 }  // namespace
