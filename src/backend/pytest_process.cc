@@ -267,6 +267,7 @@ PytestOutcome run_pytest(const PytestRequest& req,
     if (child) {
       PytestOutcome out = watch(*child, req, events, log_path, on_result, stop);
       out.forked = true;
+      out.server_died = server.ended();
       // A child that never got as far as reporting its tests failed for a reason of the fork's
       // own (the file collected fine in the server): this file spawns from now on.
       if (out.collected || out.ending == PytestEnding::interrupted) return out;

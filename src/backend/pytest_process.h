@@ -58,6 +58,8 @@ struct PytestOutcome {
   std::vector<std::string> collect_errors;
   std::string log_path;  // the process's stdout and stderr
   bool forked = false;   // by a fork server
+  // Its fork server died while it ran, and took it along: the ending is not the tests' doing.
+  bool server_died = false;
 };
 
 // "relpath::Class::name" -> file, class, name.

@@ -385,7 +385,8 @@ class Runner {
                                           req_.backend.run.test_timeout_s),
                               st.started, out.in_progress_s));
       } else if (out.in_progress && out.ending == PytestEnding::signaled) {
-        bool first = out.started.size() == 1 && out.results.empty();
+        // A death its fork server caused says nothing about the test: it runs alone anyway.
+        bool first = out.started.size() == 1 && out.results.empty() && !out.server_died;
         confirm_crash(f, st, *out.in_progress, out.signal, out.in_progress_s,
                       first ? &out : nullptr);
       } else if (out.in_progress && exited) {
