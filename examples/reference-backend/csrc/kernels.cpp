@@ -3,7 +3,6 @@
 #include <ATen/ATen.h>
 #include <ATen/EmptyTensor.h>
 #include <ATen/native/CPUFallback.h>
-#include <c10/core/DeviceGuard.h>
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/as_strided_native.h>
 #include <ATen/ops/resize_native.h>
@@ -18,19 +17,16 @@ namespace {
 
 constexpr c10::DispatchKeySet kDeviceKeys(c10::DispatchKey::PrivateUse1);
 
-// The allocator tags memory with the current device: the requested one, for the allocation.
 at::Tensor empty_memory_format(at::IntArrayRef size, c10::optional<at::ScalarType> dtype,
-                               c10::optional<at::Layout>, c10::optional<at::Device> device,
+                               c10::optional<at::Layout>, c10::optional<at::Device>,
                                c10::optional<bool>, c10::optional<at::MemoryFormat> memory_format) {
-  c10::OptionalDeviceGuard guard(device);
   return at::detail::empty_generic(size, allocator(), kDeviceKeys, c10::dtype_or_default(dtype),
                                    memory_format);
 }
 
 at::Tensor empty_strided(at::IntArrayRef size, at::IntArrayRef stride,
                          c10::optional<at::ScalarType> dtype, c10::optional<at::Layout>,
-                         c10::optional<at::Device> device, c10::optional<bool>) {
-  c10::OptionalDeviceGuard guard(device);
+                         c10::optional<at::Device>, c10::optional<bool>) {
   return at::detail::empty_strided_generic(size, stride, allocator(), kDeviceKeys,
                                            c10::dtype_or_default(dtype));
 }
