@@ -10,12 +10,10 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
-
-namespace fs = std::filesystem;
+#include "base/file_text.h"
 
 namespace ootci {
 
@@ -38,12 +36,6 @@ Subprocess start_server(SpawnOptions options, int& our_end) {
     close(ends[1]);
     throw;
   }
-}
-
-uintmax_t size_or_zero(const std::string& path) {
-  std::error_code ec;
-  uintmax_t n = fs::file_size(path, ec);
-  return ec ? 0 : n;
 }
 
 }  // namespace
@@ -91,7 +83,7 @@ std::optional<ForkedChild> ForkServer::fork(const std::map<std::string, std::str
   // Collection (imports, torch, the test module) is watched like a spawned pytest's: output
   // keeps it alive, silence for stall_timeout_s ends it.
   Clock::time_point last_activity = Clock::now();
-  uintmax_t log_size = size_or_zero(log_path_);
+  uintmax_t log_size = file_size_or_zero(log_path_);
   std::string line;
   while (!ready_) {
     if (stop || ended()) return std::nullopt;
@@ -104,7 +96,7 @@ std::optional<ForkedChild> ForkServer::fork(const std::map<std::string, std::str
       ready_ = nlohmann::json::parse(line, nullptr, false).contains("ready");
       continue;
     }
-    uintmax_t size = size_or_zero(log_path_);
+    uintmax_t size = file_size_or_zero(log_path_);
     if (size != log_size) last_activity = Clock::now();
     log_size = size;
     if (std::chrono::duration<double>(Clock::now() - last_activity).count() > stall_timeout_s) {

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "base/file_text.h"
 #include "base/subprocess.h"
 #include "base/time.h"
 
@@ -86,12 +87,6 @@ class EventReader {
   std::string pending_;
   int bad_lines_ = 0;
 };
-
-uintmax_t file_size_or_zero(const std::string& path) {
-  std::error_code ec;
-  uintmax_t n = fs::file_size(path, ec);
-  return ec ? 0 : n;
-}
 
 // Reads a field leniently: a reporter bug must not take the runner down.
 template <typename T>

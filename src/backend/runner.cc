@@ -120,6 +120,17 @@ class PoolGate {
     alone_ = false;
     changed_.notify_all();
   }
+  // Holds the pool (shared, or alone) for a scope.
+  struct Hold {
+    Hold(PoolGate& gate, bool alone) : gate(gate), alone(alone) {
+      alone ? gate.enter_alone() : gate.enter();
+    }
+    ~Hold() { alone ? gate.leave_alone() : gate.leave(); }
+    Hold(const Hold&) = delete;
+    Hold& operator=(const Hold&) = delete;
+    PoolGate& gate;
+    bool alone;
+  };
 
  private:
   std::mutex mutex_;
@@ -258,15 +269,8 @@ class Runner {
       p.fork_server = st.fork_server.get();
     }
     if (!pool) return run_pytest(p, on_result, g_run_stop);
-    alone ? pool_.enter_alone() : pool_.enter();
-    try {
-      PytestOutcome out = run_pytest(p, on_result, g_run_stop);
-      alone ? pool_.leave_alone() : pool_.leave();
-      return out;
-    } catch (...) {
-      alone ? pool_.leave_alone() : pool_.leave();
-      throw;
-    }
+    PoolGate::Hold hold(pool_, alone);
+    return run_pytest(p, on_result, g_run_stop);
   }
 
   // A result the process could not report itself, with the test's mode, op and dtype when the

@@ -1,5 +1,6 @@
 #include "base/file_text.h"
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -26,6 +27,12 @@ std::string read_file_tail(const std::string& path, size_t max_bytes) {
   std::string text(size - from, '\0');
   in.read(text.data(), static_cast<std::streamsize>(text.size()));
   return text;
+}
+
+uintmax_t file_size_or_zero(const std::string& path) {
+  std::error_code ec;
+  uintmax_t n = std::filesystem::file_size(path, ec);
+  return ec ? 0 : n;
 }
 
 }  // namespace ootci
