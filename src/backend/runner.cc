@@ -299,8 +299,7 @@ class Runner {
 
   // The test that was running when its process died from a signal, run again alone: a crash that
   // repeats is the test's own; one that does not came from the tests before it.
-  // A test that crashed as the first test of its process (after a crash before it) was already
-  // alone: `first` is that attempt, and it is not run again.
+  // `first` is an attempt in which it already ran first (alone): it is not run again.
   void confirm_crash(const PlanFile& f, FileState& st, const std::string& id, int sig,
                      double seconds, const PytestOutcome* first = nullptr) {
     std::optional<TestResult> alone;
@@ -360,9 +359,26 @@ class Runner {
     std::optional<std::vector<std::string>> only = f.only;
     bool stall_retried = false;
     int passes_without_progress = 0;
+    // A test that crashed its process after other tests is not judged yet: it leads the rest of
+    // the file into the next process, so it runs there alone, as a fresh process would run it,
+    // and if it survives, the rest follows it in that process instead of in one more.
+    struct Suspect {
+      std::string id;
+      int signal;
+      double seconds;
+    };
+    std::optional<Suspect> suspect;
     for (;;) {
       PytestOutcome out = attempt(
-          f, st, only, st.done, [&](const TestResult& r) { keep(st, r); },
+          f, st, only, st.done,
+          [&](const TestResult& r) {
+            if (!suspect || r.test_id != suspect->id) return keep(st, r);
+            TestResult alone = r;
+            alone.message =
+                fmt::format("crashed the process ({}) after other tests, but not when run alone: {}",
+                            signal_name(suspect->signal), r.message);
+            keep(st, alone);
+          },
           st.all.empty() ? f.bases : std::nullopt);
       for (const auto& [k, v] : out.started) st.started.emplace(k, v);
       st.multi_device.insert(out.multi_device.begin(), out.multi_device.end());
@@ -383,7 +399,11 @@ class Runner {
                             st.started));
         break;
       }
-      if (out.ending == PytestEnding::test_timeout) {
+      std::optional<Suspect> judged = std::exchange(suspect, std::nullopt);
+      if (judged && !st.done.count(judged->id)) {
+        // It ran first and did not report: this attempt was its run alone.
+        confirm_crash(f, st, judged->id, judged->signal, judged->seconds, &out);
+      } else if (out.ending == PytestEnding::test_timeout) {
         keep(st, error_result(out.killed_test, "Timeout",
                               fmt::format("ran longer than test_timeout_s={}",
                                           req_.backend.run.test_timeout_s),
@@ -391,8 +411,12 @@ class Runner {
       } else if (out.in_progress && out.ending == PytestEnding::signaled) {
         // A death its fork server caused says nothing about the test: it runs alone anyway.
         bool first = out.started.size() == 1 && out.results.empty() && !out.server_died;
-        confirm_crash(f, st, *out.in_progress, out.signal, out.in_progress_s,
-                      first ? &out : nullptr);
+        if (first)
+          confirm_crash(f, st, *out.in_progress, out.signal, out.in_progress_s, &out);
+        else if (!st.all.empty())
+          suspect = Suspect{*out.in_progress, out.signal, out.in_progress_s};
+        else
+          confirm_crash(f, st, *out.in_progress, out.signal, out.in_progress_s);
       } else if (out.in_progress && exited) {
         keep(st, error_result(*out.in_progress, "ProcessExit",
                               fmt::format("the test process exited with status {} during this "
