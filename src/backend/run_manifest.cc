@@ -100,9 +100,21 @@ std::string plan_config_hash(const nlohmann::json& plan) {
 
 nlohmann::json build_manifest(const BackendConfig& backend, const nlohmann::json& plan,
                               const std::string& plan_path, const RunInfo& run) {
+  // torch's version from torch/version.py, which torch.__version__ repeats: importing torch
+  // for it would cost about a second of every run.
   std::string versions = output_or_empty(
       {backend.python, "-c",
-       "import sys, torch; print(sys.version.split()[0]); print(torch.__version__)"});
+       "import sys, os, importlib.util\n"
+       "print(sys.version.split()[0])\n"
+       "spec = importlib.util.find_spec('torch')\n"
+       "path = os.path.join(spec.submodule_search_locations[0], 'version.py') if spec else ''\n"
+       "if os.path.exists(path):\n"
+       "    names = {}\n"
+       "    exec(open(path).read(), names)\n"
+       "    print(names['__version__'])\n"
+       "else:\n"
+       "    import torch\n"
+       "    print(torch.__version__)\n"});
   std::string python = versions.substr(0, versions.find('\n'));
   std::string torch =
       versions.find('\n') == std::string::npos ? "" : versions.substr(versions.find('\n') + 1);
