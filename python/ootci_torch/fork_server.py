@@ -9,10 +9,11 @@ instead of running the tests, answers requests on that socket, one at a time:
                               {"pid": P}  a child now runs the session, output in PATH
                               {"exit": P, "status": S}  its raw wait status
 
-Each child is a fork taken after collection: it sets the request's environment (the events file
-and the OOTCI_RUN_ONLY/_ONLY_BASES/_SKIP lists of run_reporter.py), narrows the collected items as
-a fresh `pytest FILE` would, and runs them with pytest's own loop, so results, events and exit
-status are those of a spawned process. A crash, a hang or a rerun costs a fork, not an
+Each child is forked after collection, one ahead of its request (a spare that waits on a pipe,
+forked while the previous child runs, so that a request costs a write rather than a fork). It
+sets the request's environment (the events file and the OOTCI_RUN_ONLY/_ONLY_BASES/_SKIP lists
+of run_reporter.py), narrows the collected items as a fresh `pytest FILE` would, and runs them
+with pytest's own loop, so results, events and exit status are those of a spawned process. A crash, a hang or a rerun costs a fork, not an
 interpreter start plus torch plus collection. A child leaves with os._exit once pytest is done
 (its exit status, its files flushed): tearing torch down again would cost 0.6 s, and atexit
 handlers that a test registered do not run. The server exits at EOF.
@@ -23,6 +24,7 @@ gets back the thread count it would have had.
 """
 import ctypes
 import faulthandler
+import gc
 import json
 import os
 import signal
@@ -79,15 +81,39 @@ def _redirect_output(config, log_path):
         capman.suspend_global_capture()
 
 
-def _child(session, request, requests, server_pid):
+def _spare(requests, server_pid):
+    """Forks a child ahead of its request, so that a request costs a write, not a fork, and the
+    fork overlaps the previous child's run. Returns (pid, the pipe that will carry the request)
+    in the server and (0, the request) in the child."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid:
+        os.close(read_end)
+        return pid, write_end
+    try:
+        os.close(write_end)
+        requests.close()
+        os.setpgid(0, 0)  # ootci kills the child's whole group on a stall or a timeout
+        # Dies with the server, as a spawned pytest dies with ootci.
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        if os.getppid() != server_pid:  # the server died before prctl took effect
+            os._exit(125)
+        with os.fdopen(read_end, "rb") as pipe:
+            line = pipe.readline()
+        if not line:  # the server is done: no request will come
+            os._exit(0)
+        return 0, json.loads(line)
+    except BaseException:
+        import traceback
+        traceback.print_exc()
+        os._exit(3)
+
+
+def _child(session, request):
     global _in_child
     _in_child = True
-    requests.close()
-    os.setpgid(0, 0)  # ootci kills the child's whole group on a stall or a timeout
-    # Dies with the server, as a spawned pytest dies with ootci.
-    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    if os.getppid() != server_pid:  # the server died before prctl took effect
-        os._exit(125)
     _redirect_output(session.config, request["log"])
     os.environ.update(request.get("env") or {})
     import torch
@@ -99,6 +125,39 @@ def _child(session, request, requests, server_pid):
     run_reporter.narrow(session.config, session.items)
 
 
+def _serve(fd, requests):
+    """The server's loop: each request goes to the spare child, and a new spare is forked while
+    that child runs. Returns None in the server at EOF, and the request in a child."""
+    server_pid = os.getpid()
+    spare = _spare(requests, server_pid)
+    if not spare[0]:
+        return spare[1]
+    for line in iter(requests.readline, b""):
+        for tries in range(2):
+            pid, pipe = spare
+            try:
+                os.write(pipe, line)
+                break
+            except OSError:  # it died waiting, before reading anything: fork another
+                os.waitpid(pid, 0)
+                if tries:
+                    return None  # ootci sees no child and runs the file spawned
+                spare = _spare(requests, server_pid)
+                if not spare[0]:
+                    return spare[1]
+            finally:
+                os.close(pipe)
+        _reply(fd, {"pid": pid})
+        spare = _spare(requests, server_pid)
+        if not spare[0]:
+            return spare[1]
+        _, status = os.waitpid(pid, 0)
+        _reply(fd, {"exit": pid, "status": status})
+    os.close(spare[1])  # the spare reads EOF and leaves
+    os.waitpid(spare[0], 0)
+    return None
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtestloop(session):
     """Serves forks until EOF; a child returns None here so pytest's own loop runs its tests."""
@@ -108,25 +167,21 @@ def pytest_runtestloop(session):
     requests = os.fdopen(fd, "rb", buffering=0)
     from ootci_torch import run_reporter
     run_reporter.remember_ids(session.items)  # once here, not in every child
+    # What exists now is shared by every child: the collector must not walk it in a child, which
+    # would write to (and so copy) every page that holds an object.
+    gc.collect()
+    gc.freeze()
     _reply(fd, {"ready": len(session.items)})
-    for line in iter(requests.readline, b""):
-        request = json.loads(line)
-        sys.stdout.flush()
-        sys.stderr.flush()
-        server_pid = os.getpid()
-        pid = os.fork()
-        if pid == 0:
-            try:
-                _child(session, request, requests, server_pid)
-            except BaseException:
-                import traceback
-                traceback.print_exc()
-                os._exit(3)
-            return None
-        _reply(fd, {"pid": pid})
-        _, status = os.waitpid(pid, 0)
-        _reply(fd, {"exit": pid, "status": status})
-    return True
+    request = _serve(fd, requests)
+    if request is None:
+        return True
+    try:
+        _child(session, request)
+    except BaseException:
+        import traceback
+        traceback.print_exc()
+        os._exit(3)
+    return None
 
 
 @pytest.hookimpl(hookwrapper=True)
