@@ -111,6 +111,11 @@ int bench(const std::string& backend_dir, const std::string& torch_root,
       "ratio spawn/fork: {:.1f}x (target >= 5); fork/limit: {:.2f}x "
       "(target <= 1.3)\n",
       spawn.seconds / fork.seconds, fork.seconds / limit.seconds);
+  // What each crash costs beyond the limit: a process of its own (the fork, the set-up, the test
+  // up to the crash, the copy-on-write faults, the exit).
+  if (crashed)
+    std::cout << fmt::format("fork beyond the limit: {:.1f} ms per crashed variant\n",
+                             (fork.seconds - limit.seconds) * 1000 / crashed);
   std::cout << fmt::format("records differing between fork and spawn: {}\nlogs: {}\n", differ, dir);
   return differ == 0 ? 0 : 1;
 }

@@ -374,9 +374,9 @@ class Runner {
           [&](const TestResult& r) {
             if (!suspect || r.test_id != suspect->id) return keep(st, r);
             TestResult alone = r;
-            alone.message =
-                fmt::format("crashed the process ({}) after other tests, but not when run alone: {}",
-                            signal_name(suspect->signal), r.message);
+            alone.message = fmt::format(
+                "crashed the process ({}) after other tests, but not when run alone: {}",
+                signal_name(suspect->signal), r.message);
             keep(st, alone);
           },
           st.all.empty() ? f.bases : std::nullopt);
