@@ -132,16 +132,19 @@ std::vector<Words> ootci_commands(const std::string& script) {
 
 struct Help {
   Lines subcommands;
+  bool subcommand_optional = false;            // "Usage: ... [SUBCOMMAND]" (ootci report)
   std::map<std::string, std::string> options;  // every spelling ("-o") -> the longest ("--output")
   std::set<std::string> required;              // the longest spellings of REQUIRED options
 };
 
 Help parse_help(const std::string& text) {
   Help h;
-  std::string section;
+  std::string section, last_option;
   for (const std::string& line : split_lines(text)) {
     if (!line.empty() && line[0] != ' ') {
       section = line;
+      if (line.starts_with("Usage:") && line.find("[SUBCOMMAND]") != std::string::npos)
+        h.subcommand_optional = true;
       continue;
     }
     size_t start = line.find_first_not_of(' ');
@@ -160,7 +163,12 @@ Help parse_help(const std::string& text) {
                                               [](auto& a, auto& b) { return a.size() < b.size(); });
       for (const auto& n : names) h.options[n] = longest;
       if (line.find(" REQUIRED") != std::string::npos) h.required.insert(longest);
+      last_option = longest;
     }
+    // Ours, in the description (maybe on the next line), for an option that is required only
+    // without a subcommand.
+    if (section == "Options:" && line.find("(required)") != std::string::npos)
+      h.required.insert(last_option);
   }
   return h;
 }
@@ -195,7 +203,10 @@ std::string check_command(const Words& words) {
   while (!help_for(path).subcommands.empty()) {
     const Lines& subs = help_for(path).subcommands;
     std::string name = "'ootci" + fmt_path(path) + "'";
-    if (i >= words.size() || words[i].starts_with("-")) return name + " needs a subcommand";
+    if (i >= words.size() || words[i].starts_with("-")) {
+      if (help_for(path).subcommand_optional) break;
+      return name + " needs a subcommand";
+    }
     if (std::find(subs.begin(), subs.end(), words[i]) == subs.end())
       return name + " has no subcommand '" + words[i] + "'";
     path.push_back(words[i++]);
@@ -286,6 +297,10 @@ TEST(InitCliChecker, RejectsUnknownSubcommandsFlagsAndMissingRequiredOptions) {
   EXPECT_EQ(check_command({"--help"}), "");
   EXPECT_EQ(check_command({"--no-such-flag"}), "'ootci' has no option --no-such-flag of its own");
   EXPECT_EQ(check_command({"run", "--shard", "1/2"}), "'ootci run' needs --config");
+  // `ootci report` runs itself or its html subcommand.
+  EXPECT_EQ(check_command({"report", "--status", "completed", "--payload", "p.json"}), "");
+  EXPECT_EQ(check_command({"report", "html", "--run", "r"}), "");
+  EXPECT_EQ(check_command({"report", "--payload", "p.json"}), "'ootci report' needs --status");
   // A made-up line as it would sit in a workflow, end to end.
   std::vector<Words> made_up =
       ootci_commands("ootci ingest junit/*.xml --config ootci.yaml --runid x \\\n  --backend b\n");

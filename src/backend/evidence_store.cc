@@ -349,6 +349,21 @@ class SqliteEvidenceStore : public EvidenceStore {
     });
   }
 
+  std::map<std::string, FileOutcomes> file_outcomes(const std::string& run_id) override {
+    return read([&](SqlTx& tx) {
+      std::map<std::string, FileOutcomes> out;
+      tx.each(
+          "SELECT file, outcome, COUNT(*), SUM(duration_s) FROM results WHERE run_id = ? "
+          "GROUP BY file, outcome",
+          {run_id}, [&](const SqlRow& r) {
+            FileOutcomes& f = out[r.text(0)];
+            f.counts[r.text(1)] = static_cast<int>(r.i64(2));
+            f.seconds += r.f64(3);
+          });
+      return out;
+    });
+  }
+
   std::map<std::string, std::vector<std::string>> ops_of_run(const std::string& run_id) override {
     return read([&](SqlTx& tx) {
       std::map<std::string, std::vector<std::string>> out;

@@ -45,6 +45,11 @@ struct DiscoveredFile {
   int64_t discovered_ms = 0;
 };
 
+struct FileOutcomes {
+  std::map<std::string, int> counts;  // outcome -> results
+  double seconds = 0;
+};
+
 struct RunInfo {
   std::string id;
   std::string backend;
@@ -90,6 +95,8 @@ class EvidenceStore {
   // sum of those means.
   virtual std::map<std::string, double> test_durations(int window = 5) = 0;
   virtual std::map<std::string, double> file_durations(int window = 5) = 0;
+  // Per file of one run: results per outcome and the summed duration (a trend point).
+  virtual std::map<std::string, FileOutcomes> file_outcomes(const std::string& run_id) = 0;
 
   // Execution evidence (`ootci discover`). record()/record_batch() store a result's ops too.
   // Ops per test id of one run (tests without recorded ops are absent).

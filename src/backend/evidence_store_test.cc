@@ -247,6 +247,20 @@ TEST_F(EvidenceTest, HistoryIsNewestFirstAndLimited) {
   EXPECT_TRUE(store_->history("a.py::none", 5).empty());
 }
 
+TEST_F(EvidenceTest, FileOutcomesCountEachOutcomeAndSumDurationsPerFileOfOneRun) {
+  finished_run("r-1", 100,
+               {result("a.py::t", "passed", 1), result("a.py::u", "failed", 2),
+                result("a.py::v", "passed", 3), result("b.py::t", "error", 4)});
+  finished_run("r-2", 200, {result("a.py::t", "failed", 10)});
+  std::map<std::string, FileOutcomes> f = store_->file_outcomes("r-1");
+  ASSERT_EQ(f.size(), 2u);
+  EXPECT_EQ(f["a.py"].counts, (std::map<std::string, int>{{"failed", 1}, {"passed", 2}}));
+  EXPECT_DOUBLE_EQ(f["a.py"].seconds, 6);
+  EXPECT_EQ(f["b.py"].counts, (std::map<std::string, int>{{"error", 1}}));
+  EXPECT_EQ(store_->file_outcomes("r-2")["a.py"].counts.at("failed"), 1);
+  EXPECT_TRUE(store_->file_outcomes("r-none").empty());
+}
+
 TEST_F(EvidenceTest, DurationsAreMeansOverTheLastResultsInFinishedRuns) {
   // a.py::t over six finished runs: 100 (oldest, outside a window of 5), then 1..5.
   finished_run("r-0", 10, {result("a.py::t", "passed", 100, 10)});

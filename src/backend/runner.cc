@@ -19,9 +19,11 @@
 #include "backend/plan_resolve.h"
 #include "backend/progress.h"
 #include "backend/pytest_process.h"
+#include "backend/report_page.h"
 #include "backend/run_manifest.h"
 #include "backend/run_outputs.h"
 #include "backend/shards.h"
+#include "base/atomic_file.h"
 #include "base/error.h"
 #include "base/file_text.h"
 #include "base/time.h"
@@ -749,6 +751,12 @@ RunReport run_plan(const RunRequest& req) {
   write_json_file(report.manifest_path, info.manifest);
   report.junit_path = run_dir + "/junit.xml";
   write_junit(report.junit_path, report.results);
+  ReportPage page = gather_report_page(*store, info.id, run_dir);
+  page.reproduce_env = env;
+  page.reproduce_dir = run_dir;
+  page.python = backend.python;
+  report.html_path = run_dir + "/report.html";
+  write_file_atomically(report.html_path, render_report_page(page));
   return report;
 }
 

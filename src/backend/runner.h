@@ -50,6 +50,7 @@ struct RunReport {
   std::string status;   // finished | interrupted
   std::string verdict;  // success | failure
   std::string junit_path;
+  std::string html_path;  // report.html: the run's self-contained report page
   std::string manifest_path;
   std::vector<TestResult> results;
 };

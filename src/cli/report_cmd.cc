@@ -1,5 +1,6 @@
 // `ootci report`: the CRCR callback for a dispatch, in_progress at the start of a job and
-// completed at its end, with a run's verdict and failing tests.
+// completed at its end, with a run's verdict and failing tests; `ootci report html`: a run's
+// report page.
 #include <fmt/format.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -10,6 +11,9 @@
 #include <sstream>
 
 #include "backend/evidence_path.h"
+#include "backend/plan_env.h"
+#include "backend/report_page.h"
+#include "base/atomic_file.h"
 #include "base/callback_caps.h"
 #include "base/error.h"
 #include "base/file_text.h"
@@ -118,7 +122,35 @@ std::optional<RunOutcome> completed_outcome(const ReportArgs& a,
   return o;
 }
 
+struct HtmlArgs {
+  std::string run, config, evidence, out;
+};
+
+// `ootci report html`: the run's report page, as `ootci run` writes it into the run folder.
+void report_html(const HtmlArgs& a) {
+  std::optional<BackendConfig> config;
+  if (!a.config.empty()) config = load_backend_or_exit(a.config);
+  std::string db = !a.evidence.empty() ? a.evidence : config ? evidence_path(*config) : "";
+  if (db.empty()) throw Error("--run needs --evidence DB or --config ootci.yaml");
+  if (!std::filesystem::exists(db)) throw Error(fmt::format("no evidence database at {}", db));
+  std::string run_dir = config ? config->workspace + "/runs/" + a.run : "";
+  ReportPage page = gather_report_page(*EvidenceStore::open(db), a.run, run_dir);
+  if (config && std::filesystem::exists(run_dir + "/plan.json")) {
+    page.reproduce_env = plan_environment(*config, run_dir + "/plan.json", ootci_python_dir(),
+                                          process_env("PYTHONPATH"));
+    page.reproduce_dir = run_dir;
+    page.python = config->python;
+  }
+  std::string out = !a.out.empty() ? a.out : !run_dir.empty() ? run_dir : ".";
+  std::filesystem::create_directories(out);
+  write_file_atomically(out + "/report.html", render_report_page(page));
+  std::cout << out << "/report.html\n";
+}
+
 void report(const ReportArgs& a) {
+  // Required unless a subcommand (html) ran instead; CLI11 would require them for that too.
+  if (a.status.empty()) throw CLI::RequiredError("--status");
+  if (a.payload.empty()) throw CLI::RequiredError("--payload");
   // Retry warnings go to stderr: stdout is the one result line (or the body, with --dry-run).
   spdlog::set_default_logger(spdlog::stderr_color_mt("report"));
   std::optional<BackendConfig> config;
@@ -153,12 +185,11 @@ void add_report_commands(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "report", "Send the CRCR callback (in_progress or completed) for a dispatch to the relay");
   static ReportArgs a;
-  cmd->add_option("--status", a.status, "in_progress or completed")
-      ->required()
+  cmd->add_option("--status", a.status, "in_progress or completed (required)")
       ->check(CLI::IsMember({"in_progress", "completed"}));
-  cmd->add_option("--payload", a.payload,
-                  "the client_payload JSON, or an object holding it (e.g. $GITHUB_EVENT_PATH)")
-      ->required();
+  cmd->add_option(
+      "--payload", a.payload,
+      "the client_payload JSON, or an object holding it (e.g. $GITHUB_EVENT_PATH) (required)");
   cmd->add_option("--config", a.config, "ootci.yaml: report: settings and the workspace");
   cmd->add_option("--run", a.run, "completed: the run whose verdict and tests to report");
   cmd->add_option("--evidence", a.evidence, "evidence.db (default: <workspace>/evidence.db)");
@@ -188,7 +219,17 @@ void add_report_commands(CLI::App& app) {
                   "workflow.completed_at (default: now on completed)");
   cmd->add_option("--artifact-url", a.artifact_url, "workflow.artifact_url");
   cmd->add_flag("--dry-run", a.dry_run, "print the body and send nothing");
-  cmd->callback([] { report(a); });
+  static HtmlArgs h;
+  auto* html = cmd->add_subcommand(
+      "html", "Write a run's self-contained HTML report (verdict, op x dtype map, trends, ...)");
+  html->add_option("--run", h.run, "the run")->required();
+  html->add_option("--config", h.config, "ootci.yaml: the workspace, and how to reproduce");
+  html->add_option("--evidence", h.evidence, "evidence.db (default: <workspace>/evidence.db)");
+  html->add_option("--out", h.out, "folder for report.html (default: the run's folder)");
+  html->callback([] { report_html(h); });
+  cmd->callback([html] {
+    if (!html->parsed()) report(a);
+  });
 }
 
 }  // namespace ootci

@@ -4,38 +4,6 @@
 
 namespace ootci {
 
-std::string esc(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
-
-std::string safe_href(std::string_view url) {
-  if (url.rfind("https://", 0) == 0 || url.rfind("http://", 0) == 0) return esc(url);
-  return "#";
-}
-
 std::string html_page(const std::string& title, const std::string& body) {
   static const char* css = R"(
 body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:0;color:#1f2328;background:#f6f8fa}

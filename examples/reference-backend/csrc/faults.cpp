@@ -3,6 +3,9 @@
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
@@ -90,14 +93,29 @@ void perturb(const at::Tensor& t, const NumericBug& bug) {
     alias.add_(bug.delta);
 }
 
+// OOTCI_REF_FLAKY_OPS: the op fails once per OOTCI_REF_FLAKY_STATE file. The call that finds
+// no such file creates it and raises, so the first variant that calls the op fails and passes
+// when run again, in whatever process.
+void fail_once(const std::string& name) {
+  const char* state = std::getenv("OOTCI_REF_FLAKY_STATE");
+  TORCH_CHECK(state && *state, "OOTCI_REF_FLAKY_OPS needs OOTCI_REF_FLAKY_STATE (a file path)");
+  int fd = ::open(state, O_CREAT | O_EXCL | O_WRONLY, 0644);
+  if (fd < 0) return;  // it failed once already
+  ::close(fd);
+  TORCH_CHECK(false, "'", name,
+              "' failed once on purpose (OOTCI_REF_FLAKY_OPS); it passes when run again");
+}
+
 }  // namespace
 
 void check_op_allowed(const c10::OperatorHandle& op) {
   static const std::set<std::string> disabled = op_set("OOTCI_REF_DISABLED_OPS");
   static const std::set<std::string> crashing = op_set("OOTCI_REF_CRASH_OPS");
   static const std::set<std::string> hanging = op_set("OOTCI_REF_HANG_OPS");
-  if (disabled.empty() && crashing.empty() && hanging.empty()) return;
+  static const std::set<std::string> flaky = op_set("OOTCI_REF_FLAKY_OPS");
+  if (disabled.empty() && crashing.empty() && hanging.empty() && flaky.empty()) return;
   std::string name = base_name(op);
+  if (flaky.count(name)) fail_once(name);
   if (crashing.count(name)) std::raise(SIGSEGV);
   if (hanging.count(name))
     for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
