@@ -20,6 +20,7 @@ OOTCI_BENCHMARK(junit_ingest)
 OOTCI_BENCHMARK(runner_overhead)
 OOTCI_BENCHMARK(fault_injection)
 OOTCI_BENCHMARK(isolation)
+OOTCI_BENCHMARK(report_page)
 #undef OOTCI_BENCHMARK
 
 struct Benchmark {
@@ -39,6 +40,8 @@ constexpr Benchmark kBenchmarks[] = {
     {"runner-overhead", runner_overhead::main, "ootci run vs bare pytest on the same plan"},
     {"isolation", isolation::main,
      "a crash-heavy device: --isolation fork vs spawn vs the physical limit"},
+    {"report-page", report_page::main,
+     "report.html of a 22,000-variant run against its results read back and junit.xml"},
     {"fault-injection", fault_injection::main,
      "select changed: recall and share of test time over injected faults"},
 };
