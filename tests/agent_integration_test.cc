@@ -223,6 +223,21 @@ TEST_P(AgentIntegration, PullRequestBecomesAVerdictOnTheRelayFieldByField) {
   EXPECT_FALSE(record->completed_hash.empty());
   EXPECT_EQ(record->failed_tests_json, "");
 
+  // The run's report page and the device's page, served as pages that load nothing.
+  HttpResult report = agent_get(fmt::format("/jobs/{}/report", id));
+  EXPECT_EQ(report.status, 200) << report.body;
+  EXPECT_EQ(report.header("Content-Type"), "text/html; charset=utf-8");
+  EXPECT_EQ(report.header("Content-Security-Policy").rfind("default-src 'none'", 0), 0u);
+  EXPECT_NE(report.body.find("data-count=\"total\">260<"), std::string::npos);
+  EXPECT_NE(report.body.find("data-count=\"passed\">207<"), std::string::npos);
+  EXPECT_EQ(agent_get("/jobs/999999/report").status, 404);
+  HttpResult device = agent_get("/device");
+  EXPECT_EQ(device.status, 200) << device.body;
+  EXPECT_NE(
+      device.body.find("<tr data-file=\"test/test_view_ops.py\"><td>test/test_view_ops.py</td>"),
+      std::string::npos)
+      << device.body.substr(0, 2000);
+
   // The same delivery again (a relay retry) is not a second job, and a forged one is refused.
   nlohmann::json cp = {{"event_type", "pull_request"},
                        {"delivery_id", "d-e2e"},

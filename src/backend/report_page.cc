@@ -222,10 +222,10 @@ std::string slowest_section(const ReportPage& r) {
   return out + "</table>";
 }
 
-std::string map_section(const ReportPage& r) {
+std::string map_section(const std::vector<TestResult>& results) {
   std::map<std::string, std::map<std::string, Cell>> cells;  // op -> dtype -> cell
   std::set<std::string> dtype_set;
-  for (const auto& t : r.results) {
+  for (const auto& t : results) {
     if (t.op.empty()) continue;
     std::string dtype = t.dtype.empty() ? "(none)" : t.dtype;
     Cell& c = cells[t.op][dtype];
@@ -371,6 +371,14 @@ std::string reproduce_section(const ReportPage& r) {
   return out;
 }
 
+std::string page_frame(const std::string& title, const std::string& body) {
+  return fmt::format(
+      "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+      "<meta http-equiv=\"Content-Security-Policy\" content=\"{}\"><title>{}</title>"
+      "<style>{}</style></head><body>{}</body></html>\n",
+      kPagePolicy, esc(title), kPageStyle, body);
+}
+
 }  // namespace
 
 std::string outcome_class(const std::string& outcome) {
@@ -436,18 +444,51 @@ std::string render_report_page(const ReportPage& r) {
   body += failing_section(r);
   body += flaky_section(r);
   body += errors_section(r);
-  body += map_section(r);
+  body += map_section(r.results);
   body += files_section(r);
   body += slowest_section(r);
   body += triage_section(r);
   body += reproduce_section(r);
   body += "<h2>Manifest</h2><pre id=\"manifest\">" + esc(r.run.manifest.dump(2)) + "</pre>";
-  return fmt::format(
-      "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src "
-      "'unsafe-inline'; img-src data:\"><title>ootci run {}</title><style>{}</style></head>"
-      "<body>{}</body></html>\n",
-      esc(r.run.id), kPageStyle, body);
+  return page_frame("ootci run " + r.run.id, body);
+}
+
+DevicePage gather_device_page(EvidenceStore& store, const std::string& backend, int max_runs) {
+  DevicePage d;
+  d.backend = backend;
+  std::map<std::string, std::set<std::string>> files_of_run;
+  int scanned = 0;
+  for (const auto& run : store.runs(backend)) {
+    if (run.status == "running" || ++scanned > max_runs) continue;
+    for (const auto& [file, outcomes] : store.file_outcomes(run.id))
+      if (d.run_of_file.emplace(file, run.id).second) files_of_run[run.id].insert(file);
+  }
+  for (const auto& [run_id, files] : files_of_run)
+    for (auto& t : store.results(run_id))
+      if (files.count(t.file)) d.results.push_back(std::move(t));
+  return d;
+}
+
+std::string render_device_page(const DevicePage& d) {
+  std::map<std::string, std::map<std::string, int>> counts;
+  for (const auto& t : d.results) ++counts[t.file][outcome_class(t.outcome)];
+  std::string body = fmt::format(
+      "<h1>ootci device: {}</h1><p class=\"muted\">The latest finished run of every upstream "
+      "file: {} variants in {} files.</p>",
+      esc(d.backend), d.results.size(), d.run_of_file.size());
+  body += map_section(d.results);
+  body +=
+      "<h2>Upstream files</h2><table id=\"files\"><tr><th>file</th><th>latest run</th>"
+      "<th>pass</th><th>xfail</th><th>skip</th><th>fail</th></tr>";
+  for (const auto& [file, run_id] : d.run_of_file) {
+    body += "<tr data-file=\"" + esc(file) + "\"><td>" + esc(file) + "</td><td>" + esc(run_id) +
+            "</td>";
+    for (const char* cls : {"pass", "xfail", "skip", "fail"})
+      body += fmt::format("<td class=\"n\">{}</td>",
+                          counts[file].count(cls) ? counts[file].at(cls) : 0);
+    body += "</tr>";
+  }
+  return page_frame("ootci device " + d.backend, body + "</table>");
 }
 
 }  // namespace ootci

@@ -39,9 +39,19 @@ struct ReportPage {
 // Reads the run, its results, the last green run before it, `trend_runs` runs of history and
 // `<run_dir>/triage_verdict.json` when `run_dir` is given. Throws Error for an unknown run.
 ReportPage gather_report_page(EvidenceStore& store, const std::string& run_id,
-                            const std::string& run_dir = "", int trend_runs = 10);
+                              const std::string& run_dir = "", int trend_runs = 10);
 
 std::string render_report_page(const ReportPage& report);
+
+// A device's landing page: the op x dtype map and per-file counts over the latest finished run of
+// every upstream file (of the newest `max_runs` runs of the backend).
+struct DevicePage {
+  std::string backend;
+  std::vector<TestResult> results;                 // of each file, from its latest run
+  std::map<std::string, std::string> run_of_file;  // relpath -> that run
+};
+DevicePage gather_device_page(EvidenceStore& store, const std::string& backend, int max_runs = 200);
+std::string render_device_page(const DevicePage& page);
 
 // The outcome class a map cell and a trend bar colour by: pass, fail, xfail or skip.
 std::string outcome_class(const std::string& outcome);

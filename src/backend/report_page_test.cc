@@ -141,6 +141,31 @@ TEST_F(ReportPageTest, TriageAndTheReproductionCommandComeFromTheRunFolder) {
             std::string::npos);
 }
 
+TEST_F(ReportPageTest, TheDevicePageMapsTheLatestFinishedRunOfEveryFile) {
+  run("r-1", 1000,
+      {variant("a.py::T::test_add_float32", "failed", "add", "float32"),
+       variant("b.py::T::test_mul_float32", "passed", "mul", "float32")},
+      "failure");
+  run("r-2", 2000, {variant("a.py::T::test_add_float32", "passed", "add", "float32")}, "success");
+  RunInfo running;
+  running.id = "r-3";
+  running.backend = "ref";
+  running.status = "running";
+  running.started_ms = 3000;
+  store_->begin_run(running);
+  store_->record("r-3", variant("a.py::T::test_add_float32", "failed", "add", "float32"));
+  DevicePage d = gather_device_page(*store_, "ref");
+  EXPECT_EQ(d.run_of_file, (std::map<std::string, std::string>{{"a.py", "r-2"}, {"b.py", "r-1"}}));
+  ASSERT_EQ(d.results.size(), 2u);
+  std::string html = render_device_page(d);
+  EXPECT_NE(html.find("<td class=\"pass\" data-op=\"add\" data-dtype=\"float32\""),
+            std::string::npos);
+  EXPECT_NE(html.find("<td class=\"pass\" data-op=\"mul\" data-dtype=\"float32\""),
+            std::string::npos);
+  EXPECT_NE(html.find("<tr data-file=\"b.py\"><td>b.py</td><td>r-1</td>"), std::string::npos);
+  EXPECT_TRUE(gather_device_page(*store_, "other").results.empty());
+}
+
 TEST_F(ReportPageTest, AnUnknownRunIsAnError) {
   EXPECT_THROW(gather_report_page(*store_, "r-none"), std::exception);
 }

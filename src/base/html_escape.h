@@ -12,4 +12,9 @@ std::string esc(std::string_view text);
 // Only http(s) links are rendered as links; anything else (javascript:, data:) becomes "#".
 std::string safe_href(std::string_view url);
 
+// The Content-Security-Policy of every page ootci serves or writes (HUD, run report, device
+// page): nothing loads but the page's own inline style and data: images, and no script runs.
+inline constexpr const char* kPagePolicy =
+    "default-src 'none'; style-src 'unsafe-inline'; img-src data:";
+
 }  // namespace ootci

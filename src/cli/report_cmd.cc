@@ -123,7 +123,8 @@ std::optional<RunOutcome> completed_outcome(const ReportArgs& a,
 }
 
 struct HtmlArgs {
-  std::string run, config, evidence, out;
+  std::string run, config, evidence, out, backend;
+  bool device = false;
 };
 
 // `ootci report html`: the run's report page, as `ootci run` writes it into the run folder.
@@ -133,6 +134,16 @@ void report_html(const HtmlArgs& a) {
   std::string db = !a.evidence.empty() ? a.evidence : config ? evidence_path(*config) : "";
   if (db.empty()) throw Error("--run needs --evidence DB or --config ootci.yaml");
   if (!std::filesystem::exists(db)) throw Error(fmt::format("no evidence database at {}", db));
+  if (a.device) {
+    std::string backend = !a.backend.empty() ? a.backend : config ? config->name : "";
+    if (backend.empty()) throw Error("--device needs --backend NAME or --config ootci.yaml");
+    std::string out = !a.out.empty() ? a.out : config ? config->workspace : ".";
+    std::filesystem::create_directories(out);
+    write_file_atomically(out + "/device.html", render_device_page(gather_device_page(
+                                                    *EvidenceStore::open(db), backend)));
+    std::cout << out << "/device.html\n";
+    return;
+  }
   std::string run_dir = config ? config->workspace + "/runs/" + a.run : "";
   ReportPage page = gather_report_page(*EvidenceStore::open(db), a.run, run_dir);
   if (config && std::filesystem::exists(run_dir + "/plan.json")) {
@@ -222,11 +233,19 @@ void add_report_commands(CLI::App& app) {
   static HtmlArgs h;
   auto* html = cmd->add_subcommand(
       "html", "Write a run's self-contained HTML report (verdict, op x dtype map, trends, ...)");
-  html->add_option("--run", h.run, "the run")->required();
+  auto* run_option = html->add_option("--run", h.run, "the run");
+  auto* device_option =
+      html->add_flag("--device", h.device,
+                     "the device's page instead: the latest run of every file (device.html)");
+  run_option->excludes(device_option);
+  html->add_option("--backend", h.backend, "--device: the backend (default: the config's name)");
   html->add_option("--config", h.config, "ootci.yaml: the workspace, and how to reproduce");
   html->add_option("--evidence", h.evidence, "evidence.db (default: <workspace>/evidence.db)");
   html->add_option("--out", h.out, "folder for report.html (default: the run's folder)");
-  html->callback([] { report_html(h); });
+  html->callback([] {
+    if (h.run.empty() && !h.device) throw CLI::RequiredError("--run or --device");
+    report_html(h);
+  });
   cmd->callback([html] {
     if (!html->parsed()) report(a);
   });

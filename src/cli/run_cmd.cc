@@ -55,9 +55,8 @@ void run_command(const RunArgs& a) {
                            report.verdict.empty() ? "" : " (" + report.verdict + ")",
                            report.results.size());
   if (report.status == "finished") std::cout << format_verdict(judge(report.results, nullptr));
-  std::cout << fmt::format("junit: {}\nmanifest: {}\nreport: {}\nevidence: {}\n",
-                           report.junit_path, report.manifest_path, report.html_path,
-                           req.evidence_path);
+  std::cout << fmt::format("junit: {}\nmanifest: {}\nreport: {}\nevidence: {}\n", report.junit_path,
+                           report.manifest_path, report.html_path, req.evidence_path);
   if (report.status == "interrupted") {
     std::cout << fmt::format("interrupted; continue with: ootci run --config {} --resume {}\n",
                              a.config, report.run_id);

@@ -17,6 +17,7 @@
 
 #include "backend/evidence_path.h"
 #include "backend/evidence_store.h"
+#include "backend/report_page.h"
 #include "base/error.h"
 #include "base/file_text.h"
 #include "base/metrics.h"
@@ -379,6 +380,28 @@ struct Agent::Impl {
       nlohmann::json jobs = nlohmann::json::array();
       for (const auto& j : queue.recent(200)) jobs.push_back(job_json(j));
       send_reply(res, json_reply(200, jobs));
+    });
+    // The job's run report, as `ootci run` wrote it into the run folder.
+    http.Get(R"(/jobs/(\d+)/report)", [this](const httplib::Request& req, httplib::Response& res) {
+      auto job = queue.get(std::stoll(req.matches[1]));
+      if (!job) return send_reply(res, json_reply(404, {{"ok", false}, {"detail", "no such job"}}));
+      std::string html =
+          job->run_id.empty()
+              ? ""
+              : read_file_or_empty(backend.workspace + "/runs/" + job->run_id + "/report.html");
+      if (html.empty())
+        return send_reply(
+            res, json_reply(404, {{"ok", false}, {"detail", "the job's run has no report yet"}}));
+      send_html(res, 200, html);
+    });
+    // The device's landing page, from the evidence store as it is now.
+    http.Get("/device", [this](const httplib::Request&, httplib::Response& res) {
+      try {
+        auto store = EvidenceStore::open(evidence_path(backend));
+        send_html(res, 200, render_device_page(gather_device_page(*store, backend.name)));
+      } catch (const std::exception& e) {
+        send_reply(res, json_reply(503, {{"ok", false}, {"detail", e.what()}}));
+      }
     });
     http.Get(R"(/jobs/(\d+))", [this](const httplib::Request& req, httplib::Response& res) {
       auto job = queue.get(std::stoll(req.matches[1]));

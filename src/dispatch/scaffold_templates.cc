@@ -297,6 +297,7 @@ jobs:
           if [ "${#reports[@]}" -gt 0 ]; then
             run="gha-$GITHUB_RUN_ID-$GITHUB_RUN_ATTEMPT"
             ootci ingest "${reports[@]}" --config ootci.yaml --run "$run"
+            ootci report html --run "$run" --config ootci.yaml --out html-report
             echo "run=$run" >> "$GITHUB_OUTPUT"
           fi
       - uses: actions/upload-artifact@v4
@@ -306,6 +307,7 @@ jobs:
           name: evidence
           path: |
             junit/
+            html-report/report.html
             .ootci/evidence.db
           retention-days: 90
       - name: Report completed

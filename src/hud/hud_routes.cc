@@ -13,13 +13,6 @@
 namespace ootci {
 namespace {
 
-void send_html(httplib::Response& res, int status, const std::string& html) {
-  res.status = status;
-  res.set_header("Content-Security-Policy",
-                 "default-src 'none'; style-src 'unsafe-inline'; img-src data:");
-  res.set_content(html, "text/html; charset=utf-8");
-}
-
 // One route serves a page and its API: `build` makes the JSON (or null for 404), `render` the page.
 using Build = std::function<nlohmann::json(const httplib::Request&, const HudQuery&)>;
 using Render = std::function<std::string(const nlohmann::json&)>;

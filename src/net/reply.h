@@ -27,5 +27,7 @@ inline Reply detail_reply(int status, const std::string& detail) {
 
 // Writes the reply's status, headers and JSON body into an HTTP response.
 void send_reply(httplib::Response& res, const Reply& reply);
+// A page (HUD, run report), with kPagePolicy as its Content-Security-Policy.
+void send_html(httplib::Response& res, int status, const std::string& html);
 
 }  // namespace ootci
