@@ -497,6 +497,20 @@ TEST_F(SelectCli, RebucketPromotesAdmitsAndListsRegressionsButNeverDemotes) {
                 "not written: pass --write to apply the moves",
             }));
   EXPECT_EQ(read_file(proposed()), before);
+  // The device page's record of the proposed moves, beside the evidence.
+  nlohmann::json changes =
+      nlohmann::json::parse(read_file(dir_ + "/backend/.ootci/bucket_changes.json"));
+  EXPECT_EQ(changes["command"], "rebucket");
+  EXPECT_EQ(changes["written"], false);
+  ASSERT_EQ(changes["changes"].size(), 3u);
+  EXPECT_EQ(changes["changes"][0],
+            (nlohmann::json{{"file", kFile},
+                            {"name", "TestViewOps::test_t_view_privateuseone_float32"},
+                            {"from", "xfail"},
+                            {"to", "mandatory_success"},
+                            {"reason",
+                             "mandatory_success: promoted from xfail: passed in the last 2 runs "
+                             "it ran in"}}));
   nlohmann::json regressions = nlohmann::json::parse(read_file(out_ + "/regressions.json"));
   EXPECT_EQ(regressions,
             (nlohmann::json::array({{{"test_id", id + "test_view_privateuseone_float32"},

@@ -11,6 +11,10 @@ std::string evidence_path(const BackendConfig& backend) {
   return backend.workspace + "/evidence.db";
 }
 
+std::string bucket_changes_path(const BackendConfig& backend) {
+  return backend.workspace + "/bucket_changes.json";
+}
+
 std::string new_run_id(int64_t now_ms) {
   time_t secs = now_ms / 1000;
   struct tm tm;

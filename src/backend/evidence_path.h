@@ -9,6 +9,10 @@ namespace ootci {
 // <workspace>/evidence.db (docs/run.md).
 std::string evidence_path(const BackendConfig& backend);
 
+// <workspace>/bucket_changes.json: what the last `select propose` or `select rebucket` changed
+// (or proposed), for the device page.
+std::string bucket_changes_path(const BackendConfig& backend);
+
 // A new run id, "r-20261129T191000Z-1a2b3c": UTC start time and 6 random hex digits, so ids
 // sort by time and two machines starting in the same second do not collide.
 std::string new_run_id(int64_t now_ms);

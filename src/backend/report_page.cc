@@ -371,6 +371,36 @@ std::string reproduce_section(const ReportPage& r) {
   return out;
 }
 
+std::string json_text(const nlohmann::json& j, const char* key) {
+  return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string();
+}
+
+// What the last `select propose` or `select rebucket` changed (or proposed), name by name.
+std::string bucket_changes_section(const nlohmann::json& record) {
+  std::string out = "<h2>Last bucket changes</h2>";
+  if (record.is_null())
+    return out +
+           "<p class=\"muted\" id=\"bucket-changes\">No <code>ootci select propose</code> "
+           "or <code>select rebucket</code> recorded in this workspace.</p>";
+  bool written = record.value("written", false);
+  out +=
+      fmt::format("<p>ootci select {} at {}: {} change(s), {}.</p>",
+                  esc(json_text(record, "command")), esc(json_text(record, "at")),
+                  record["changes"].size(), written ? "written to the configs" : "proposed only");
+  out +=
+      "<table id=\"bucket-changes\"><tr><th>file</th><th>entry</th><th>from</th><th>to</th>"
+      "<th>reason</th></tr>";
+  for (const auto& c : record["changes"]) {
+    if (!c.is_object()) continue;
+    std::string from = json_text(c, "from"), to = json_text(c, "to");
+    out += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                       esc(json_text(c, "file")), esc(json_text(c, "name")),
+                       from.empty() ? "(new)" : esc(from), to.empty() ? "(removed)" : esc(to),
+                       esc(json_text(c, "reason")));
+  }
+  return out + "</table>";
+}
+
 std::string page_frame(const std::string& title, const std::string& body) {
   return fmt::format(
       "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
@@ -488,7 +518,14 @@ std::string render_device_page(const DevicePage& d) {
                           counts[file].count(cls) ? counts[file].at(cls) : 0);
     body += "</tr>";
   }
-  return page_frame("ootci device " + d.backend, body + "</table>");
+  body += "</table>";
+  body += bucket_changes_section(d.bucket_changes);
+  return page_frame("ootci device " + d.backend, body);
+}
+
+void add_bucket_changes(DevicePage& page, const std::string& path) {
+  nlohmann::json j = nlohmann::json::parse(read_file_or_empty(path), nullptr, false);
+  if (j.is_object() && j.contains("changes") && j["changes"].is_array()) page.bucket_changes = j;
 }
 
 }  // namespace ootci

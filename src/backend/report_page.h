@@ -49,8 +49,12 @@ struct DevicePage {
   std::string backend;
   std::vector<TestResult> results;                 // of each file, from its latest run
   std::map<std::string, std::string> run_of_file;  // relpath -> that run
+  // <workspace>/bucket_changes.json (select propose/rebucket), or null.
+  nlohmann::json bucket_changes;
 };
 DevicePage gather_device_page(EvidenceStore& store, const std::string& backend, int max_runs = 200);
+// Reads bucket_changes.json beside the evidence (absent or unreadable: none).
+void add_bucket_changes(DevicePage& page, const std::string& path);
 std::string render_device_page(const DevicePage& page);
 
 // The outcome class a map cell and a trend bar colour by: pass, fail, xfail or skip.

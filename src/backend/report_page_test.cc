@@ -164,6 +164,27 @@ TEST_F(ReportPageTest, TheDevicePageMapsTheLatestFinishedRunOfEveryFile) {
             std::string::npos);
   EXPECT_NE(html.find("<tr data-file=\"b.py\"><td>b.py</td><td>r-1</td>"), std::string::npos);
   EXPECT_TRUE(gather_device_page(*store_, "other").results.empty());
+
+  // The last propose/rebucket, when the workspace holds one; names are text.
+  EXPECT_NE(html.find("id=\"bucket-changes\">No <code>ootci select propose"), std::string::npos);
+  write_file_atomically(dir_ + "/bucket_changes.json",
+                        R"({"command": "rebucket", "written": false, "at": "2026-12-02T10:00:00Z",
+                            "changes": [{"file": "a.py", "name": "T::test_<i>x</i>",
+                                         "from": "xfail", "to": "mandatory_success",
+                                         "reason": "promoted"},
+                                        {"file": "a.py", "name": "T::test_y", "from": "",
+                                         "to": "skip", "reason": "new"}]})");
+  add_bucket_changes(d, dir_ + "/bucket_changes.json");
+  html = render_device_page(d);
+  EXPECT_NE(html.find("ootci select rebucket at 2026-12-02T10:00:00Z: 2 change(s), proposed only"),
+            std::string::npos);
+  EXPECT_NE(html.find("<tr><td>a.py</td><td>T::test_&lt;i&gt;x&lt;/i&gt;</td><td>xfail</td>"
+                      "<td>mandatory_success</td><td>promoted</td></tr>"),
+            std::string::npos);
+  EXPECT_NE(html.find("<td>T::test_y</td><td>(new)</td><td>skip</td>"), std::string::npos);
+  DevicePage absent;
+  add_bucket_changes(absent, dir_ + "/none.json");
+  EXPECT_TRUE(absent.bucket_changes.is_null());
 }
 
 TEST_F(ReportPageTest, AnUnknownRunIsAnError) {

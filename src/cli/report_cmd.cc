@@ -139,8 +139,9 @@ void report_html(const HtmlArgs& a) {
     if (backend.empty()) throw Error("--device needs --backend NAME or --config ootci.yaml");
     std::string out = !a.out.empty() ? a.out : config ? config->workspace : ".";
     std::filesystem::create_directories(out);
-    write_file_atomically(out + "/device.html", render_device_page(gather_device_page(
-                                                    *EvidenceStore::open(db), backend)));
+    DevicePage page = gather_device_page(*EvidenceStore::open(db), backend);
+    if (config) add_bucket_changes(page, bucket_changes_path(*config));
+    write_file_atomically(out + "/device.html", render_device_page(page));
     std::cout << out << "/device.html\n";
     return;
   }

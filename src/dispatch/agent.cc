@@ -398,7 +398,9 @@ struct Agent::Impl {
     http.Get("/device", [this](const httplib::Request&, httplib::Response& res) {
       try {
         auto store = EvidenceStore::open(evidence_path(backend));
-        send_html(res, 200, render_device_page(gather_device_page(*store, backend.name)));
+        DevicePage page = gather_device_page(*store, backend.name);
+        add_bucket_changes(page, bucket_changes_path(backend));
+        send_html(res, 200, render_device_page(page));
       } catch (const std::exception& e) {
         send_reply(res, json_reply(503, {{"ok", false}, {"detail", e.what()}}));
       }

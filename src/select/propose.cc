@@ -19,6 +19,7 @@
 #include "base/text.h"
 #include "base/yaml_doc.h"
 #include "select/agent_hook.h"
+#include "select/bucket_changes.h"
 #include "select/code_evidence.h"
 #include "select/config_writer.h"
 #include "select/variant_evidence.h"
@@ -111,7 +112,20 @@ void print_changes(const ConfigDiff& diff, std::ostream& out) {
 struct FileOutcome {
   std::string status;                        // created | updated | unchanged
   std::map<std::string, std::string> modes;  // by test id, as VariantCounts
+  std::vector<BucketChange> changes;         // name by name, for the device page
 };
+
+std::vector<BucketChange> bucket_changes(const std::string& relpath, const ConfigDiff& diff) {
+  std::vector<BucketChange> out;
+  for (const auto& c : diff.added)
+    out.push_back({relpath, c.name, "", to_string(c.after->mode), c.after->reason});
+  for (const auto& c : diff.changed)
+    out.push_back(
+        {relpath, c.name, to_string(c.before->mode), to_string(c.after->mode), c.after->reason});
+  for (const auto& c : diff.removed)
+    out.push_back({relpath, c.name, to_string(c.before->mode), "", ""});
+  return out;
+}
 
 FileOutcome propose_file(const ProposeRequest& req, const FileEvidence& f, const Capabilities& caps,
                          std::ostream& out, std::ostream& err) {
@@ -185,6 +199,7 @@ FileOutcome propose_file(const ProposeRequest& req, const FileEvidence& f, const
                        : fmt::format("  agent: rejected {} {}: {}\n", v.where, v.summary, v.why));
   print_changes(diff, out);
   outcome.modes = std::move(counts.by_test_id);
+  outcome.changes = bucket_changes(f.relpath, diff);
   return outcome;
 }
 
@@ -270,10 +285,12 @@ int propose(const ProposeRequest& req, std::ostream& out, std::ostream& err) {
   int code = 0;
   std::map<std::string, size_t> statuses;
   nlohmann::json variants = nlohmann::json::object();
+  std::vector<BucketChange> changes;
   for (const FileEvidence& f : files) {
     try {
       FileOutcome outcome = propose_file(req, f, caps.of(f.relpath), out, err);
       ++statuses[outcome.status];
+      changes.insert(changes.end(), outcome.changes.begin(), outcome.changes.end());
       for (const auto& [test_id, mode] : outcome.modes) variants[test_id] = mode;
     } catch (const Error& e) {
       err << fmt::format("error: {}: {}\n", f.relpath, e.what());
@@ -283,6 +300,7 @@ int propose(const ProposeRequest& req, std::ostream& out, std::ostream& err) {
   if (!req.variants_path.empty())
     write_file_atomically(req.variants_path,
                           nlohmann::json{{"version", 1}, {"variants", variants}}.dump(2) + "\n");
+  record_bucket_changes(req.backend, "propose", !req.dry_run, changes, err);
   out << fmt::format("{}: {} created, {} updated, {} unchanged{}\n", plural(files.size(), "file"),
                      statuses["created"], statuses["updated"], statuses["unchanged"],
                      req.dry_run ? " (dry run: nothing written)" : "");

@@ -12,6 +12,7 @@
 #include "base/error.h"
 #include "base/file_text.h"
 #include "base/text.h"
+#include "select/bucket_changes.h"
 #include "select/config_writer.h"
 #include "select/propose.h"
 #include "select/rebucket.h"
@@ -114,6 +115,11 @@ int rebucket(const RebucketRequest& req, std::ostream& out, std::ostream& err) {
   out << fmt::format("run {}: {}; {}, {}, {}\n", req.run_id, plural(results.size(), "result"),
                      plural(promoted, "promotion"), plural(moves.size() - promoted, "admission"),
                      plural(regressions.size(), "regression candidate"));
+  std::vector<BucketChange> changes;
+  for (const Move& m : moves)
+    changes.push_back({m.relpath, move_name(m), to_string(m.from), to_string(m.to),
+                       m.human ? m.reason + " [human entry: not written]" : m.reason});
+  record_bucket_changes(req.backend, "rebucket", req.write, changes, err);
   std::map<std::string, std::vector<const Move*>> by_file;
   for (const Move& m : moves) by_file[m.relpath].push_back(&m);
   for (const auto& [relpath, ms] : by_file) {

@@ -52,6 +52,16 @@ def test_proposed_configs_validate_run_green_and_name_the_switched_off_op(ws):
     written = sorted((ws.path / "proposed").glob("*.yaml"))
     assert [p.name for p in written] == ["test_indexing.yaml", "test_view_ops.yaml"], proposal
 
+    # What the device page shows of this proposal: every name added, the broken ones as xfail.
+    record = json.loads((ws.path / ".ootci" / "bucket_changes.json").read_text())
+    assert (record["command"], record["written"]) == ("propose", True)
+    assert {c["file"] for c in record["changes"]} == set(FILES)
+    assert all(c["from"] == "" for c in record["changes"]), record["changes"][:3]
+    assert any(c["to"] == "xfail" and f"aten::{SWITCHED_OFF}" in c["reason"]
+               for c in record["changes"])
+    page = ws.path / ws.ootci("report", "html", "--device", "--config", "ootci.yaml").stdout.strip()
+    assert page.read_text().count("<tr><td>test/") == len(record["changes"])
+
     # Valid Spyre-format configs, by the same checker users run.
     for path in written:
         check = ws.ootci("plan", "check", str(path), check=False)
