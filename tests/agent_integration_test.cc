@@ -212,6 +212,9 @@ TEST_P(AgentIntegration, PullRequestBecomesAVerdictOnTheRelayFieldByField) {
   EXPECT_EQ(record->workflow_name, "ootci");
   EXPECT_EQ(record->check_run_id, fmt::format("{}-1", id));
   EXPECT_EQ(record->workflow_url, fmt::format("http://127.0.0.1:{}/jobs/{}", agent_port_, id));
+  // No artifact store configured: the callback links the run's report page on the agent.
+  EXPECT_EQ(record->artifact_url,
+            fmt::format("http://127.0.0.1:{}/jobs/{}/report", agent_port_, id));
   EXPECT_GE(record->queue_time_ms, 0);
   EXPECT_GT(record->execution_time_ms, 1000);  // a real pytest run happened in between
   // test_view_ops on the reference backend: 207 mandatory passes and 53 expected failures.

@@ -199,9 +199,13 @@ struct Agent::Impl {
     if (backend.report.callback_url.empty()) return "";
     std::string label = fmt::format("status=\"{}\"", status);
     try {
+      // Without a configured artifact store, the run's report page here is the artifact.
+      std::string artifact_url = backend.report.artifact_url;
+      if (artifact_url.empty() && status == "completed" && outcome && !job.run_id.empty())
+        artifact_url = fmt::format("{}/jobs/{}/report", config.public_url, job.id);
       nlohmann::json body =
           build_callback_body(nlohmann::json::parse(job.client_payload), status, identity(job),
-                              outcome, backend.report.artifact_url, backend.report.relay);
+                              outcome, artifact_url, backend.report.relay);
       std::string token = fetch_oidc_token(backend.report, process_env);
       PostOutcome sent = post_callback(backend.report, token, body);
       if (sent.ok()) {
