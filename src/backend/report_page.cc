@@ -462,7 +462,8 @@ ReportPage gather_report_page(EvidenceStore& store, const std::string& run_id,
 }
 
 std::string render_report_page(const ReportPage& r) {
-  const std::string& verdict = r.run.verdict.empty() ? r.verdict.conclusion : r.run.verdict;
+  // An interrupted or running run has no verdict: one on part of a run would mislead.
+  const std::string& verdict = r.run.verdict.empty() ? r.run.status : r.run.verdict;
   std::string body = fmt::format(
       "<h1>ootci run {}</h1><p><span class=\"chip {}\" id=\"verdict\">{}</span> backend <b>{}</b>"
       " &middot; {} &middot; started {} &middot; {}</p>",

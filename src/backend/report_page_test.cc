@@ -187,6 +187,19 @@ TEST_F(ReportPageTest, TheDevicePageMapsTheLatestFinishedRunOfEveryFile) {
   EXPECT_TRUE(absent.bucket_changes.is_null());
 }
 
+TEST_F(ReportPageTest, ARunWithoutAVerdictShowsItsStatusInstead) {
+  RunInfo r;
+  r.id = "r-i";
+  r.backend = "ref";
+  r.status = "running";
+  r.started_ms = 1000;
+  store_->begin_run(r);
+  store_->record("r-i", variant("a.py::test_a", "passed"));
+  store_->finish_run("r-i", 2000, "interrupted", "", {});
+  std::string html = render_report_page(gather_report_page(*store_, "r-i"));
+  EXPECT_NE(html.find("id=\"verdict\">interrupted</span>"), std::string::npos);
+}
+
 TEST_F(ReportPageTest, AnUnknownRunIsAnError) {
   EXPECT_THROW(gather_report_page(*store_, "r-none"), std::exception);
 }
