@@ -33,8 +33,8 @@ class ReportPageTest : public ::testing::Test {
   std::string dir_ = make_temp_dir();
   std::unique_ptr<EvidenceStore> store_ = EvidenceStore::open(dir_ + "/evidence.db");
 
-  void run(const std::string& id, int64_t started_ms, const std::vector<TestResult>& results,
-           const std::string& verdict) {
+  // A run that started and holds `results`, still running.
+  void begin(const std::string& id, int64_t started_ms, const std::vector<TestResult>& results) {
     RunInfo r;
     r.id = id;
     r.backend = "ref";
@@ -43,6 +43,11 @@ class ReportPageTest : public ::testing::Test {
     r.started_ms = started_ms;
     store_->begin_run(r);
     store_->record_batch(id, results);
+  }
+
+  void run(const std::string& id, int64_t started_ms, const std::vector<TestResult>& results,
+           const std::string& verdict) {
+    begin(id, started_ms, results);
     store_->finish_run(id, started_ms + 5000, "finished", verdict, {{"run_id", id}});
   }
 
@@ -147,13 +152,7 @@ TEST_F(ReportPageTest, TheDevicePageMapsTheLatestFinishedRunOfEveryFile) {
        variant("b.py::T::test_mul_float32", "passed", "mul", "float32")},
       "failure");
   run("r-2", 2000, {variant("a.py::T::test_add_float32", "passed", "add", "float32")}, "success");
-  RunInfo running;
-  running.id = "r-3";
-  running.backend = "ref";
-  running.status = "running";
-  running.started_ms = 3000;
-  store_->begin_run(running);
-  store_->record("r-3", variant("a.py::T::test_add_float32", "failed", "add", "float32"));
+  begin("r-3", 3000, {variant("a.py::T::test_add_float32", "failed", "add", "float32")});
   DevicePage d = gather_device_page(*store_, "ref");
   EXPECT_EQ(d.run_of_file, (std::map<std::string, std::string>{{"a.py", "r-2"}, {"b.py", "r-1"}}));
   ASSERT_EQ(d.results.size(), 2u);
@@ -188,13 +187,7 @@ TEST_F(ReportPageTest, TheDevicePageMapsTheLatestFinishedRunOfEveryFile) {
 }
 
 TEST_F(ReportPageTest, ARunWithoutAVerdictShowsItsStatusInstead) {
-  RunInfo r;
-  r.id = "r-i";
-  r.backend = "ref";
-  r.status = "running";
-  r.started_ms = 1000;
-  store_->begin_run(r);
-  store_->record("r-i", variant("a.py::test_a", "passed"));
+  begin("r-i", 1000, {variant("a.py::test_a", "passed")});
   store_->finish_run("r-i", 2000, "interrupted", "", {});
   std::string html = render_report_page(gather_report_page(*store_, "r-i"));
   EXPECT_NE(html.find("id=\"verdict\">interrupted</span>"), std::string::npos);
