@@ -18,6 +18,8 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <csignal>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -45,7 +47,17 @@ struct Options {
   std::string torch_root;
   std::string workdir;
   std::vector<std::string> ops;  // fixed faults ("sum", "prod:float32") instead of drawn ones
+  double minutes = 0;            // no new fault after this long (0: no limit)
 };
+
+// SIGINT or SIGTERM (a CI time limit): finish the fault under way, then print the summary of the
+// faults done. A second signal ends the bench at once.
+volatile std::sig_atomic_t g_stop_signal = 0;
+
+void stop_after_this_fault(int sig) {
+  g_stop_signal = sig;
+  std::signal(sig, SIG_DFL);
+}
 
 struct Fault {
   std::string op;     // base name, as the switches take it ("add")
@@ -359,7 +371,18 @@ int bench(const Options& o) {
 
   std::vector<Outcome> outcomes;
   std::vector<std::string> harmless;  // faults that broke no test
+  std::signal(SIGINT, stop_after_this_fault);
+  std::signal(SIGTERM, stop_after_this_fault);
+  std::string cut_short;
   for (size_t i = 0; i < candidates.size() && static_cast<int>(outcomes.size()) < o.faults; ++i) {
+    if (g_stop_signal) {
+      cut_short = fmt::format("stopped by {}", strsignal(g_stop_signal));
+      break;
+    }
+    if (o.minutes > 0 && elapsed() > o.minutes * 60) {
+      cut_short = fmt::format("the time limit of {} min was reached", o.minutes);
+      break;
+    }
     Fault f;
     std::tie(f.op, f.dtype, f.kind) = candidates[i];
     int index = static_cast<int>(i) + 1;
@@ -453,7 +476,10 @@ int bench(const Options& o) {
     outcomes.push_back(std::move(out));
   }
 
-  // The table and the totals.
+  // The table and the totals, also for a run cut short.
+  if (!cut_short.empty())
+    std::cout << fmt::format("\ncut short: {}; the summary covers the {} of {} faults done\n",
+                             cut_short, outcomes.size(), o.faults);
   std::cout << "\n"
             << fmt::format("{:<28} {:<9} {:>8} {:>8} {:>9} {:>6} {:>8}\n", "fault", "kind",
                            "failing", "caught", "selected", "files", "time");
@@ -518,6 +544,9 @@ int main(int argc, char** argv) {
   app.add_option("--seed", o.seed, "order in which candidate ops are tried");
   app.add_option("--torch-root", o.torch_root, "upstream PyTorch tree (default: $TORCH_ROOT)");
   app.add_option("--workdir", o.workdir, "keep everything here (default: a temporary folder)");
+  app.add_option("--minutes", o.minutes,
+                 "start no new fault after this many minutes, then print the summary (SIGINT or "
+                 "SIGTERM does the same after the fault under way)");
   app.add_option("--ops", o.ops,
                  "these faults, in order, instead of drawn ones: op (switched off) or op:dtype "
                  "(wrong results), e.g. sum,prod:float32 (repeats an earlier run's faults)")
