@@ -11,6 +11,10 @@ std::string evidence_path(const BackendConfig& backend) {
   return backend.workspace + "/evidence.db";
 }
 
+std::string run_folder(const BackendConfig& backend, const std::string& run_id) {
+  return backend.workspace + "/runs/" + run_id;
+}
+
 std::string bucket_changes_path(const BackendConfig& backend) {
   return backend.workspace + "/bucket_changes.json";
 }

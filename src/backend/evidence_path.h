@@ -9,6 +9,9 @@ namespace ootci {
 // <workspace>/evidence.db (docs/run.md).
 std::string evidence_path(const BackendConfig& backend);
 
+// <workspace>/runs/<run_id>: a run's plan, manifest, JUnit XML, report and work files.
+std::string run_folder(const BackendConfig& backend, const std::string& run_id);
+
 // <workspace>/bucket_changes.json: what the last `select propose` or `select rebucket` changed
 // (or proposed), for the device page.
 std::string bucket_changes_path(const BackendConfig& backend);

@@ -11,12 +11,6 @@ namespace ootci {
 namespace {
 
 const std::vector<std::string> kModes = {"mandatory_success", "xfail", "xfail_strict", "skip"};
-const std::vector<std::string> kOutcomes = {"passed",  "failed",  "error",
-                                            "skipped", "xfailed", "xpassed"};
-
-bool is_failure(const std::string& outcome) {
-  return outcome == "failed" || outcome == "error";
-}
 
 // Modes the judge must hold to success: mandatory_success, and anything it does not know.
 bool must_succeed(const std::string& mode) {
@@ -159,6 +153,10 @@ std::string format_verdict(const Verdict& v) {
     for (const auto& id : v.flaky) out += fmt::format("  {}\n", id);
   }
   return out;
+}
+
+bool is_failure(const std::string& outcome) {
+  return outcome == "failed" || outcome == "error";
 }
 
 std::optional<RunInfo> last_green_before(EvidenceStore& store, const RunInfo& run) {

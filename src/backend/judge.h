@@ -10,6 +10,13 @@
 
 namespace ootci {
 
+// Every outcome a result can have, in the order reports print them.
+inline const std::vector<std::string> kOutcomes = {"passed",  "failed",  "error",
+                                                   "skipped", "xfailed", "xpassed"};
+
+// failed or error.
+bool is_failure(const std::string& outcome);
+
 // A result that makes the run fail.
 struct FailingTest {
   std::string test_id;

@@ -31,12 +31,6 @@ size_t dtype_rank(const std::string& dtype) {
   return static_cast<size_t>(it - kPageDtypeOrder.begin());
 }
 
-std::string shell_quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
 // "relpath::Class::name" -> the node id pytest takes, with the path it was given.
 std::string node_id(const ReportPage& r, const std::string& test_id) {
   std::string relpath = test_id.substr(0, test_id.find("::"));
@@ -44,9 +38,14 @@ std::string node_id(const ReportPage& r, const std::string& test_id) {
   return (it == r.file_path.end() ? relpath : it->second) + test_id.substr(relpath.size());
 }
 
-bool failing(const std::string& outcome) {
-  return outcome == "failed" || outcome == "error";
+// A message's first line, trimmed and cut: what groups errors and sums one up.
+std::string first_line(const std::string& message) {
+  std::vector<std::string> ls = lines(message);
+  return truncate_utf8_chars(ls.empty() ? "" : trim(ls.front()), kPageGroupKeyChars);
 }
+
+// The outcome classes, in the order a trend bar stacks them and the device page lists them.
+const char* const kPageClasses[] = {"pass", "xfail", "skip", "fail"};
 
 std::string seconds_text(double s) {
   return s >= 60 ? fmt::format("{:.1f} min", s / 60) : fmt::format("{:.2f} s", s);
@@ -98,7 +97,7 @@ std::string counts_section(const ReportPage& r) {
       "<div class=\"card\"><div class=\"label\">variants</div><div class=\"value\" "
       "data-count=\"total\">{}</div></div>",
       r.results.size());
-  for (const char* o : {"passed", "failed", "error", "skipped", "xfailed", "xpassed"})
+  for (const auto& o : kOutcomes)
     out += fmt::format(
         "<div class=\"card\"><div class=\"label\">{0}</div><div class=\"value\" "
         "data-count=\"{0}\">{1}</div></div>",
@@ -147,16 +146,13 @@ std::string failing_section(const ReportPage& r) {
   out +=
       "<table id=\"failing\"><tr><th>test</th><th>new</th><th>mode</th><th>outcome</th>"
       "<th>error</th><th>message</th></tr>";
-  for (const auto& f : r.verdict.failing) {
-    std::vector<std::string> ls = lines(f.message);
+  for (const auto& f : r.verdict.failing)
     out += fmt::format(
         "<tr class=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
         "<td class=\"msg\"><details><summary>{}</summary><pre>{}</pre></details></td></tr>",
         f.newly ? "newly" : "known", esc(f.test_id), f.newly ? "new" : "", esc(f.mode),
-        esc(f.outcome), esc(f.error_class),
-        esc(truncate_utf8_chars(ls.empty() ? "" : trim(ls.front()), kPageGroupKeyChars)),
+        esc(f.outcome), esc(f.error_class), esc(first_line(f.message)),
         esc(truncate_utf8_chars(f.message, kPageMessageChars)));
-  }
   return out + "</table>";
 }
 
@@ -175,10 +171,8 @@ std::string errors_section(const ReportPage& r) {
   };
   std::map<std::pair<std::string, std::string>, Group> groups;
   for (const auto& t : r.results) {
-    if (!failing(t.outcome)) continue;
-    std::vector<std::string> ls = lines(t.message);
-    std::string first = ls.empty() ? "" : trim(ls.front());
-    Group& g = groups[{t.error_class, truncate_utf8_chars(first, kPageGroupKeyChars)}];
+    if (!is_failure(t.outcome)) continue;
+    Group& g = groups[{t.error_class, first_line(t.message)}];
     ++g.count;
     if (g.tests.size() < 5) g.tests.push_back(t.test_id);
   }
@@ -299,7 +293,7 @@ std::string trend_svg(const std::vector<TrendPoint>& points) {
     for (const auto& [o, n] : points[i].outcomes.counts) by_class[outcome_class(o)] += n;
     double y = height;
     std::string title = points[i].run_id + ":";
-    for (const char* cls : {"pass", "xfail", "skip", "fail"}) {
+    for (const char* cls : kPageClasses) {
       auto it = by_class.find(cls);
       if (it == by_class.end()) continue;
       double h = static_cast<double>(it->second) * height / max_total;
@@ -322,13 +316,12 @@ std::string files_section(const ReportPage& r) {
     ++counts[t.file][t.outcome];
     seconds[t.file] += t.duration_s;
   }
-  std::string out =
-      "<h2>Upstream files</h2><table id=\"files\"><tr><th>file</th><th>passed</th><th>failed</th>"
-      "<th>error</th><th>skipped</th><th>xfailed</th><th>xpassed</th><th>time</th>"
-      "<th>last runs</th></tr>";
+  std::string out = "<h2>Upstream files</h2><table id=\"files\"><tr><th>file</th>";
+  for (const auto& o : kOutcomes) out += "<th>" + o + "</th>";
+  out += "<th>time</th><th>last runs</th></tr>";
   for (const auto& [file, c] : counts) {
     out += "<tr data-file=\"" + esc(file) + "\"><td>" + esc(file) + "</td>";
-    for (const char* o : {"passed", "failed", "error", "skipped", "xfailed", "xpassed"})
+    for (const auto& o : kOutcomes)
       out +=
           fmt::format("<td class=\"n\" data-outcome=\"{}\">{}</td>", o, c.count(o) ? c.at(o) : 0);
     auto trend = r.trend.find(file);
@@ -338,15 +331,17 @@ std::string files_section(const ReportPage& r) {
   return out + "</table>";
 }
 
+std::string json_text(const nlohmann::json& j, const char* key) {
+  return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string();
+}
+
 std::string triage_section(const ReportPage& r) {
   if (r.triage.is_null()) return "";
   std::string out = "<h2>Attribution</h2><div id=\"triage\">";
-  auto field = [&](const char* key) {
-    return r.triage.contains(key) && r.triage[key].is_string() ? r.triage[key].get<std::string>()
-                                                               : std::string();
-  };
-  out += fmt::format("<p>Category: <b data-triage=\"category\">{}</b></p>", esc(field("category")));
-  if (!field("summary").empty()) out += "<p>" + esc(field("summary")) + "</p>";
+  out += fmt::format("<p>Category: <b data-triage=\"category\">{}</b></p>",
+                     esc(json_text(r.triage, "category")));
+  std::string summary = json_text(r.triage, "summary");
+  if (!summary.empty()) out += "<p>" + esc(summary) + "</p>";
   out += "<pre>" + esc(r.triage.dump(2)) + "</pre></div>";
   return out;
 }
@@ -369,10 +364,6 @@ std::string reproduce_section(const ReportPage& r) {
       "test; put another test's id in its place.</p><pre id=\"reproduce\">" +
       esc(cmd) + "</pre>";
   return out;
-}
-
-std::string json_text(const nlohmann::json& j, const char* key) {
-  return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string();
 }
 
 // What the last `select propose` or `select rebucket` changed (or proposed), name by name.
@@ -420,11 +411,17 @@ std::string outcome_class(const std::string& outcome) {
 
 ReportPage gather_report_page(EvidenceStore& store, const std::string& run_id,
                               const std::string& run_dir, int trend_runs) {
-  ReportPage r;
   std::optional<RunInfo> run = store.run(run_id);
   if (!run) throw Error(fmt::format("no run {} in the evidence store", run_id));
-  r.run = *run;
-  r.results = store.results(run_id);
+  return gather_report_page(store, *run, store.results(run_id), run_dir, trend_runs);
+}
+
+ReportPage gather_report_page(EvidenceStore& store, const RunInfo& run,
+                              std::vector<TestResult> results, const std::string& run_dir,
+                              int trend_runs) {
+  ReportPage r;
+  r.run = run;
+  r.results = std::move(results);
   r.last_green = last_green_before(store, r.run);
   std::vector<TestResult> green;
   if (r.last_green) green = store.results(r.last_green->id);
@@ -490,7 +487,8 @@ DevicePage gather_device_page(EvidenceStore& store, const std::string& backend, 
   std::map<std::string, std::set<std::string>> files_of_run;
   int scanned = 0;
   for (const auto& run : store.runs(backend)) {
-    if (run.status == "running" || ++scanned > max_runs) continue;
+    if (run.status == "running") continue;
+    if (++scanned > max_runs) break;
     for (const auto& [file, outcomes] : store.file_outcomes(run.id))
       if (d.run_of_file.emplace(file, run.id).second) files_of_run[run.id].insert(file);
   }
@@ -514,7 +512,7 @@ std::string render_device_page(const DevicePage& d) {
   for (const auto& [file, run_id] : d.run_of_file) {
     body += "<tr data-file=\"" + esc(file) + "\"><td>" + esc(file) + "</td><td>" + esc(run_id) +
             "</td>";
-    for (const char* cls : {"pass", "xfail", "skip", "fail"})
+    for (const char* cls : kPageClasses)
       body += fmt::format("<td class=\"n\">{}</td>",
                           counts[file].count(cls) ? counts[file].at(cls) : 0);
     body += "</tr>";

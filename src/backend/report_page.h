@@ -40,6 +40,10 @@ struct ReportPage {
 // `<run_dir>/triage_verdict.json` when `run_dir` is given. Throws Error for an unknown run.
 ReportPage gather_report_page(EvidenceStore& store, const std::string& run_id,
                               const std::string& run_dir = "", int trend_runs = 10);
+// The same for a run whose results the caller has read already (`ootci run` at its end).
+ReportPage gather_report_page(EvidenceStore& store, const RunInfo& run,
+                              std::vector<TestResult> results, const std::string& run_dir = "",
+                              int trend_runs = 10);
 
 std::string render_report_page(const ReportPage& report);
 

@@ -299,6 +299,14 @@ class Runner {
     record(r);
   }
 
+  // The result of a test that crashed its process (`sig`) among other tests but not alone.
+  static TestResult survived_alone(TestResult r, int sig) {
+    r.message =
+        fmt::format("crashed the process ({}) after other tests, but not when run alone: {}",
+                    signal_name(sig), r.message);
+    return r;
+  }
+
   // The test that was running when its process died from a signal, run again alone: a crash that
   // repeats is the test's own; one that does not came from the tests before it.
   // `first` is an attempt in which it already ran first (alone): it is not run again.
@@ -312,10 +320,7 @@ class Runner {
     for (const auto& [k, v] : again.started) st.started.emplace(k, v);
     if (again.ending == PytestEnding::interrupted) return;
     if (alone) {
-      alone->message =
-          fmt::format("crashed the process ({}) after other tests, but not when run alone: {}",
-                      signal_name(sig), alone->message);
-      keep(st, *alone);
+      keep(st, survived_alone(*alone, sig));
       return;
     }
     std::string why;
@@ -374,12 +379,7 @@ class Runner {
       PytestOutcome out = attempt(
           f, st, only, st.done,
           [&](const TestResult& r) {
-            if (!suspect || r.test_id != suspect->id) return keep(st, r);
-            TestResult alone = r;
-            alone.message = fmt::format(
-                "crashed the process ({}) after other tests, but not when run alone: {}",
-                signal_name(suspect->signal), r.message);
-            keep(st, alone);
+            keep(st, suspect && r.test_id == suspect->id ? survived_alone(r, suspect->signal) : r);
           },
           st.all.empty() ? f.bases : std::nullopt);
       for (const auto& [k, v] : out.started) st.started.emplace(k, v);
@@ -702,7 +702,7 @@ RunReport run_plan(const RunRequest& req) {
     files = only_labelled(resolved.plan, files, labels);
   if (req.shards > 0) files = shard_of(files, *store, req.shard, req.shards);
 
-  std::string run_dir = backend.workspace + "/runs/" + info.id;
+  std::string run_dir = run_folder(backend, info.id);
   fs::create_directories(run_dir);
   std::string plan_path = run_dir + "/plan.json";
   write_plan(resolved.plan, plan_path);
@@ -751,7 +751,7 @@ RunReport run_plan(const RunRequest& req) {
   write_json_file(report.manifest_path, info.manifest);
   report.junit_path = run_dir + "/junit.xml";
   write_junit(report.junit_path, report.results);
-  ReportPage page = gather_report_page(*store, info.id, run_dir);
+  ReportPage page = gather_report_page(*store, *store->run(info.id), report.results, run_dir);
   page.reproduce_env = env;
   page.reproduce_dir = run_dir;
   page.python = backend.python;

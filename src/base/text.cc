@@ -99,6 +99,17 @@ std::string short_sha(std::string_view sha) {
   return std::string(sha.substr(0, 12));
 }
 
+std::string shell_quote(std::string_view s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'')
+      out += "'\\''";
+    else
+      out += c;
+  }
+  return out + "'";
+}
+
 std::string plural(size_t n, std::string_view word) {
   return std::to_string(n) + " " + std::string(word) + (n == 1 ? "" : "s");
 }

@@ -44,6 +44,8 @@ std::string tail(std::string_view text, size_t max_chars);
 // A commit id's first 12 characters, as reports print it.
 std::string short_sha(std::string_view sha);
 
+// `s` as one POSIX shell word: in single quotes, a quote inside written '\''.
+std::string shell_quote(std::string_view s);
 // "1 file", "3 files": English plurals by adding "s".
 std::string plural(size_t n, std::string_view word);
 

@@ -15,6 +15,12 @@ TEST(Text, TrimDropsAsciiWhitespaceAtTheEndsOnly) {
   EXPECT_EQ(trim_end("\n\n"), "");
 }
 
+TEST(Text, ShellQuoteMakesOneWordOfAnything) {
+  EXPECT_EQ(shell_quote("plain"), "'plain'");
+  EXPECT_EQ(shell_quote(""), "''");
+  EXPECT_EQ(shell_quote("it's $HOME `x`"), "'it'\\''s $HOME `x`'");
+}
+
 TEST(Text, OneLineCollapsesEveryWhitespaceRunToOneSpace) {
   EXPECT_EQ(one_line("ERROR:  relation \"x\" does not exist\nLINE 1: SELECT\r\n\t* FROM x\n"),
             "ERROR: relation \"x\" does not exist LINE 1: SELECT * FROM x");

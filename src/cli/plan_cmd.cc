@@ -14,6 +14,7 @@
 #include "backend/plan_resolve.h"
 #include "backend/suite_config.h"
 #include "base/error.h"
+#include "base/text.h"
 #include "cli/commands.h"
 #include "select/plan_lint.h"
 #include "select/test_hashes.h"
@@ -80,17 +81,6 @@ void check_plan_file(const std::string& path) {
     throw Error(fmt::format("{}: not an {} version {} file", path, kPlanSchema, kPlanVersion));
 }
 
-std::string sh_quote(const std::string& value) {
-  std::string out = "'";
-  for (char c : value) {
-    if (c == '\'')
-      out += "'\\''";
-    else
-      out += c;
-  }
-  return out + "'";
-}
-
 void plan_env(const std::string& config, const std::string& plan_arg, bool as_json) {
   BackendConfig backend = load_backend_or_exit(config);
   std::string plan = plan_arg;
@@ -106,7 +96,7 @@ void plan_env(const std::string& config, const std::string& plan_arg, bool as_js
     return;
   }
   for (const auto& [key, value] : env)  // std::map: sorted by key
-    std::cout << "export " << key << "=" << sh_quote(value) << "\n";
+    std::cout << "export " << key << "=" << shell_quote(value) << "\n";
 }
 
 void plan_lint(const std::string& config, bool as_json) {

@@ -113,8 +113,7 @@ std::optional<RunOutcome> completed_outcome(const ReportArgs& a,
     if (db.empty()) throw Error("--run needs --evidence DB or --config ootci.yaml");
     if (!std::filesystem::exists(db)) throw Error(fmt::format("no evidence database at {}", db));
     o = outcome_of_run(*EvidenceStore::open(db), a.run);
-    std::string beside =
-        config ? config->workspace + "/runs/" + a.run + "/triage_verdict.json" : "";
+    std::string beside = config ? run_folder(*config, a.run) + "/triage_verdict.json" : "";
     if (triage.empty() && !beside.empty() && std::filesystem::exists(beside)) triage = beside;
   }
   if (!a.conclusion.empty()) o.conclusion = a.conclusion;
@@ -145,7 +144,7 @@ void report_html(const HtmlArgs& a) {
     std::cout << out << "/device.html\n";
     return;
   }
-  std::string run_dir = config ? config->workspace + "/runs/" + a.run : "";
+  std::string run_dir = config ? run_folder(*config, a.run) : "";
   ReportPage page = gather_report_page(*EvidenceStore::open(db), a.run, run_dir);
   if (config && std::filesystem::exists(run_dir + "/plan.json")) {
     page.reproduce_env = plan_environment(*config, run_dir + "/plan.json", ootci_python_dir(),

@@ -392,7 +392,7 @@ struct Agent::Impl {
       std::string html =
           job->run_id.empty()
               ? ""
-              : read_file_or_empty(backend.workspace + "/runs/" + job->run_id + "/report.html");
+              : read_file_or_empty(run_folder(backend, job->run_id) + "/report.html");
       if (html.empty())
         return send_reply(
             res, json_reply(404, {{"ok", false}, {"detail", "the job's run has no report yet"}}));

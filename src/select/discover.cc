@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "backend/evidence_path.h"
 #include "backend/path_glob.h"
 #include "backend/plan_json.h"
 #include "backend/plan_resolve.h"
@@ -183,7 +184,7 @@ DiscoverReport discover(const DiscoverRequest& req) {
   store->record_batch(report.run->run_id, with_ops);
   store->delete_run(ops_run.run_id);
   std::error_code ignored;
-  std::filesystem::remove_all(req.backend.workspace + "/runs/" + ops_run.run_id, ignored);
+  std::filesystem::remove_all(run_folder(req.backend, ops_run.run_id), ignored);
 
   report.files =
       summarize_discovery(split.to_run, report.run->results, store->ops_of_run(report.run->run_id));
