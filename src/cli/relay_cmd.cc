@@ -19,8 +19,13 @@ namespace ootci {
 namespace {
 
 void serve_relay(const std::string& config_path) {
-  RelayServer server(load_relay_config(config_path));
-  server.add_routes(register_hud_routes);
+  RelayConfig config = load_relay_config(config_path);
+  L4Criteria l4 = config.hud.l4_criteria;
+  RelayServer server(std::move(config));
+  server.add_routes([l4](httplib::Server& http, Store& store, AllowlistSource& allowlist,
+                         std::function<nlohmann::json()> relay_health) {
+    register_hud_routes(http, store, allowlist, std::move(relay_health), l4);
+  });
   // SIGTERM/SIGINT stop the listener and let in-flight dispatch attempts finish; rows not yet
   // delivered stay in the outbox for the next start.
   serve_until_stop_signal([&] { server.run(); }, [&] { server.stop(); });

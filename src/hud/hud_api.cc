@@ -7,6 +7,8 @@
 #include <map>
 #include <set>
 
+#include "relay_store/hud_rollup.h"
+
 namespace ootci {
 namespace {
 
@@ -32,13 +34,6 @@ int64_t range_ms(const std::string& r) {
 
 JobFilter filter_of(const std::string& tab) {
   return tab == "nightly" ? JobFilter::kNightly : JobFilter::kPullRequest;
-}
-
-int64_t percentile(std::vector<int64_t> v, double p) {
-  if (v.empty()) return -1;
-  std::sort(v.begin(), v.end());
-  size_t idx = static_cast<size_t>(std::ceil(p * v.size())) - 1;
-  return v[std::min(idx, v.size() - 1)];
 }
 
 nlohmann::json backend_row(const RepoStats& s, const std::string& level,
@@ -92,7 +87,144 @@ nlohmann::json job_summary(const JobRecord& j) {
           {"has_verdict", !j.triage_json.empty()}};
 }
 
+nlohmann::json criterion(const char* name, double value, bool pass, const std::string& display,
+                         const std::string& target) {
+  return nlohmann::json{{"name", name},
+                        {"value", value < 0 ? nlohmann::json(nullptr) : round1(value)},
+                        {"pass", pass},
+                        {"display", display},
+                        {"target", target}};
+}
+
+std::string no_data_or(double value, const char* format) {
+  return value < 0 ? "no data" : fmt::format(fmt::runtime(format), value);
+}
+
+// The readiness windows of one repo, each ending now.
+struct Windows {
+  RepoStats all, d30, d14, d7;
+  double p50_h14 = -1;  // end-to-end P50 over 14 days, hours
+  double avg_queue_min14() const {
+    return d14.queue_n ? double(d14.queue_sum_ms) / d14.queue_n / 60000.0 : -1;
+  }
+  double overrun14() const { return d14.exec_n ? 100.0 * d14.overruns / d14.exec_n : -1; }
+  static double rate(int64_t part, const RepoStats& s) {
+    int64_t done = s.jobs - s.in_progress;
+    return done ? 100.0 * part / done : -1;
+  }
+};
+
+// L3 promotion (rfcs#102), on fixed evaluation windows rather than the page's range.
+nlohmann::json l3_criteria(Store& store, const std::string& repo, const Windows& w, int64_t now) {
+  auto since = store.level_since(repo, "L2");
+  double l2_days = since ? double(now - *since) / kDayMs : 0;
+  double data_days = w.all.jobs ? double(now - w.all.first_ms) / kDayMs : 0;
+  double queue = w.avg_queue_min14(), overrun = w.overrun14();
+  double timeout = Windows::rate(w.d7.timed_out, w.d7);
+  return nlohmann::json::array({
+      criterion("At L2 for at least 1 month", l2_days, since && l2_days >= 30,
+                since ? fmt::format("{:.1f} days", l2_days) : "not at L2", ">= 30 days"),
+      criterion("At least 2 weeks of data", data_days, data_days >= 14,
+                fmt::format("{:.1f} days", data_days), ">= 14 days"),
+      criterion("Average queue time", queue, queue >= 0 && queue < 30,
+                no_data_or(queue, "{:.1f} min"), "< 30 min"),
+      criterion("End-to-end P50", w.p50_h14, w.p50_h14 >= 0 && w.p50_h14 < 3,
+                no_data_or(w.p50_h14, "{:.2f} h"), "< 3 h"),
+      criterion("Jobs over 3 h", overrun, overrun >= 0 && overrun < 1,
+                no_data_or(overrun, "{:.1f}%"), "< 1%"),
+      criterion("Timeout rate (7 days)", timeout, timeout >= 0 && timeout < 1,
+                no_data_or(timeout, "{:.1f}%"), "< 1%"),
+  });
+}
+
+// The operator's L4 criteria, each only when set.
+nlohmann::json l4_criteria(Store& store, const std::string& repo, const Windows& w, int64_t now,
+                           const L4Criteria& k) {
+  nlohmann::json out = nlohmann::json::array();
+  if (k.at_l3_days) {
+    auto since = store.level_since(repo, "L3");
+    double days = since ? double(now - *since) / kDayMs : 0;
+    out.push_back(criterion("At L3", days, since && days >= *k.at_l3_days,
+                            since ? fmt::format("{:.1f} days", days) : "not at L3",
+                            fmt::format(">= {:g} days", *k.at_l3_days)));
+  }
+  if (k.pass_rate_percent) {
+    double pass = Windows::rate(w.d30.success, w.d30);
+    out.push_back(criterion("Pass rate (30 days)", pass, pass >= 0 && pass >= *k.pass_rate_percent,
+                            no_data_or(pass, "{:.1f}%"),
+                            fmt::format(">= {:g}%", *k.pass_rate_percent)));
+  }
+  if (k.avg_queue_min) {
+    double queue = w.avg_queue_min14();
+    out.push_back(criterion("Average queue time", queue, queue >= 0 && queue < *k.avg_queue_min,
+                            no_data_or(queue, "{:.1f} min"),
+                            fmt::format("< {:g} min", *k.avg_queue_min)));
+  }
+  if (k.e2e_p50_hours)
+    out.push_back(
+        criterion("End-to-end P50", w.p50_h14, w.p50_h14 >= 0 && w.p50_h14 < *k.e2e_p50_hours,
+                  no_data_or(w.p50_h14, "{:.2f} h"), fmt::format("< {:g} h", *k.e2e_p50_hours)));
+  if (k.overrun_percent) {
+    double overrun = w.overrun14();
+    out.push_back(criterion("Jobs over 3 h", overrun, overrun >= 0 && overrun < *k.overrun_percent,
+                            no_data_or(overrun, "{:.1f}%"),
+                            fmt::format("< {:g}%", *k.overrun_percent)));
+  }
+  if (k.timeout_rate_percent) {
+    double timeout = Windows::rate(w.d7.timed_out, w.d7);
+    out.push_back(criterion(
+        "Timeout rate (7 days)", timeout, timeout >= 0 && timeout < *k.timeout_rate_percent,
+        no_data_or(timeout, "{:.1f}%"), fmt::format("< {:g}%", *k.timeout_rate_percent)));
+  }
+  return out;
+}
+
+nlohmann::json readiness_json(Store& store, const std::string& repo, const std::string& level,
+                              int64_t now, const L4Criteria& l4) {
+  if (level == "L4")
+    return {{"target", nullptr},
+            {"criteria", nlohmann::json::array()},
+            {"ready", false},
+            {"note", "At L4, the highest level."}};
+  auto find = [&](int64_t since, JobFilter f) {
+    for (const auto& s : store.repo_stats(since, f, repo))
+      if (s.repo == repo) return s;
+    return RepoStats{repo, ""};
+  };
+  Windows w;
+  w.all = find(0, JobFilter::kPullRequest);
+  w.d30 = find(now - 30 * kDayMs, JobFilter::kPullRequest);
+  w.d14 = find(now - 14 * kDayMs, JobFilter::kPullRequest);
+  w.d7 = find(now - 7 * kDayMs, JobFilter::kPullRequest);
+  int64_t p50 = percentile_ms(store.e2e_histogram(repo, now - 14 * kDayMs), 0.5);
+  w.p50_h14 = p50 < 0 ? -1 : p50 / double(kHourMs);
+  bool at_l3 = level == "L3";
+  nlohmann::json criteria =
+      at_l3 ? l4_criteria(store, repo, w, now, l4) : l3_criteria(store, repo, w, now);
+  bool ready = !criteria.empty() && std::all_of(criteria.begin(), criteria.end(),
+                                                [](const auto& c) { return c["pass"] == true; });
+  nlohmann::json out = {
+      {"target", at_l3 ? "L4" : "L3"}, {"criteria", criteria}, {"ready", ready}, {"note", ""}};
+  if (at_l3 && criteria.empty())
+    out["note"] =
+        "No L4 criteria are defined: upstream leaves L4 to PyTorch's Core Maintainers "
+        "(RFC-0050). A relay operator can set hud.l4_criteria.";
+  return out;
+}
+
 }  // namespace
+
+int64_t percentile_ms(const std::vector<E2eBucket>& histogram, double p) {
+  int64_t n = 0;
+  for (const auto& b : histogram) n += b.jobs;
+  if (n == 0) return -1;
+  int64_t rank = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(p * n)));
+  for (const auto& b : histogram) {
+    rank -= b.jobs;
+    if (rank <= 0) return b.tenth_min * kE2eBucketMs;
+  }
+  return histogram.back().tenth_min * kE2eBucketMs;
+}
 
 std::string pass_rate_chip(const nlohmann::json& pass_rate) {
   if (!pass_rate.is_number()) return "grey";
@@ -148,7 +280,7 @@ nlohmann::json allowlist_json(const Allowlist& allow) {
 nlohmann::json summary_json(Store& store, const Allowlist& allow, const HudQuery& q,
                             const nlohmann::json& relay_health) {
   int64_t from = q.now_ms - range_ms(q.range);
-  auto stats = store.repo_stats(from, q.now_ms + 1, filter_of(q.tab));
+  auto stats = store.repo_stats(from, filter_of(q.tab));
   std::map<std::string, RepoStats> by_repo;
   for (const auto& s : stats) by_repo[s.repo] = s;
   static const std::vector<std::pair<std::string, std::string>> levels = {
@@ -173,25 +305,26 @@ nlohmann::json summary_json(Store& store, const Allowlist& allow, const HudQuery
               [](const auto& a, const auto& b) { return a["repo"] < b["repo"]; });
     sections.push_back({{"level", level}, {"title", title}, {"backends", backends}});
   }
-  return {{"range", q.range},  {"tab", q.tab},           {"from_ms", from},
-          {"to_ms", q.now_ms}, {"health", relay_health}, {"sections", sections}};
+  return {{"range", q.range},
+          {"tab", q.tab},
+          {"from_ms", from},
+          {"to_ms", q.now_ms},
+          {"detail_since_ms", store.detail_since()},
+          {"health", relay_health},
+          {"sections", sections}};
 }
 
 nlohmann::json repo_json(Store& store, const Allowlist& allow, const std::string& repo,
-                         const HudQuery& q) {
+                         const HudQuery& q, const L4Criteria& l4) {
   int64_t now = q.now_ms;
   int64_t from = now - range_ms(q.range);
   JobFilter filter = filter_of(q.tab);
-  auto find = [&](int64_t f, int64_t t, JobFilter jf) {
-    for (const auto& s : store.repo_stats(f, t, jf, repo))
-      if (s.repo == repo) return s;
-    return RepoStats{repo, ""};
-  };
-  RepoStats s = find(from, now + 1, filter);
+  auto found = store.repo_stats(from, filter, repo);
+  RepoStats s = found.empty() ? RepoStats{repo, ""} : found[0];
   const AllowlistEntry* entry = allow.find(repo);
   std::string level = entry ? to_string(entry->level) : (s.level.empty() ? "none" : s.level);
   int64_t completed = s.jobs - s.in_progress;
-  auto e2e = store.e2e_ms(repo, from, now + 1);
+  auto e2e = store.e2e_histogram(repo, from);
   nlohmann::json stats = {{"pass_rate", percent(s.success, completed)},
                           {"prs", s.prs},
                           {"jobs", s.jobs},
@@ -200,56 +333,22 @@ nlohmann::json repo_json(Store& store, const Allowlist& allow, const std::string
                           {"avg_queue_min", minutes(s.queue_sum_ms, s.queue_n)},
                           {"avg_exec_min", minutes(s.exec_sum_ms, s.exec_n)},
                           {"timeout_rate", percent(s.timed_out, completed)},
-                          {"e2e_p50_min", ms_to_min(percentile(e2e, 0.50))},
-                          {"e2e_p95_min", ms_to_min(percentile(e2e, 0.95))},
+                          {"e2e_p50_min", ms_to_min(percentile_ms(e2e, 0.50))},
+                          {"e2e_p95_min", ms_to_min(percentile_ms(e2e, 0.95))},
                           {"overrun_rate", percent(s.overruns, s.exec_n)}};
   stats["chip"] = pass_rate_chip(stats["pass_rate"]);
 
-  // L3 readiness (reference §4.3), on fixed evaluation windows rather than the page's range.
-  RepoStats all = find(0, now + 1, JobFilter::kPullRequest);
-  RepoStats w14 = find(now - 14 * kDayMs, now + 1, JobFilter::kPullRequest);
-  RepoStats w7 = find(now - 7 * kDayMs, now + 1, JobFilter::kPullRequest);
-  auto e2e14 = store.e2e_ms(repo, now - 14 * kDayMs, now + 1);
-  auto since = store.level_since(repo, "L2");
-  double l2_days = since ? double(now - *since) / kDayMs : 0;
-  double data_days = all.jobs ? double(now - all.first_ms) / kDayMs : 0;
-  double avg_queue = w14.queue_n ? double(w14.queue_sum_ms) / w14.queue_n / 60000.0 : -1;
-  double p50_h = e2e14.empty() ? -1 : percentile(e2e14, 0.5) / double(kHourMs);
-  double overrun = w14.exec_n ? 100.0 * w14.overruns / w14.exec_n : -1;
-  int64_t done7 = w7.jobs - w7.in_progress;
-  double timeout = done7 ? 100.0 * w7.timed_out / done7 : -1;
-  auto criterion = [](const char* name, double value, bool pass, const std::string& display,
-                      const char* target) {
-    return nlohmann::json{{"name", name},
-                          {"value", value < 0 ? nlohmann::json(nullptr) : round1(value)},
-                          {"pass", pass},
-                          {"display", display},
-                          {"target", target}};
-  };
-  nlohmann::json criteria = nlohmann::json::array({
-      criterion("At L2 for at least 1 month", l2_days, since && l2_days >= 30,
-                since ? fmt::format("{:.1f} days", l2_days) : "not at L2", ">= 30 days"),
-      criterion("At least 2 weeks of data", data_days, data_days >= 14,
-                fmt::format("{:.1f} days", data_days), ">= 14 days"),
-      criterion("Average queue time", avg_queue, avg_queue >= 0 && avg_queue < 30,
-                avg_queue < 0 ? "no data" : fmt::format("{:.1f} min", avg_queue), "< 30 min"),
-      criterion("End-to-end P50", p50_h, p50_h >= 0 && p50_h < 3,
-                p50_h < 0 ? "no data" : fmt::format("{:.2f} h", p50_h), "< 3 h"),
-      criterion("Jobs over 3 h", overrun, overrun >= 0 && overrun < 1,
-                overrun < 0 ? "no data" : fmt::format("{:.1f}%", overrun), "< 1%"),
-      criterion("Timeout rate (7 days)", timeout, timeout >= 0 && timeout < 1,
-                timeout < 0 ? "no data" : fmt::format("{:.1f}%", timeout), "< 1%"),
-  });
-  bool ready = std::all_of(criteria.begin(), criteria.end(),
-                           [](const auto& c) { return c["pass"] == true; });
-
-  nlohmann::json out = {
-      {"repo", repo}, {"level", level}, {"range", q.range},
-      {"tab", q.tab}, {"stats", stats}, {"readiness", {{"criteria", criteria}, {"ready", ready}}}};
+  nlohmann::json out = {{"repo", repo},
+                        {"level", level},
+                        {"range", q.range},
+                        {"tab", q.tab},
+                        {"detail_since_ms", store.detail_since()},
+                        {"stats", stats},
+                        {"readiness", readiness_json(store, repo, level, now, l4)}};
   int offset = (q.page - 1) * q.per_page;
   if (q.tab == "pr") {
     int64_t total = 0;
-    auto prs = store.repo_prs(repo, from, now + 1, q.per_page, offset, &total);
+    auto prs = store.repo_prs(repo, from, q.per_page, offset, &total);
     std::vector<std::string> columns;
     std::map<int64_t, nlohmann::json> cells;
     for (const JobRecord& j : store.repo_jobs_for_prs(repo, prs)) {
@@ -269,7 +368,7 @@ nlohmann::json repo_json(Store& store, const Allowlist& allow, const std::string
   } else {
     int64_t total = 0;
     nlohmann::json rows = nlohmann::json::array();
-    for (const auto& j : store.recent_jobs(repo, from, now + 1, filter, q.per_page, offset, &total))
+    for (const auto& j : store.recent_jobs(repo, from, filter, q.per_page, offset, &total))
       rows.push_back(job_summary(j));
     out["runs"] = {{"page", q.page},
                    {"per_page", q.per_page},
@@ -304,7 +403,7 @@ nlohmann::json metrics_json(Store& store, const HudQuery& q) {
   int64_t last_day = q.now_ms / kDayMs;
   int64_t first_day = last_day - q.days + 1;
   std::map<std::string, nlohmann::json> by_repo;
-  for (const auto& d : store.daily_stats(first_day * kDayMs, q.now_ms + 1, filter_of(q.tab))) {
+  for (const auto& d : store.daily_stats(first_day * kDayMs, filter_of(q.tab))) {
     auto& points = by_repo[d.repo];
     if (points.is_null()) points = nlohmann::json::array();
     points.push_back({{"day", d.day},
@@ -315,11 +414,9 @@ nlohmann::json metrics_json(Store& store, const HudQuery& q) {
   }
   nlohmann::json backends = nlohmann::json::array();
   for (auto& [repo, points] : by_repo) backends.push_back({{"repo", repo}, {"points", points}});
-  return {{"days", q.days},
-          {"tab", q.tab},
-          {"first_day", first_day},
-          {"last_day", last_day},
-          {"backends", backends}};
+  return {
+      {"days", q.days},         {"tab", q.tab},         {"detail_since_ms", store.detail_since()},
+      {"first_day", first_day}, {"last_day", last_day}, {"backends", backends}};
 }
 
 nlohmann::json pr_json(Store& store, const Allowlist& allow, int64_t pr_number) {

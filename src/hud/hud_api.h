@@ -4,6 +4,7 @@
 #include <string>
 
 #include "relay/allowlist.h"
+#include "relay/config.h"
 #include "relay_store/store.h"
 
 namespace ootci {
@@ -26,11 +27,17 @@ std::string parse_hud_query(const std::function<std::string(const std::string&)>
 nlohmann::json allowlist_json(const Allowlist& allow);
 nlohmann::json summary_json(Store& store, const Allowlist& allow, const HudQuery& q,
                             const nlohmann::json& relay_health);
+// With the readiness panel for the repo's next level: L3's criteria (rfcs#102) below L3, `l4`
+// at L3 (or a note that none are defined), nothing beyond L4.
 nlohmann::json repo_json(Store& store, const Allowlist& allow, const std::string& repo,
-                         const HudQuery& q);
+                         const HudQuery& q, const L4Criteria& l4 = {});
 nlohmann::json job_json(Store& store, const std::string& key);  // null if unknown
 nlohmann::json metrics_json(Store& store, const HudQuery& q);
 nlohmann::json pr_json(Store& store, const Allowlist& allow, int64_t pr_number);
+
+// The p-th percentile of a histogram, as the element ceil(p·n)-1 of the sorted values (to the
+// histogram's tenth of a minute), in milliseconds; -1 without values.
+int64_t percentile_ms(const std::vector<E2eBucket>& histogram, double p);
 
 // Pass-rate chip colour: green ≥ 95 %, yellow ≥ 80 %, red otherwise, grey with no data.
 std::string pass_rate_chip(const nlohmann::json& pass_rate);

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "base/text.h"
+#include "base/time.h"
 #include "hud/html.h"
 #include "hud/svg_chart.h"
 
@@ -63,6 +64,18 @@ std::string analyzer_text(const nlohmann::json& verdict) {
   return a->dump();
 }
 
+// Where retention has pruned job rows: aggregates reach further back through the rollups, job
+// detail does not.
+std::string detail_note(const nlohmann::json& doc) {
+  int64_t since = doc.value("detail_since_ms", int64_t{0});
+  if (since <= 0) return "";
+  std::string when = iso8601_utc(since);
+  return fmt::format(
+      R"(<p class="note" id="detail-since" data-ms="{}">Job detail begins {}: older job rows were )"
+      R"(pruned by retention. Totals that reach further back come from the hourly rollups.</p>)",
+      since, esc(when));
+}
+
 }  // namespace
 
 std::string error_page(int status, const std::string& message) {
@@ -115,7 +128,7 @@ std::string summary_page(const nlohmann::json& s) {
     }
     body += "</table>";
   }
-  return html_page("CRCR", body);
+  return html_page("CRCR", body + detail_note(s));
 }
 
 std::string repo_page(const nlohmann::json& r) {
@@ -143,9 +156,13 @@ std::string repo_page(const nlohmann::json& r) {
   body += "</div>";
 
   const auto& rd = r["readiness"];
-  body +=
-      fmt::format(R"(<h2>L3 readiness <span class="chip {}" data-key="ready">{}</span></h2>)",
-                  rd["ready"] == true ? "green" : "red", rd["ready"] == true ? "ready" : "not yet");
+  body += fmt::format(
+      R"(<h2>{} <span class="chip {}" data-key="ready">{}</span></h2>)",
+      rd["target"].is_string() ? esc(rd["target"].get<std::string>()) + " readiness" : "Readiness",
+      rd["ready"] == true ? "green" : "red", rd["ready"] == true ? "ready" : "not yet");
+  if (!rd["note"].get<std::string>().empty())
+    body += fmt::format(R"(<p class="note" id="readiness-note">{}</p>)",
+                        esc(rd["note"].get<std::string>()));
   body += "<table id=\"readiness\"><tr><th>Criterion</th><th>Target</th><th>Now</th><th></th></tr>";
   for (const auto& c : rd["criteria"])
     body += fmt::format(
@@ -206,7 +223,7 @@ std::string repo_page(const nlohmann::json& r) {
                           esc(num(j["exec_min"], " min")));
     body += "</table>" + pager(runs);
   }
-  return html_page(repo + " — CRCR", body);
+  return html_page(repo + " — CRCR", body + detail_note(r));
 }
 
 std::string job_page(const nlohmann::json& j) {
@@ -288,7 +305,7 @@ std::string metrics_page(const nlohmann::json& m) {
                         esc(b["repo"].get<std::string>()), repo_link(b["repo"]), cell("runs", r),
                         cell("failures", f));
   }
-  return html_page("CRCR metrics", body + "</table>");
+  return html_page("CRCR metrics", body + "</table>" + detail_note(m));
 }
 
 std::string pr_page(const nlohmann::json& p) {

@@ -54,7 +54,7 @@ void both(httplib::Server& http, const std::string& page_path, const std::string
 }  // namespace
 
 void register_hud_routes(httplib::Server& http, Store& store, AllowlistSource& allowlist,
-                         std::function<nlohmann::json()> relay_health) {
+                         std::function<nlohmann::json()> relay_health, const L4Criteria& l4) {
   http.Get("/api/crcr/allowlist", [&allowlist](const httplib::Request&, httplib::Response& res) {
     try {
       send_reply(res, json_reply(200, allowlist_json(*allowlist.get())));
@@ -80,9 +80,9 @@ void register_hud_routes(httplib::Server& http, Store& store, AllowlistSource& a
       job_page);
   both(
       http, R"(/crcr/([^/]+)/([^/]+))", R"(/api/crcr/repo/([^/]+)/([^/]+))",
-      [&](const httplib::Request& req, const HudQuery& q) {
+      [&, l4](const httplib::Request& req, const HudQuery& q) {
         return repo_json(store, *allowlist.get(),
-                         std::string(req.matches[1]) + "/" + std::string(req.matches[2]), q);
+                         std::string(req.matches[1]) + "/" + std::string(req.matches[2]), q, l4);
       },
       repo_page);
   both(

@@ -124,6 +124,24 @@ RelayConfig load_relay_config(const std::string& path) {
   if (auto m = root.map("sweeper")) {
     if (auto v = m->integer("interval_s", 1)) c.sweeper.interval_s = *v;
     if (auto v = m->integer("zombie_timeout_s", 1)) c.sweeper.zombie_timeout_s = *v;
+    if (auto v = m->integer("job_retention_days", 0, 36500)) c.sweeper.job_retention_days = *v;
+    m->finish();
+  }
+  if (auto m = root.map("hud")) {
+    if (auto l4 = m->map("l4_criteria")) {
+      L4Criteria& k = c.hud.l4_criteria;
+      for (auto [key, field] : {std::pair{"at_l3_days", &k.at_l3_days},
+                                {"pass_rate_percent", &k.pass_rate_percent},
+                                {"avg_queue_min", &k.avg_queue_min},
+                                {"e2e_p50_hours", &k.e2e_p50_hours},
+                                {"overrun_percent", &k.overrun_percent},
+                                {"timeout_rate_percent", &k.timeout_rate_percent}}) {
+        *field = l4->number(key);
+        if (*field && **field < 0)
+          yaml_fail(doc, l4->raw(key), l4->child_path(key), "must be >= 0");
+      }
+      l4->finish();
+    }
     m->finish();
   }
   if (auto m = root.map("hud_forward")) {

@@ -1,6 +1,7 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,21 @@ struct DownstreamTransport {
   std::string transport = "webhook";
   std::string url;
   std::string secret_env;
+};
+
+// L4 promotion criteria the HUD measures an L3 repo against. Upstream leaves L4 to PyTorch's Core
+// Maintainers (RFC-0050: "to be defined"), so none are set unless the operator sets them.
+struct L4Criteria {
+  std::optional<double> at_l3_days;            // at L3 for at least this many days
+  std::optional<double> pass_rate_percent;     // job success rate over 30 days, at least
+  std::optional<double> avg_queue_min;         // average queue over 14 days, below
+  std::optional<double> e2e_p50_hours;         // end-to-end P50 over 14 days, below
+  std::optional<double> overrun_percent;       // jobs over 3 h in 14 days, below
+  std::optional<double> timeout_rate_percent;  // timeouts over 7 days, below
+  bool any() const {
+    return at_l3_days || pass_rate_percent || avg_queue_min || e2e_p50_hours || overrun_percent ||
+           timeout_rate_percent;
+  }
 };
 
 struct RelayConfig {
@@ -59,7 +75,12 @@ struct RelayConfig {
   struct {
     int64_t interval_s = 600;
     int64_t zombie_timeout_s = 21600;
+    // Job rows older than this are pruned (their rollups stay); 0 keeps every row.
+    int64_t job_retention_days = 90;
   } sweeper;
+  struct {
+    L4Criteria l4_criteria;
+  } hud;
   struct {
     std::string url;  // e.g. https://hud.pytorch.org/api; empty: no forwarding
     std::string key_env;

@@ -71,9 +71,11 @@ callback:
   rate_limit_per_min: 60
   require_callback_token: true
   max_body_bytes: 4096
-sweeper: {interval_s: 5, zombie_timeout_s: 50}
+sweeper: {interval_s: 5, zombie_timeout_s: 50, job_retention_days: 30}
 hud_forward: {url: "https://hud.example/api", key_env: HUD_KEY}
 nightly: {validate_sha: false}
+hud:
+  l4_criteria: {at_l3_days: 60, pass_rate_percent: 99.5, timeout_rate_percent: 0.5}
 )"));
   ASSERT_EQ(c.oidc_issuers.size(), 1u);
   EXPECT_EQ(c.oidc_issuers[0].jwks_url, "https://agent.buildkite.com/.well-known/jwks");
@@ -85,6 +87,12 @@ nightly: {validate_sha: false}
   EXPECT_EQ(c.callback.max_body_bytes, 4096);
   EXPECT_EQ(c.sweeper.interval_s, 5);
   EXPECT_EQ(c.sweeper.zombie_timeout_s, 50);
+  EXPECT_EQ(c.sweeper.job_retention_days, 30);
+  EXPECT_EQ(c.hud.l4_criteria.at_l3_days, 60);
+  EXPECT_EQ(c.hud.l4_criteria.pass_rate_percent, 99.5);
+  EXPECT_EQ(c.hud.l4_criteria.timeout_rate_percent, 0.5);
+  EXPECT_FALSE(c.hud.l4_criteria.e2e_p50_hours);
+  EXPECT_TRUE(c.hud.l4_criteria.any());
   EXPECT_EQ(c.hud_forward.key_env, "HUD_KEY");
   EXPECT_FALSE(c.nightly.validate_sha);
 }
@@ -104,6 +112,8 @@ TEST(RelayConfig, DefaultsMatchCrcr) {
   EXPECT_FALSE(c.callback.require_callback_token);
   EXPECT_EQ(c.sweeper.interval_s, 600);
   EXPECT_EQ(c.sweeper.zombie_timeout_s, 21600);
+  EXPECT_EQ(c.sweeper.job_retention_days, 90);
+  EXPECT_FALSE(c.hud.l4_criteria.any());  // upstream defines none
   EXPECT_TRUE(c.nightly.validate_sha);
 }
 
@@ -138,6 +148,10 @@ TEST(RelayConfig, BadConfigsNameFileLineAndKey) {
       {"allowlist: a\nhud_forward:\n  url: https://hud\n",
        "relay.yaml:3:3: hud_forward.key_env: required when url is set"},
       {"allowlist: a\nsweeper:\n  every: 5\n", "relay.yaml:3:3: sweeper.every: unknown key"},
+      {"allowlist: a\nhud:\n  l4_criteria:\n    pass_rate: 99\n",
+       "relay.yaml:4:5: hud.l4_criteria.pass_rate: unknown key"},
+      {"allowlist: a\nhud:\n  l4_criteria:\n    at_l3_days: -1\n",
+       "relay.yaml:4:17: hud.l4_criteria.at_l3_days: must be >= 0"},
   };
   for (const auto& c : cases) EXPECT_EQ(load_error(c.text), c.error) << c.text;
 }

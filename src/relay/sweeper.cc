@@ -17,6 +17,8 @@ void Sweeper::start() {
       try {
         int n = sweep_once(now_ms());
         if (n) spdlog::info("sweeper: timed out {} zombie job(s)", n);
+        if (int64_t pruned = prune_once(now_ms()))
+          spdlog::info("sweeper: pruned {} job row(s) past retention", pruned);
       } catch (const std::exception& e) {
         spdlog::error("sweeper: {}", e.what());
       }
@@ -63,6 +65,20 @@ int Sweeper::sweep_once(int64_t now) {
   metrics_.inc("ootci_sweeper_timed_out_total", "", cleaned);
   if (cleaned) tasks_.wake();
   return cleaned;
+}
+
+int64_t Sweeper::prune_once(int64_t now) {
+  // Small transactions: a callback waits for the store's write lock at most one batch long.
+  constexpr int kBatch = 2000;
+  if (config_.sweeper.job_retention_days <= 0) return 0;
+  int64_t before = now - config_.sweeper.job_retention_days * 86400000;
+  int64_t total = 0;
+  for (int64_t n = kBatch; n == kBatch;) {
+    n = store_.prune_jobs(before, kBatch);
+    total += n;
+  }
+  metrics_.inc("ootci_sweeper_pruned_total", "", total);
+  return total;
 }
 
 }  // namespace ootci

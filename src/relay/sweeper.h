@@ -13,7 +13,8 @@ namespace ootci {
 
 // Times out zombie jobs: in_progress longer than zombie_timeout_s become completed/timed_out,
 // with a completed check run (if they had one) and a HUD update. Its heartbeat is stored, so
-// /healthz and /metrics show a stuck sweeper (CRCR's blind spot, test-infra#8800).
+// /healthz and /metrics show a stuck sweeper (CRCR's blind spot, test-infra#8800). It also prunes
+// job rows older than job_retention_days; the HUD's rollups keep their counts.
 class Sweeper {
  public:
   static constexpr const char* kHeartbeatKey = "sweeper_heartbeat_ms";
@@ -25,6 +26,9 @@ class Sweeper {
   void stop();
   // One pass; returns how many jobs it timed out.
   int sweep_once(int64_t now_ms);
+  // Deletes completed jobs created before now - job_retention_days, a batch per transaction;
+  // returns how many.
+  int64_t prune_once(int64_t now_ms);
 
  private:
   Store& store_;

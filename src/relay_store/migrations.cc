@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "relay_store/hud_rollup.h"
 #include "sql/sql_dialect.h"
 
 namespace ootci {
@@ -145,6 +146,76 @@ std::string v5(SqlDialect d) {
              : "SELECT 1;";
 }
 
+// HUD rollups (issue 22): per class, hour and repo the counts the aggregate pages need; per
+// repo, day and tenth of a minute the end-to-end times; per repo, class and PR its newest job.
+// Filled here from the jobs already stored, then kept by every job write.
+std::string v6() {
+  std::string cls = job_class_sql();
+  std::string bucket = e2e_bucket_sql();
+  return R"(
+CREATE TABLE hud_hourly (
+  job_class TEXT NOT NULL,
+  hour BIGINT NOT NULL,
+  repo TEXT NOT NULL,
+  level TEXT NOT NULL,
+  jobs BIGINT NOT NULL,
+  success BIGINT NOT NULL,
+  failure BIGINT NOT NULL,
+  timed_out BIGINT NOT NULL,
+  cancelled BIGINT NOT NULL,
+  in_progress BIGINT NOT NULL,
+  queue_sum_ms BIGINT NOT NULL,
+  queue_n BIGINT NOT NULL,
+  exec_sum_ms BIGINT NOT NULL,
+  exec_n BIGINT NOT NULL,
+  overruns BIGINT NOT NULL,
+  prs_last BIGINT NOT NULL,
+  first_ms BIGINT NOT NULL,
+  last_ms BIGINT NOT NULL,
+  PRIMARY KEY (job_class, hour, repo)
+);
+CREATE TABLE hud_e2e_daily (
+  repo TEXT NOT NULL,
+  day BIGINT NOT NULL,
+  tenth_min BIGINT NOT NULL,
+  jobs BIGINT NOT NULL,
+  PRIMARY KEY (repo, day, tenth_min)
+);
+CREATE TABLE hud_pr_latest (
+  repo TEXT NOT NULL,
+  job_class TEXT NOT NULL,
+  pr_number BIGINT NOT NULL,
+  last_ms BIGINT NOT NULL,
+  PRIMARY KEY (repo, job_class, pr_number)
+);
+CREATE INDEX hud_pr_latest_repo ON hud_pr_latest (repo, job_class, last_ms, pr_number);
+CREATE INDEX hud_pr_latest_class ON hud_pr_latest (job_class, last_ms, repo);
+CREATE INDEX jobs_repo_event ON jobs (repo, event_type, created_ms);
+INSERT INTO hud_hourly SELECT )" +
+         cls + R"(, created_ms / 3600000, repo, MAX(level COLLATE "C"), COUNT(*),
+  SUM(CASE WHEN conclusion = 'success' THEN 1 ELSE 0 END),
+  SUM(CASE WHEN conclusion = 'failure' THEN 1 ELSE 0 END),
+  SUM(CASE WHEN conclusion = 'timed_out' THEN 1 ELSE 0 END),
+  SUM(CASE WHEN conclusion = 'cancelled' THEN 1 ELSE 0 END),
+  SUM(CASE WHEN status = 'in_progress' THEN 1 ELSE 0 END),
+  SUM(CASE WHEN queue_time_ms >= 0 THEN queue_time_ms ELSE 0 END),
+  SUM(CASE WHEN queue_time_ms >= 0 THEN 1 ELSE 0 END),
+  SUM(CASE WHEN execution_time_ms >= 0 THEN execution_time_ms ELSE 0 END),
+  SUM(CASE WHEN execution_time_ms >= 0 THEN 1 ELSE 0 END),
+  SUM(CASE WHEN execution_time_ms > 10800000 THEN 1 ELSE 0 END),
+  0, MIN(created_ms), MAX(created_ms)
+  FROM jobs GROUP BY 1, 2, 3;
+INSERT INTO hud_e2e_daily SELECT repo, created_ms / 86400000, )" +
+         bucket + R"(, COUNT(*) FROM jobs
+  WHERE queue_time_ms >= 0 AND execution_time_ms >= 0 GROUP BY 1, 2, 3;
+INSERT INTO hud_pr_latest SELECT repo, )" +
+         cls + R"(, pr_number, MAX(created_ms) FROM jobs WHERE pr_number > 0 GROUP BY 1, 2, 3;
+UPDATE hud_hourly SET prs_last = (SELECT COUNT(*) FROM hud_pr_latest p
+  WHERE p.job_class = hud_hourly.job_class AND p.last_ms >= hud_hourly.hour * 3600000
+  AND p.last_ms < (hud_hourly.hour + 1) * 3600000 AND p.repo = hud_hourly.repo);
+)";
+}
+
 int user_version(SqlTx& tx) {
   int version = 0;
   tx.each("PRAGMA user_version", {},
@@ -154,7 +225,7 @@ int user_version(SqlTx& tx) {
 
 SchemaHistory history(SqlDialect d) {
   // The dialects differ only in the auto-increment key type and one column type change.
-  SchemaHistory h{"relay store", {v1(d), v2(d), v3(), v4(), v5(d)}, nullptr};
+  SchemaHistory h{"relay store", {v1(d), v2(d), v3(), v4(), v5(d), v6()}, nullptr};
   // PostgreSQL relay stores always had the schema_version table.
   if (d == SqlDialect::kSqlite) h.legacy_version = user_version;
   return h;

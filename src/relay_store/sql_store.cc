@@ -2,8 +2,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
+#include <set>
 
 #include "base/error.h"
+#include "relay_store/hud_rollup.h"
 #include "relay_store/migrations.h"
 #include "relay_store/store.h"
 #include "sql/migrate.h"
@@ -156,37 +159,95 @@ int64_t read_i64(const SqlRow& r) {
   return r.i64(0);
 }
 
-// The event types a JobFilter selects, as an SQL list.
-const char* event_types(JobFilter f) {
-  return f == JobFilter::kNightly ? "('nightly','periodic')" : "('pull_request','push')";
-}
-
-// The HUD aggregates. Text is compared and sorted with the C collation so MAX(level) and the
-// ORDER BYs agree in both dialects. {} is the event-type list, then an optional repo condition.
+// The HUD aggregates over job rows: for the part of a window before its first whole rollup
+// hour. Text is compared and sorted with the C collation so MAX(level) and the ORDER BYs agree in
+// both dialects. {} is the event-type list, then an optional repo condition. The PR column is
+// counted from hud_pr_latest instead (a distinct count does not add up across pieces).
 constexpr const char* kRepoStatsSql =
     "SELECT repo, MAX(level COLLATE \"C\"), COUNT(*), "
     "SUM(CASE WHEN conclusion = 'success' THEN 1 ELSE 0 END), "
     "SUM(CASE WHEN conclusion = 'failure' THEN 1 ELSE 0 END), "
     "SUM(CASE WHEN conclusion = 'timed_out' THEN 1 ELSE 0 END), "
     "SUM(CASE WHEN conclusion = 'cancelled' THEN 1 ELSE 0 END), "
-    "SUM(CASE WHEN status = 'in_progress' THEN 1 ELSE 0 END), "
-    "COUNT(DISTINCT CASE WHEN pr_number > 0 THEN pr_number END), "
+    "SUM(CASE WHEN status = 'in_progress' THEN 1 ELSE 0 END), 0, "
     "SUM(CASE WHEN queue_time_ms >= 0 THEN queue_time_ms ELSE 0 END), "
     "SUM(CASE WHEN queue_time_ms >= 0 THEN 1 ELSE 0 END), "
     "SUM(CASE WHEN execution_time_ms >= 0 THEN execution_time_ms ELSE 0 END), "
     "SUM(CASE WHEN execution_time_ms >= 0 THEN 1 ELSE 0 END), "
     "SUM(CASE WHEN execution_time_ms > 10800000 THEN 1 ELSE 0 END), "
     "MIN(created_ms), MAX(created_ms) "
-    "FROM jobs WHERE created_ms >= ? AND created_ms < ? AND event_type IN {} {} "
-    "GROUP BY repo ORDER BY repo COLLATE \"C\"";
+    "FROM jobs WHERE created_ms >= ? AND created_ms < ? AND event_type IN {} {} GROUP BY repo";
 
-// created_ms is an integer, so / is integer division in both dialects.
-constexpr const char* kDailyStatsSql =
-    "SELECT repo, created_ms / 86400000 AS day, COUNT(*), "
-    "SUM(CASE WHEN conclusion = 'success' THEN 1 ELSE 0 END), "
-    "SUM(CASE WHEN conclusion = 'failure' THEN 1 ELSE 0 END) "
-    "FROM jobs WHERE created_ms >= ? AND created_ms < ? AND event_type IN {} "
-    "GROUP BY repo, created_ms / 86400000 ORDER BY repo COLLATE \"C\", day";
+// The same figures from the hourly rollups, in the same column order. A rollup row a job left
+// (jobs = 0) keeps nothing that counts.
+constexpr const char* kRollupStatsSql =
+    "SELECT repo, MAX(CASE WHEN jobs > 0 THEN level END COLLATE \"C\"), SUM(jobs), SUM(success), "
+    "SUM(failure), SUM(timed_out), SUM(cancelled), SUM(in_progress), SUM(prs_last), "
+    "SUM(queue_sum_ms), SUM(queue_n), SUM(exec_sum_ms), SUM(exec_n), SUM(overruns), "
+    "MIN(CASE WHEN jobs > 0 THEN first_ms END), MAX(CASE WHEN jobs > 0 THEN last_ms END) "
+    "FROM hud_hourly WHERE job_class = ? AND hour >= ? {} GROUP BY repo HAVING SUM(jobs) > 0";
+
+// PRs whose newest job is in [?, ?): the window's PRs before its first whole hour.
+constexpr const char* kEdgePrsSql =
+    "SELECT repo, COUNT(*) FROM hud_pr_latest WHERE job_class = ? AND last_ms >= ? AND "
+    "last_ms < ? {} GROUP BY repo";
+
+RepoStats read_repo_stats(const SqlRow& row) {
+  RepoStats r;
+  int i = 0;
+  r.repo = row.text(i++);
+  r.level = row.text(i++);
+  for (int64_t* v : {&r.jobs, &r.success, &r.failure, &r.timed_out, &r.cancelled, &r.in_progress,
+                     &r.prs, &r.queue_sum_ms, &r.queue_n, &r.exec_sum_ms, &r.exec_n, &r.overruns,
+                     &r.first_ms, &r.last_ms})
+    *v = row.i64(i++);
+  return r;
+}
+
+// Adds one piece of a window to the repo's figures so far.
+void merge_stats(RepoStats& into, const RepoStats& piece) {
+  if (into.repo.empty()) {
+    into = piece;
+    return;
+  }
+  into.level = std::max(into.level, piece.level);
+  for (auto [a, b] : {std::pair{&into.jobs, piece.jobs},
+                      {&into.success, piece.success},
+                      {&into.failure, piece.failure},
+                      {&into.timed_out, piece.timed_out},
+                      {&into.cancelled, piece.cancelled},
+                      {&into.in_progress, piece.in_progress},
+                      {&into.prs, piece.prs},
+                      {&into.queue_sum_ms, piece.queue_sum_ms},
+                      {&into.queue_n, piece.queue_n},
+                      {&into.exec_sum_ms, piece.exec_sum_ms},
+                      {&into.exec_n, piece.exec_n},
+                      {&into.overruns, piece.overruns}})
+    *a += b;
+  into.first_ms = std::min(into.first_ms, piece.first_ms);
+  into.last_ms = std::max(into.last_ms, piece.last_ms);
+}
+
+// The columns a job's rollup contribution depends on, and a reader that fills only those.
+constexpr const char* kRollupColumns =
+    "repo, event_type, pr_number, created_ms, level, status, conclusion, queue_time_ms, "
+    "execution_time_ms";
+
+JobRecord read_rollup_columns(const SqlRow& r) {
+  JobRecord j;
+  j.repo = r.text(0);
+  j.event_type = r.text(1);
+  j.pr_number = r.i64(2);
+  j.created_ms = r.i64(3);
+  j.level = r.text(4);
+  j.status = r.text(5);
+  j.conclusion = r.text(6);
+  j.queue_time_ms = r.i64(7);
+  j.execution_time_ms = r.i64(8);
+  return j;
+}
+
+constexpr const char* kDetailSinceKey = "hud_detail_since";
 
 class SqlStore : public Store {
   // Defined first: their return types are deduced.
@@ -351,6 +412,10 @@ class SqlStore : public Store {
                               kJobColumns, placeholder_list(kJobColumnCount)),
                   params) == 0)
         return false;
+      RollupDeltas deltas;
+      deltas.add_job(job, +1);
+      track_prs(tx, {&job}, deltas);
+      write_rollups(tx, deltas);
       insert_tasks(tx, tasks);
       return true;
     });
@@ -363,6 +428,12 @@ class SqlStore : public Store {
       // Replace the whole row, but only if nobody moved it since it was read. In PostgreSQL the
       // row lock the UPDATE takes makes a concurrent update with the same expectation wait,
       // then match 0 rows.
+      // The row as it was, for the rollups: locked (PostgreSQL), so nobody changes it between
+      // this read and the update.
+      auto old = tx.first(
+          fmt::format("SELECT {} FROM jobs WHERE key = ?{}", kRollupColumns, for_update(d_)),
+          {job.key}, read_rollup_columns);
+      if (!old) return false;
       std::vector<SqlParam> params;
       add_job(params, job);
       int64_t flag = expected_check_run_created ? int64_t{*expected_check_run_created} : -1;
@@ -372,6 +443,11 @@ class SqlStore : public Store {
                               kJobColumns, placeholder_list(kJobColumnCount)),
                   params) == 0)
         return false;
+      RollupDeltas deltas;
+      deltas.add_job(*old, -1);
+      deltas.add_job(job, +1);
+      track_prs(tx, {&job}, deltas);
+      write_rollups(tx, deltas);
       insert_tasks(tx, tasks);
       return true;
     });
@@ -467,45 +543,49 @@ class SqlStore : public Store {
                       [](const SqlRow& r) { return r.text(0); });
   }
 
-  std::vector<RepoStats> repo_stats(int64_t from_ms, int64_t to_ms, JobFilter f,
+  std::vector<RepoStats> repo_stats(int64_t since_ms, JobFilter f,
                                     const std::string& repo) override {
-    std::string sql =
-        fmt::format(kRepoStatsSql, event_types(f), repo.empty() ? "" : "AND repo = ?");
-    auto read = [](const SqlRow& row) {
-      RepoStats r;
-      int i = 0;
-      r.repo = row.text(i++);
-      r.level = row.text(i++);
-      for (int64_t* v : {&r.jobs, &r.success, &r.failure, &r.timed_out, &r.cancelled,
-                         &r.in_progress, &r.prs, &r.queue_sum_ms, &r.queue_n, &r.exec_sum_ms,
-                         &r.exec_n, &r.overruns, &r.first_ms, &r.last_ms})
-        *v = row.i64(i++);
-      return r;
-    };
-    return repo.empty() ? read_all("repo_stats", sql, {from_ms, to_ms}, read)
-                        : read_all("repo_stats", sql, {from_ms, to_ms, repo}, read);
+    return db_->read("repo_stats", [&](SqlTx& tx) { return stats_since(tx, since_ms, f, repo); });
   }
 
-  std::vector<DailyStats> daily_stats(int64_t from_ms, int64_t to_ms, JobFilter f) override {
-    return read_all("daily_stats", fmt::format(kDailyStatsSql, event_types(f)), {from_ms, to_ms},
-                    [](const SqlRow& r) {
-                      return DailyStats{r.text(0), r.i64(1), r.i64(2), r.i64(3), r.i64(4)};
-                    });
+  std::vector<DailyStats> daily_stats(int64_t since_ms, JobFilter f) override {
+    int64_t hour = first_whole_hour(since_ms);
+    return db_->read("daily_stats", [&](SqlTx& tx) {
+      std::map<std::pair<std::string, int64_t>, DailyStats> by_day;
+      auto add = [&](const SqlRow& r) {
+        DailyStats& d = by_day[{r.text(0), r.i64(1)}];
+        d.repo = r.text(0), d.day = r.i64(1);
+        d.jobs += r.i64(2), d.success += r.i64(3), d.failure += r.i64(4);
+      };
+      tx.each(
+          "SELECT repo, hour / 24, SUM(jobs), SUM(success), SUM(failure) FROM hud_hourly "
+          "WHERE job_class = ? AND hour >= ? GROUP BY repo, hour / 24 HAVING SUM(jobs) > 0",
+          {job_class(f), hour}, add);
+      // created_ms is an integer, so / is integer division in both dialects.
+      tx.each(fmt::format("SELECT repo, created_ms / 86400000, COUNT(*), "
+                          "SUM(CASE WHEN conclusion = 'success' THEN 1 ELSE 0 END), "
+                          "SUM(CASE WHEN conclusion = 'failure' THEN 1 ELSE 0 END) FROM jobs "
+                          "WHERE created_ms >= ? AND created_ms < ? AND event_type IN {} "
+                          "GROUP BY repo, created_ms / 86400000",
+                          event_types_sql(f)),
+              {since_ms, hour * kRollupHourMs}, add);
+      std::vector<DailyStats> out;
+      for (auto& [key, d] : by_day) out.push_back(d);
+      return out;
+    });
   }
 
-  std::vector<int64_t> repo_prs(const std::string& repo, int64_t from_ms, int64_t to_ms, int limit,
-                                int offset, int64_t* total) override {
+  std::vector<int64_t> repo_prs(const std::string& repo, int64_t since_ms, int limit, int offset,
+                                int64_t* total) override {
     return db_->read("repo_prs", [&](SqlTx& tx) {
-      auto count = tx.first(
-          "SELECT COUNT(DISTINCT pr_number) FROM jobs WHERE repo = ? AND created_ms >= ? "
-          "AND created_ms < ? AND pr_number > 0",
-          {repo, from_ms, to_ms}, read_i64);
-      if (total) *total = count.value_or(0);
+      if (total) {
+        auto stats = stats_since(tx, since_ms, JobFilter::kPullRequest, repo);
+        *total = stats.empty() ? 0 : stats[0].prs;
+      }
       return tx.all(
-          "SELECT pr_number FROM jobs WHERE repo = ? AND created_ms >= ? AND created_ms < ? "
-          "AND pr_number > 0 GROUP BY pr_number ORDER BY MAX(created_ms) DESC, pr_number "
-          "DESC LIMIT ? OFFSET ?",
-          {repo, from_ms, to_ms, sql_limit(limit), sql_offset(offset)}, read_i64);
+          "SELECT pr_number FROM hud_pr_latest WHERE repo = ? AND job_class = 'pr' AND "
+          "last_ms >= ? ORDER BY last_ms DESC, pr_number DESC LIMIT ? OFFSET ?",
+          {repo, since_ms, sql_limit(limit), sql_offset(offset)}, read_i64);
     });
   }
 
@@ -525,27 +605,64 @@ class SqlStore : public Store {
     });
   }
 
-  std::vector<JobRecord> recent_jobs(const std::string& repo, int64_t from_ms, int64_t to_ms,
-                                     JobFilter f, int limit, int offset, int64_t* total) override {
-    std::string where =
-        fmt::format("WHERE repo = ? AND created_ms >= ? AND created_ms < ? AND event_type IN {}",
-                    event_types(f));
+  std::vector<JobRecord> recent_jobs(const std::string& repo, int64_t since_ms, JobFilter f,
+                                     int limit, int offset, int64_t* total) override {
     return db_->read("recent_jobs", [&](SqlTx& tx) {
-      auto count = tx.first("SELECT COUNT(*) FROM jobs " + where, {repo, from_ms, to_ms}, read_i64);
-      if (total) *total = count.value_or(0);
-      return tx.all(fmt::format("SELECT {} FROM jobs {} ORDER BY created_ms DESC, key COLLATE "
-                                "\"C\" LIMIT ? OFFSET ?",
-                                kJobColumns, where),
-                    {repo, from_ms, to_ms, sql_limit(limit), sql_offset(offset)}, read_job);
+      if (total) {
+        auto stats = stats_since(tx, since_ms, f, repo);
+        *total = stats.empty() ? 0 : stats[0].jobs;
+      }
+      return tx.all(fmt::format("SELECT {} FROM jobs WHERE repo = ? AND created_ms >= ? AND "
+                                "event_type IN {} ORDER BY created_ms DESC, key COLLATE \"C\" "
+                                "LIMIT ? OFFSET ?",
+                                kJobColumns, event_types_sql(f)),
+                    {repo, since_ms, sql_limit(limit), sql_offset(offset)}, read_job);
     });
   }
 
-  std::vector<int64_t> e2e_ms(const std::string& repo, int64_t from_ms, int64_t to_ms) override {
-    return read_all("e2e_ms",
-                    "SELECT queue_time_ms + execution_time_ms FROM jobs WHERE repo = ? AND "
-                    "created_ms >= ? AND created_ms < ? AND queue_time_ms >= 0 AND "
-                    "execution_time_ms >= 0",
-                    {repo, from_ms, to_ms}, read_i64);
+  std::vector<E2eBucket> e2e_histogram(const std::string& repo, int64_t since_ms) override {
+    int64_t day = first_whole_day(since_ms);
+    return db_->read("e2e_histogram", [&](SqlTx& tx) {
+      std::map<int64_t, int64_t> jobs;
+      auto add = [&](const SqlRow& r) { jobs[r.i64(0)] += r.i64(1); };
+      tx.each(
+          "SELECT tenth_min, SUM(jobs) FROM hud_e2e_daily WHERE repo = ? AND day >= ? "
+          "GROUP BY tenth_min",
+          {repo, day}, add);
+      tx.each(fmt::format("SELECT {}, COUNT(*) FROM jobs WHERE repo = ? AND created_ms >= ? AND "
+                          "created_ms < ? AND queue_time_ms >= 0 AND execution_time_ms >= 0 "
+                          "GROUP BY 1",
+                          e2e_bucket_sql()),
+              {repo, since_ms, day * kRollupDayMs}, add);
+      std::vector<E2eBucket> out;
+      for (auto [bucket, n] : jobs)
+        if (n > 0) out.push_back({bucket, n});
+      return out;
+    });
+  }
+
+  int64_t prune_jobs(int64_t before_ms, int limit) override {
+    return db_->write("prune_jobs", [&](SqlTx& tx) {
+      int64_t n = tx.exec(
+          "DELETE FROM jobs WHERE key IN (SELECT key FROM jobs WHERE created_ms < ? AND "
+          "status = 'completed' LIMIT ?)",
+          {before_ms, sql_limit(limit)});
+      // A PR whose newest job is gone has no job left to show; its count stays in the rollups.
+      tx.exec("DELETE FROM hud_pr_latest WHERE last_ms < ?", {before_ms});
+      // Detail begins at the latest cut that deleted anything.
+      if (n > 0)
+        tx.exec(
+            "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET "
+            "value = excluded.value WHERE CAST(excluded.value AS BIGINT) > "
+            "CAST(meta.value AS BIGINT)",
+            {kDetailSinceKey, std::to_string(before_ms)});
+      return n;
+    });
+  }
+
+  int64_t detail_since() override {
+    auto v = get_meta(kDetailSinceKey);
+    return v ? std::stoll(*v) : 0;
   }
 
   std::vector<JobRecord> jobs_for_pr(int64_t pr_number) override {
@@ -562,6 +679,7 @@ class SqlStore : public Store {
     // a statement, as across statements, the first row of a key wins (DO NOTHING skips a row
     // that conflicts with one the same statement inserted).
     db_->write("insert_jobs_bulk", [&](SqlTx& tx) {
+      std::set<std::string> inserted;
       std::vector<SqlParam> params;
       for (size_t begin = 0; begin < jobs.size(); begin += kBulkRows) {
         size_t end = std::min(jobs.size(), begin + kBulkRows);
@@ -571,10 +689,20 @@ class SqlStore : public Store {
           add_job(params, jobs[i]);
           values += (i > begin ? ",(" : "(") + placeholder_list(kJobColumnCount) + ")";
         }
-        tx.exec(fmt::format("INSERT INTO jobs ({}) VALUES {} ON CONFLICT DO NOTHING", kJobColumns,
-                            values),
-                params);
+        tx.each(fmt::format("INSERT INTO jobs ({}) VALUES {} ON CONFLICT DO NOTHING RETURNING key",
+                            kJobColumns, values),
+                params, [&](const SqlRow& r) { inserted.insert(r.text(0)); });
       }
+      // The first row of each inserted key is the one stored.
+      RollupDeltas deltas;
+      std::vector<const JobRecord*> added;
+      for (const JobRecord& j : jobs)
+        if (inserted.erase(j.key)) {
+          deltas.add_job(j, +1);
+          added.push_back(&j);
+        }
+      track_prs(tx, added, deltas);
+      write_rollups(tx, deltas);
     });
   }
 
@@ -605,6 +733,109 @@ class SqlStore : public Store {
   }
 
  private:
+  // A window's figures per repo: the hourly rollups from its first whole hour, the job rows before
+  // that, and the PRs whose newest job is before that.
+  std::vector<RepoStats> stats_since(SqlTx& tx, int64_t since_ms, JobFilter f,
+                                     const std::string& repo) {
+    int64_t hour = first_whole_hour(since_ms);
+    int64_t edge_end = hour * kRollupHourMs;
+    std::string one_repo = repo.empty() ? "" : "AND repo = ?";
+    std::map<std::string, RepoStats> by_repo;
+    auto add = [&](const SqlRow& r) {
+      RepoStats piece = read_repo_stats(r);
+      merge_stats(by_repo[piece.repo], piece);
+    };
+    auto with_repo = [&](std::vector<SqlParam> params) {
+      if (!repo.empty()) params.push_back(repo);
+      return params;
+    };
+    tx.each(fmt::format(kRollupStatsSql, one_repo), with_repo({job_class(f), hour}), add);
+    if (since_ms < edge_end) {
+      tx.each(fmt::format(kRepoStatsSql, event_types_sql(f), one_repo),
+              with_repo({since_ms, edge_end}), add);
+      tx.each(fmt::format(kEdgePrsSql, one_repo), with_repo({job_class(f), since_ms, edge_end}),
+              [&](const SqlRow& r) {
+                if (auto it = by_repo.find(r.text(0)); it != by_repo.end())
+                  it->second.prs += r.i64(1);
+              });
+    }
+    std::vector<RepoStats> out;
+    for (auto& [name, stats] : by_repo) out.push_back(stats);
+    return out;
+  }
+
+  // Moves each written PR's newest job forward, in hud_pr_latest and in the hourly PR counts.
+  // PRs are taken in key order, each row locked (PostgreSQL) before it is read, so concurrent
+  // writers of one PR wait for each other and never deadlock.
+  void track_prs(SqlTx& tx, const std::vector<const JobRecord*>& jobs, RollupDeltas& deltas) {
+    std::map<std::tuple<std::string, std::string, int64_t>, int64_t> newest;
+    for (const JobRecord* j : jobs)
+      if (j->pr_number > 0) {
+        auto [it, fresh] =
+            newest.try_emplace({j->repo, job_class(j->event_type), j->pr_number}, j->created_ms);
+        if (!fresh) it->second = std::max(it->second, j->created_ms);
+      }
+    for (const auto& [key, created] : newest) {
+      const auto& [repo, cls, pr] = key;
+      tx.exec(
+          "INSERT INTO hud_pr_latest (repo, job_class, pr_number, last_ms) VALUES (?,?,?,-1) "
+          "ON CONFLICT DO NOTHING",
+          {repo, cls, pr});
+      int64_t last = tx.first(fmt::format("SELECT last_ms FROM hud_pr_latest WHERE repo = ? AND "
+                                          "job_class = ? AND pr_number = ?{}",
+                                          for_update(d_)),
+                              {repo, cls, pr}, read_i64)
+                         .value_or(-1);
+      if (created <= last) continue;
+      tx.exec(
+          "UPDATE hud_pr_latest SET last_ms = ? WHERE repo = ? AND job_class = ? AND "
+          "pr_number = ?",
+          {created, repo, cls, pr});
+      deltas.move_pr(repo, cls, last, created);
+    }
+  }
+
+  // Adds the deltas to the rollup rows, in key order (so concurrent writers never deadlock).
+  void write_rollups(SqlTx& tx, const RollupDeltas& deltas) {
+    // Per store: the dialect decides the scalar MIN and MAX.
+    const std::string hour_sql = fmt::format(
+        "INSERT INTO hud_hourly (job_class, hour, repo, level, jobs, success, failure, "
+        "timed_out, cancelled, in_progress, queue_sum_ms, queue_n, exec_sum_ms, exec_n, "
+        "overruns, prs_last, first_ms, last_ms) VALUES ({}) ON CONFLICT (job_class, hour, repo) "
+        "DO UPDATE SET level = {}(hud_hourly.level COLLATE \"C\", excluded.level), "
+        "jobs = hud_hourly.jobs + excluded.jobs, "
+        "success = hud_hourly.success + excluded.success, "
+        "failure = hud_hourly.failure + excluded.failure, "
+        "timed_out = hud_hourly.timed_out + excluded.timed_out, "
+        "cancelled = hud_hourly.cancelled + excluded.cancelled, "
+        "in_progress = hud_hourly.in_progress + excluded.in_progress, "
+        "queue_sum_ms = hud_hourly.queue_sum_ms + excluded.queue_sum_ms, "
+        "queue_n = hud_hourly.queue_n + excluded.queue_n, "
+        "exec_sum_ms = hud_hourly.exec_sum_ms + excluded.exec_sum_ms, "
+        "exec_n = hud_hourly.exec_n + excluded.exec_n, "
+        "overruns = hud_hourly.overruns + excluded.overruns, "
+        "prs_last = hud_hourly.prs_last + excluded.prs_last, "
+        "first_ms = {}(hud_hourly.first_ms, excluded.first_ms), "
+        "last_ms = {}(hud_hourly.last_ms, excluded.last_ms)",
+        placeholder_list(18), greatest(d_), least(d_), greatest(d_));
+    for (const auto& [key, h] : deltas.hours) {
+      if (h.is_empty()) continue;
+      const auto& [cls, hour, repo] = key;
+      tx.exec(hour_sql, {cls, hour, repo, h.level, h.jobs, h.success, h.failure, h.timed_out,
+                         h.cancelled, h.in_progress, h.queue_sum_ms, h.queue_n, h.exec_sum_ms,
+                         h.exec_n, h.overruns, h.prs_last, h.first_ms, h.last_ms});
+    }
+    for (const auto& [key, n] : deltas.e2e) {
+      if (n == 0) continue;
+      const auto& [repo, day, bucket] = key;
+      tx.exec(
+          "INSERT INTO hud_e2e_daily (repo, day, tenth_min, jobs) VALUES (?,?,?,?) "
+          "ON CONFLICT (repo, day, tenth_min) DO UPDATE SET jobs = hud_e2e_daily.jobs + "
+          "excluded.jobs",
+          {repo, day, bucket, n});
+    }
+  }
+
   // Inserts pending tasks in tx. In PostgreSQL under the task lock, held until commit, so task
   // ids become visible in id order: otherwise a later id of a key could commit first, be
   // claimed, and then an earlier id of that key (committing late) would look like the oldest

@@ -89,7 +89,7 @@ struct RepoStats {
   std::string repo;
   std::string level;  // the highest level seen in the window
   int64_t jobs = 0, success = 0, failure = 0, timed_out = 0, cancelled = 0, in_progress = 0;
-  int64_t prs = 0;  // distinct PR numbers
+  int64_t prs = 0;  // distinct PR numbers among the window's jobs
   int64_t queue_sum_ms = 0, queue_n = 0;
   int64_t exec_sum_ms = 0, exec_n = 0;
   int64_t overruns = 0;  // execution over 3 h
@@ -100,6 +100,13 @@ struct DailyStats {
   std::string repo;
   int64_t day = 0;  // days since the epoch (UTC)
   int64_t jobs = 0, success = 0, failure = 0;
+};
+
+// The end-to-end times of a window: `jobs` jobs took tenth_min tenths of a minute (rounded).
+struct E2eBucket {
+  int64_t tenth_min = 0;
+  int64_t jobs = 0;
+  bool operator==(const E2eBucket&) const = default;
 };
 
 // A durable side effect of a callback or webhook (check run, re-run, HUD forward), retried until
@@ -189,24 +196,33 @@ class Store {
   virtual TaskCounts task_counts() = 0;
   virtual std::vector<TaskItem> tasks_of_kind(const std::string& kind) = 0;  // for tests and ops
 
-  // HUD reads. Windows are [from_ms, to_ms) on created_ms.
-  // One row per repo; only `repo`'s row when it is given (then its index range is all that is
-  // read).
-  virtual std::vector<RepoStats> repo_stats(int64_t from_ms, int64_t to_ms, JobFilter filter,
+  // HUD reads. A window is every job created at or after since_ms: the HUD's windows all end now.
+  // The aggregates read the hourly rollups for the window's whole hours and job rows only for the
+  // part of an hour before the first of them.
+  // One row per repo; only `repo`'s row when it is given.
+  virtual std::vector<RepoStats> repo_stats(int64_t since_ms, JobFilter filter,
                                             const std::string& repo = "") = 0;
-  virtual std::vector<DailyStats> daily_stats(int64_t from_ms, int64_t to_ms, JobFilter filter) = 0;
-  // PR numbers with jobs of `repo` in the window, newest first; *total gets the count.
-  virtual std::vector<int64_t> repo_prs(const std::string& repo, int64_t from_ms, int64_t to_ms,
-                                        int limit, int offset, int64_t* total) = 0;
+  virtual std::vector<DailyStats> daily_stats(int64_t since_ms, JobFilter filter) = 0;
+  // PR numbers of `repo`'s pull_request and push jobs in the window, newest job first; *total
+  // gets the count.
+  virtual std::vector<int64_t> repo_prs(const std::string& repo, int64_t since_ms, int limit,
+                                        int offset, int64_t* total) = 0;
   virtual std::vector<JobRecord> repo_jobs_for_prs(const std::string& repo,
                                                    const std::vector<int64_t>& prs) = 0;
   // Newest first, for views without PRs (nightly).
-  virtual std::vector<JobRecord> recent_jobs(const std::string& repo, int64_t from_ms,
-                                             int64_t to_ms, JobFilter filter, int limit, int offset,
+  virtual std::vector<JobRecord> recent_jobs(const std::string& repo, int64_t since_ms,
+                                             JobFilter filter, int limit, int offset,
                                              int64_t* total) = 0;
-  // queue + execution of every completed job with both measured, for percentiles.
-  virtual std::vector<int64_t> e2e_ms(const std::string& repo, int64_t from_ms, int64_t to_ms) = 0;
+  // queue + execution of every job with both measured, as counts per tenth of a minute (the
+  // value rounded as the HUD shows it), ascending.
+  virtual std::vector<E2eBucket> e2e_histogram(const std::string& repo, int64_t since_ms) = 0;
   virtual std::vector<JobRecord> jobs_for_pr(int64_t pr_number) = 0;
+  // Retention: deletes up to `limit` completed jobs created before before_ms, in one transaction,
+  // keeping their rollups, and records before_ms as where job detail now begins
+  // (detail_since). Returns how many it deleted.
+  virtual int64_t prune_jobs(int64_t before_ms, int limit) = 0;
+  // Where pruning has left job rows (0: nothing was ever pruned).
+  virtual int64_t detail_since() = 0;
   // One transaction; for `ootci relay seed` and benchmarks.
   virtual void insert_jobs_bulk(const std::vector<JobRecord>& jobs) = 0;
   // Level tenure: record_level appends only when the level changed; level_since is when the

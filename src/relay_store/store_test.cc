@@ -18,6 +18,7 @@
 #include <tuple>
 
 #include "base/error.h"
+#include "relay_store/hud_rollup.h"
 #include "relay_store/migrations.h"
 #include "testing/test_env.h"
 
@@ -698,73 +699,115 @@ void expect_stats(const std::vector<RepoStats>& got, const std::vector<RepoStats
   }
 }
 
+// A window starts at since_ms and reaches the present. Its whole hours come from the rollups, the
+// part of an hour before them from the job rows: the jobs below fall on both sides.
 TEST_P(StoreTest, RepoStatsAggregatesTheWindowPerRepoAndFilter) {
   // Big enough that a 32-bit sum would overflow.
   constexpr int64_t kLong = 5'000'000'000;
-  insert_all(*store_,
-             {
-                 // org/a, pull_request + push, all in [1000, 2000).
-                 hud_job("a1", "org/a", "pull_request", 1, 1000, "success", 10, 100, "L1"),
-                 hud_job("a2", "org/a", "push", 0, 1500, "failure", -1, kThreeHours + 1, "L2"),
-                 hud_job("a3", "org/a", "pull_request", 1, 1600, "timed_out", 20, -1, "L1"),
-                 hud_job("a4", "org/a", "pull_request", 2, 1999, "", 5, -1, "L3"),
-                 hud_job("a5", "org/a", "pull_request", 3, 2000, "success", 1, 1),  // to: out
-                 hud_job("a6", "org/a", "pull_request", 4, 999, "success", 1,
-                         1),  // before
-                              // org/a, nightly + periodic.
-                 hud_job("a7", "org/a", "nightly", 0, 1200, "cancelled", 7, -1, "L4"),
-                 hud_job("a8", "org/a", "periodic", 0, 1800, "success", 0, kThreeHours, "L0"),
-                 // Other event types count in neither view.
-                 hud_job("a9", "org/a", "workflow_dispatch", 5, 1300, "failure", 1, 1, "L9"),
-                 hud_job("b1", "org/b", "pull_request", 7, 1100, "cancelled", 1, 2, "L2"),
-                 hud_job("b2", "org/b", "pull_request", 7, 1101, "failure", kLong, kLong, "L2"),
-                 hud_job("c1", "org/c", "nightly", 0, 1400, "failure", -1, -1, "L1"),
-                 // Byte order, as in SQLite: upper case sorts before lower case.
-                 hud_job("z1", "Zed/upper", "push", 0, 1700, "neutral", -1, -1, "L1"),
-             });
+  constexpr int64_t H = 3'600'000;
+  constexpr int64_t since = 10 * H + 1000;  // rows in [since, 11 h), rollups from 11 h
+  insert_all(
+      *store_,
+      {
+          // org/a, pull_request + push.
+          hud_job("a1", "org/a", "pull_request", 1, since, "success", 10, 100, "L1"),
+          hud_job("a2", "org/a", "push", 0, 11 * H + 5, "failure", -1, kThreeHours + 1, "L2"),
+          hud_job("a3", "org/a", "pull_request", 1, 12 * H, "timed_out", 20, -1, "L1"),
+          hud_job("a4", "org/a", "pull_request", 2, 13 * H + 7, "", 5, -1, "L3"),
+          hud_job("a6", "org/a", "pull_request", 4, since - 1, "success", 1,
+                  1),  // before
+                       // org/a, nightly + periodic.
+          hud_job("a7", "org/a", "nightly", 0, since + 200, "cancelled", 7, -1, "L4"),
+          hud_job("a8", "org/a", "periodic", 0, 15 * H, "success", 0, kThreeHours, "L0"),
+          // Other event types count in neither view.
+          hud_job("a9", "org/a", "workflow_dispatch", 5, 11 * H, "failure", 1, 1, "L9"),
+          // One PR on both sides of the first whole hour is one PR.
+          hud_job("b1", "org/b", "pull_request", 7, since + 100, "cancelled", 1, 2, "L2"),
+          hud_job("b2", "org/b", "pull_request", 7, 14 * H, "failure", kLong, kLong, "L2"),
+          hud_job("c1", "org/c", "nightly", 0, 11 * H + 1, "failure", -1, -1, "L1"),
+          // Byte order, as in SQLite: upper case sorts before lower case.
+          hud_job("z1", "Zed/upper", "push", 0, 12 * H + 9, "neutral", -1, -1, "L1"),
+      });
 
   RepoStats a = stats("org/a", "L3");
   a.jobs = 4, a.success = 1, a.failure = 1, a.timed_out = 1, a.in_progress = 1;
   a.prs = 2;  // PRs 1 and 2; the push's 0 is no PR
   a.queue_sum_ms = 35, a.queue_n = 3;
   a.exec_sum_ms = 100 + kThreeHours + 1, a.exec_n = 2, a.overruns = 1;
-  a.first_ms = 1000, a.last_ms = 1999;
+  a.first_ms = since, a.last_ms = 13 * H + 7;
   RepoStats b = stats("org/b", "L2");
   b.jobs = 2, b.failure = 1, b.cancelled = 1, b.prs = 1;
   b.queue_sum_ms = 1 + kLong, b.queue_n = 2, b.exec_sum_ms = 2 + kLong, b.exec_n = 2;
   b.overruns = 1;
-  b.first_ms = 1100, b.last_ms = 1101;
+  b.first_ms = since + 100, b.last_ms = 14 * H;
   RepoStats z = stats("Zed/upper", "L1");
-  z.jobs = 1, z.first_ms = z.last_ms = 1700;
-  expect_stats(store_->repo_stats(1000, 2000, JobFilter::kPullRequest), {z, a, b});
+  z.jobs = 1, z.first_ms = z.last_ms = 12 * H + 9;
+  expect_stats(store_->repo_stats(since, JobFilter::kPullRequest), {z, a, b});
+  expect_stats(store_->repo_stats(since, JobFilter::kPullRequest, "org/b"), {b});
 
   RepoStats an = stats("org/a", "L4");
   an.jobs = 2, an.success = 1, an.cancelled = 1;
   an.queue_sum_ms = 7, an.queue_n = 2;          // a queue of 0 counts
   an.exec_sum_ms = kThreeHours, an.exec_n = 1;  // exactly 3 h is no overrun
-  an.first_ms = 1200, an.last_ms = 1800;
+  an.first_ms = since + 200, an.last_ms = 15 * H;
   RepoStats cn = stats("org/c", "L1");
-  cn.jobs = 1, cn.failure = 1, cn.first_ms = cn.last_ms = 1400;
-  expect_stats(store_->repo_stats(1000, 2000, JobFilter::kNightly), {an, cn});
+  cn.jobs = 1, cn.failure = 1, cn.first_ms = cn.last_ms = 11 * H + 1;
+  expect_stats(store_->repo_stats(since, JobFilter::kNightly), {an, cn});
 
-  // Narrower windows: `to` is exclusive, `from` inclusive.
-  auto narrow = store_->repo_stats(1001, 1999, JobFilter::kPullRequest);
+  // From a whole hour: rollups only.
+  auto narrow = store_->repo_stats(11 * H, JobFilter::kPullRequest);
   ASSERT_EQ(narrow.size(), 3u);
   EXPECT_EQ(narrow[1].repo, "org/a");
-  EXPECT_EQ(narrow[1].jobs, 2);  // a2, a3
-  EXPECT_EQ(narrow[1].level, "L2");
-  EXPECT_EQ(narrow[1].prs, 1);
-  EXPECT_EQ(narrow[1].in_progress, 0);
-  EXPECT_EQ(narrow[1].first_ms, 1500);
-  EXPECT_EQ(narrow[1].last_ms, 1600);
-  auto wide = store_->repo_stats(0, 1'000'000, JobFilter::kPullRequest);
+  EXPECT_EQ(narrow[1].jobs, 3);  // a2, a3, a4
+  EXPECT_EQ(narrow[1].level, "L3");
+  EXPECT_EQ(narrow[1].prs, 2);
+  EXPECT_EQ(narrow[1].in_progress, 1);
+  EXPECT_EQ(narrow[1].first_ms, 11 * H + 5);
+  EXPECT_EQ(narrow[1].last_ms, 13 * H + 7);
+  EXPECT_EQ(narrow[2].prs, 1);  // PR 7's newest job is at 14 h
+  // From within the first hour of all: rows only for the rest of that hour.
+  auto wide = store_->repo_stats(1, JobFilter::kPullRequest);
   ASSERT_EQ(wide.size(), 3u);
-  EXPECT_EQ(wide[1].jobs, 6);
-  EXPECT_EQ(wide[1].prs, 4);
-  EXPECT_EQ(wide[1].first_ms, 999);
-  EXPECT_EQ(wide[1].last_ms, 2000);
-  EXPECT_TRUE(store_->repo_stats(2001, 5000, JobFilter::kPullRequest).empty());
-  EXPECT_TRUE(store_->repo_stats(1500, 1500, JobFilter::kPullRequest).empty());
+  EXPECT_EQ(wide[1].jobs, 5);
+  EXPECT_EQ(wide[1].prs, 3);
+  EXPECT_EQ(wide[1].first_ms, since - 1);
+  EXPECT_EQ(wide[1].last_ms, 13 * H + 7);
+  EXPECT_TRUE(store_->repo_stats(16 * H, JobFilter::kPullRequest).empty());
+  EXPECT_TRUE(store_->repo_stats(15 * H + 1, JobFilter::kNightly).empty());
+}
+
+TEST_P(StoreTest, UpdatesMoveTheRollupsWithTheJob) {
+  constexpr int64_t H = 3'600'000;
+  JobRecord j = hud_job("u1", "org/u", "pull_request", 3, 5 * H + 10, "", 60000, -1, "L2");
+  ASSERT_TRUE(store_->insert_job(j, {}));
+  auto s = store_->repo_stats(0, JobFilter::kPullRequest);
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(s[0].in_progress, 1);
+  EXPECT_EQ(s[0].exec_n, 0);
+  EXPECT_TRUE(store_->e2e_histogram("org/u", 0).empty());
+
+  // The callback completes it; a second one with a higher level only changes the level.
+  j.status = "completed";
+  j.conclusion = "success";
+  j.execution_time_ms = 4 * H;
+  ASSERT_TRUE(store_->update_job(j, "in_progress", {}));
+  j.level = "L3";
+  ASSERT_TRUE(store_->update_job(j, "completed", {}));
+  // A refused update changes nothing.
+  JobRecord refused = j;
+  refused.conclusion = "failure";
+  EXPECT_FALSE(store_->update_job(refused, "in_progress", {}));
+  s = store_->repo_stats(0, JobFilter::kPullRequest);
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(s[0].jobs, 1);
+  EXPECT_EQ(s[0].in_progress, 0);
+  EXPECT_EQ(s[0].success, 1);
+  EXPECT_EQ(s[0].failure, 0);
+  EXPECT_EQ(s[0].exec_sum_ms, 4 * H);
+  EXPECT_EQ(s[0].overruns, 1);
+  EXPECT_EQ(s[0].level, "L3");
+  EXPECT_EQ(s[0].prs, 1);
+  EXPECT_EQ(store_->e2e_histogram("org/u", 0), (std::vector<E2eBucket>{{2410, 1}}));  // 241 min
 }
 
 TEST_P(StoreTest, DailyStatsGroupsByUtcDay) {
@@ -787,17 +830,19 @@ TEST_P(StoreTest, DailyStatsGroupsByUtcDay) {
     return out;
   };
   using Row = std::tuple<std::string, int64_t, int64_t, int64_t, int64_t>;
-  EXPECT_EQ(rows(store_->daily_stats(10 * kDay, 20 * kDay, JobFilter::kPullRequest)),
+  EXPECT_EQ(rows(store_->daily_stats(10 * kDay, JobFilter::kPullRequest)),
             (std::vector<Row>{{"Org/A", 12, 1, 0, 0},
                               {"org/x", 10, 3, 1, 1},
                               {"org/x", 11, 2, 2, 0},
                               {"org/y", 10, 1, 0, 1}}));
-  EXPECT_EQ(rows(store_->daily_stats(10 * kDay, 20 * kDay, JobFilter::kNightly)),
+  EXPECT_EQ(rows(store_->daily_stats(10 * kDay, JobFilter::kNightly)),
             (std::vector<Row>{{"org/x", 11, 1, 0, 1}, {"org/x", 13, 1, 0, 0}}));
-  // The window cuts inside a day: only the part of the day in the window counts.
-  EXPECT_EQ(rows(store_->daily_stats(10 * kDay + 2, 11 * kDay + 1, JobFilter::kPullRequest)),
-            (std::vector<Row>{{"org/x", 10, 2, 0, 1}, {"org/x", 11, 1, 1, 0}}));
-  EXPECT_TRUE(store_->daily_stats(0, 9 * kDay, JobFilter::kPullRequest).empty());
+  // The window starts inside a day: only the part of the day in the window counts, from the job
+  // rows up to the next whole hour (x3) and from the rollups after it (x2).
+  EXPECT_EQ(
+      rows(store_->daily_stats(10 * kDay + 2, JobFilter::kPullRequest)),
+      (std::vector<Row>{{"Org/A", 12, 1, 0, 0}, {"org/x", 10, 2, 0, 1}, {"org/x", 11, 2, 2, 0}}));
+  EXPECT_TRUE(store_->daily_stats(14 * kDay, JobFilter::kPullRequest).empty());
 }
 
 TEST_P(StoreTest, RepoPrsNewestFirstWithPagingAndTotal) {
@@ -807,29 +852,30 @@ TEST_P(StoreTest, RepoPrsNewestFirstWithPagingAndTotal) {
                           hud_job("p5b", "org/r", "pull_request", 5, 200),
                           hud_job("p9", "org/r", "pull_request", 9, 200),  // ties with 5: 9 first
                           hud_job("p7", "org/r", "pull_request", 7, 50),
-                          hud_job("push", "org/r", "push", 0, 400),           // no PR
-                          hud_job("late", "org/r", "pull_request", 8, 1000),  // after the window
-                          hud_job("early", "org/r", "pull_request", 6, -1),   // before it
+                          hud_job("push", "org/r", "push", 0, 400),  // no PR
+                          hud_job("p8", "org/r", "pull_request", 8, 1000),
                           hud_job("other", "org/s", "pull_request", 11, 500),
                       });
   int64_t total = -1;
-  EXPECT_EQ(store_->repo_prs("org/r", 0, 1000, 10, 0, &total), (std::vector<int64_t>{3, 9, 5, 7}));
-  EXPECT_EQ(total, 4);
-  total = -1;
-  EXPECT_EQ(store_->repo_prs("org/r", 0, 1000, 2, 1, &total), (std::vector<int64_t>{9, 5}));
-  EXPECT_EQ(total, 4);  // the total ignores the page
-  EXPECT_EQ(store_->repo_prs("org/r", 0, 1000, 2, 3, &total), (std::vector<int64_t>{7}));
-  total = -1;
-  EXPECT_TRUE(store_->repo_prs("org/r", 0, 1000, 10, 4, &total).empty());
-  EXPECT_EQ(total, 4);
-  EXPECT_EQ(store_->repo_prs("org/r", 0, 1000, -1, 0, nullptr), (std::vector<int64_t>{3, 9, 5, 7}));
-  // A PR's recency is its newest job in the window: without p5b's 200, 5 drops behind 7.
-  EXPECT_EQ(store_->repo_prs("org/r", 50, 150, 10, 0, &total), (std::vector<int64_t>{5, 7}));
-  EXPECT_EQ(total, 2);
-  EXPECT_EQ(store_->repo_prs("org/r", 50, 1001, 10, 0, &total),
-            (std::vector<int64_t>{8, 3, 9, 5, 7}));
+  EXPECT_EQ(store_->repo_prs("org/r", 0, 10, 0, &total), (std::vector<int64_t>{8, 3, 9, 5, 7}));
   EXPECT_EQ(total, 5);
-  EXPECT_TRUE(store_->repo_prs("org/none", 0, 1000, 10, 0, &total).empty());
+  total = -1;
+  EXPECT_EQ(store_->repo_prs("org/r", 0, 2, 1, &total), (std::vector<int64_t>{3, 9}));
+  EXPECT_EQ(total, 5);  // the total ignores the page
+  EXPECT_EQ(store_->repo_prs("org/r", 0, 2, 3, &total), (std::vector<int64_t>{5, 7}));
+  total = -1;
+  EXPECT_TRUE(store_->repo_prs("org/r", 0, 10, 5, &total).empty());
+  EXPECT_EQ(total, 5);
+  EXPECT_EQ(store_->repo_prs("org/r", 0, -1, 0, nullptr), (std::vector<int64_t>{8, 3, 9, 5, 7}));
+  // A PR is in the window while its newest job is.
+  EXPECT_EQ(store_->repo_prs("org/r", 150, 10, 0, &total), (std::vector<int64_t>{8, 3, 9, 5}));
+  EXPECT_EQ(total, 4);
+  // A new job moves its PR forward; an older one does not move it back.
+  insert_all(*store_, {hud_job("p7b", "org/r", "pull_request", 7, 250),
+                       hud_job("p8old", "org/r", "pull_request", 8, 10)});
+  EXPECT_EQ(store_->repo_prs("org/r", 150, 10, 0, &total), (std::vector<int64_t>{8, 3, 7, 9, 5}));
+  EXPECT_EQ(total, 5);
+  EXPECT_TRUE(store_->repo_prs("org/none", 0, 10, 0, &total).empty());
   EXPECT_EQ(total, 0);
 }
 
@@ -871,49 +917,85 @@ TEST_P(StoreTest, RecentJobsNewestFirstWithFilterPagingAndTotal) {
                           hud_job("n3", "org/r", "nightly", 0, 200),
                           hud_job("n-a", "org/r", "nightly", 0, 300),  // ties: key order
                           hud_job("p1", "org/r", "periodic", 0, 400),
-                          hud_job("n5", "org/r", "nightly", 0, 1000),  // after it
+                          hud_job("n5", "org/r", "nightly", 0, 1000),
                           hud_job("pr", "org/r", "pull_request", 1, 250),
                           hud_job("other", "org/s", "nightly", 0, 250),
                       });
   int64_t total = -1;
-  EXPECT_EQ(keys(store_->recent_jobs("org/r", 150, 1000, JobFilter::kNightly, 10, 0, &total)),
-            (Strings{"p1", "n-a", "n-b", "n3"}));
-  EXPECT_EQ(total, 4);
+  EXPECT_EQ(keys(store_->recent_jobs("org/r", 150, JobFilter::kNightly, 10, 0, &total)),
+            (Strings{"n5", "p1", "n-a", "n-b", "n3"}));
+  EXPECT_EQ(total, 5);
   total = -1;
-  EXPECT_EQ(keys(store_->recent_jobs("org/r", 150, 1000, JobFilter::kNightly, 2, 1, &total)),
-            (Strings{"n-a", "n-b"}));
-  EXPECT_EQ(total, 4);
-  EXPECT_EQ(keys(store_->recent_jobs("org/r", 150, 1000, JobFilter::kNightly, 2, 3, &total)),
+  EXPECT_EQ(keys(store_->recent_jobs("org/r", 150, JobFilter::kNightly, 2, 1, &total)),
+            (Strings{"p1", "n-a"}));
+  EXPECT_EQ(total, 5);
+  EXPECT_EQ(keys(store_->recent_jobs("org/r", 150, JobFilter::kNightly, 2, 4, &total)),
             Strings{"n3"});
-  EXPECT_TRUE(store_->recent_jobs("org/r", 150, 1000, JobFilter::kNightly, 2, 4, &total).empty());
-  EXPECT_EQ(total, 4);
-  EXPECT_EQ(keys(store_->recent_jobs("org/r", 0, 1001, JobFilter::kNightly, -1, 0, nullptr)),
+  EXPECT_TRUE(store_->recent_jobs("org/r", 150, JobFilter::kNightly, 2, 5, &total).empty());
+  EXPECT_EQ(total, 5);
+  EXPECT_EQ(keys(store_->recent_jobs("org/r", 0, JobFilter::kNightly, -1, 0, nullptr)),
             (Strings{"n5", "p1", "n-a", "n-b", "n3", "n1"}));
-  EXPECT_EQ(keys(store_->recent_jobs("org/r", 150, 1000, JobFilter::kPullRequest, 10, 0, &total)),
+  EXPECT_EQ(keys(store_->recent_jobs("org/r", 150, JobFilter::kPullRequest, 10, 0, &total)),
             Strings{"pr"});
   EXPECT_EQ(total, 1);
-  auto one = store_->recent_jobs("org/s", 0, 1000, JobFilter::kNightly, 10, 0, &total);
+  auto one = store_->recent_jobs("org/s", 0, JobFilter::kNightly, 10, 0, &total);
   ASSERT_EQ(one.size(), 1u);
   expect_same_job(one[0], hud_job("other", "org/s", "nightly", 0, 250));
-  EXPECT_TRUE(store_->recent_jobs("org/t", 0, 1000, JobFilter::kNightly, 10, 0, &total).empty());
+  EXPECT_TRUE(store_->recent_jobs("org/t", 0, JobFilter::kNightly, 10, 0, &total).empty());
   EXPECT_EQ(total, 0);
 }
 
-TEST_P(StoreTest, E2eMsOnlyForJobsWithBothTimes) {
+TEST_P(StoreTest, E2eHistogramOnlyForJobsWithBothTimesToTheTenthOfAMinute) {
+  insert_all(
+      *store_,
+      {
+          // 20.0 min; and on a later day, from the daily rollups.
+          hud_job("both", "org/r", "pull_request", 1, 100, "success", 60000, 1140000),
+          hud_job("later", "org/r", "pull_request", 1, 3 * kDay + 5, "success", 60000, 1140000),
+          hud_job("noq", "org/r", "pull_request", 1, 100, "success", -1, 50),
+          hud_job("noe", "org/r", "pull_request", 1, 100, "", 5, -1),
+          hud_job("zero", "org/r", "push", 0, 100, "failure", 0, 0),
+          hud_job("night", "org/r", "nightly", 0, 199, "success", 1, 2),
+          // 2,999 ms is 0.0 min; 3,000 ms rounds up to 0.1 min.
+          hud_job("below", "org/r", "pull_request", 1, 200, "success", 1000, 1999),
+          hud_job("half", "org/r", "pull_request", 1, 200, "success", 1000, 2000),
+          hud_job("early", "org/r", "pull_request", 1, 99, "success", 1, 1),
+          hud_job("other", "org/s", "pull_request", 1, 100, "success", 1, 1),
+      });
+  EXPECT_EQ(store_->e2e_histogram("org/r", 100),
+            (std::vector<E2eBucket>{{0, 3}, {1, 1}, {200, 2}}));
+  EXPECT_EQ(store_->e2e_histogram("org/r", kDay), (std::vector<E2eBucket>{{200, 1}}));
+  EXPECT_TRUE(store_->e2e_histogram("org/t", 0).empty());
+  EXPECT_EQ(e2e_bucket(2999), 0);
+  EXPECT_EQ(e2e_bucket(3000), 1);
+  EXPECT_EQ(e2e_bucket(1'200'000), 200);
+}
+
+TEST_P(StoreTest, PruningKeepsTheRollupsAndSaysWhereDetailBegins) {
+  constexpr int64_t H = 3'600'000;
   insert_all(*store_, {
-                          hud_job("both", "org/r", "pull_request", 1, 100, "success", 10, 100),
-                          hud_job("noq", "org/r", "pull_request", 1, 100, "success", -1, 50),
-                          hud_job("noe", "org/r", "pull_request", 1, 100, "", 5, -1),
-                          hud_job("zero", "org/r", "push", 0, 100, "failure", 0, 0),
-                          hud_job("night", "org/r", "nightly", 0, 199, "success", 1, 2),
-                          hud_job("late", "org/r", "pull_request", 1, 200, "success", 1, 1),
-                          hud_job("early", "org/r", "pull_request", 1, 99, "success", 1, 1),
-                          hud_job("other", "org/s", "pull_request", 1, 100, "success", 1, 1),
+                          hud_job("old1", "org/r", "pull_request", 1, 2 * H, "success", 10, 20),
+                          hud_job("old2", "org/r", "pull_request", 2, 2 * H + 5, "failure", 1, 2),
+                          hud_job("running", "org/r", "pull_request", 3, 2 * H + 9, ""),
+                          hud_job("new", "org/r", "pull_request", 1, 5 * H, "success", 1, 1),
                       });
-  auto got = store_->e2e_ms("org/r", 100, 200);
-  std::sort(got.begin(), got.end());  // unordered, like SQLite's
-  EXPECT_EQ(got, (std::vector<int64_t>{0, 3, 110}));
-  EXPECT_TRUE(store_->e2e_ms("org/t", 0, 1000).empty());
+  EXPECT_EQ(store_->detail_since(), 0);
+  auto before = store_->repo_stats(0, JobFilter::kPullRequest);
+  auto e2e_before = store_->e2e_histogram("org/r", 0);
+  EXPECT_EQ(store_->prune_jobs(4 * H, 1), 1);  // one per call
+  EXPECT_EQ(store_->prune_jobs(4 * H, 10), 1);
+  EXPECT_EQ(store_->prune_jobs(4 * H, 10), 0);  // an in-progress job stays
+  EXPECT_FALSE(store_->get_job("old1"));
+  EXPECT_FALSE(store_->get_job("old2"));
+  EXPECT_TRUE(store_->get_job("running"));
+  EXPECT_EQ(store_->detail_since(), 4 * H);
+  expect_stats(store_->repo_stats(0, JobFilter::kPullRequest), before);
+  EXPECT_EQ(store_->e2e_histogram("org/r", 0), e2e_before);
+  // PR 2 had no job after the cut: gone from the PR list, still counted in the rollups.
+  EXPECT_EQ(store_->repo_prs("org/r", 4 * H, 10, 0, nullptr), (std::vector<int64_t>{1}));
+  // An earlier cut does not move detail back.
+  store_->prune_jobs(3 * H, 10);
+  EXPECT_EQ(store_->detail_since(), 4 * H);
 }
 
 TEST_P(StoreTest, JobsForPrAcrossReposInOrder) {
@@ -975,9 +1057,9 @@ TEST_P(StoreTest, InsertJobsBulkIgnoresExistingKeysAndRoundTrips) {
   expect_same_job(store_->get_job("k1"), tricky);
   for (size_t i = 2; i < 2002; i += 333) expect_same_job(store_->get_job(bulk[i].key), bulk[i]);
   int64_t total = 0;
-  store_->recent_jobs("org/r", 0, 1'000'000, JobFilter::kPullRequest, 1, 0, &total);
+  store_->recent_jobs("org/r", 0, JobFilter::kPullRequest, 1, 0, &total);
   EXPECT_EQ(total, 2002);
-  auto s = store_->repo_stats(0, 1'000'000, JobFilter::kPullRequest);
+  auto s = store_->repo_stats(0, JobFilter::kPullRequest);
   ASSERT_EQ(s.size(), 1u);
   EXPECT_EQ(s[0].jobs, 2002);
   EXPECT_EQ(s[0].in_progress, 2);  // k0 and k1, neither overwritten
@@ -986,7 +1068,7 @@ TEST_P(StoreTest, InsertJobsBulkIgnoresExistingKeysAndRoundTrips) {
   // Bulk inserting again adds nothing and changes nothing.
   bulk[5].conclusion = "cancelled";
   store_->insert_jobs_bulk(bulk);
-  EXPECT_EQ(store_->repo_stats(0, 1'000'000, JobFilter::kPullRequest)[0].jobs, 2002);
+  EXPECT_EQ(store_->repo_stats(0, JobFilter::kPullRequest)[0].jobs, 2002);
   EXPECT_EQ(store_->get_job(bulk[5].key)->conclusion, "success");
 }
 

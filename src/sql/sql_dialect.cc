@@ -32,6 +32,18 @@ const char* skip_locked(SqlDialect d) {
   return d == SqlDialect::kPostgres ? " FOR UPDATE SKIP LOCKED" : "";
 }
 
+const char* for_update(SqlDialect d) {
+  return d == SqlDialect::kPostgres ? " FOR UPDATE" : "";
+}
+
+const char* least(SqlDialect d) {
+  return d == SqlDialect::kPostgres ? "LEAST" : "MIN";
+}
+
+const char* greatest(SqlDialect d) {
+  return d == SqlDialect::kPostgres ? "GREATEST" : "MAX";
+}
+
 int64_t sql_limit(int limit) {
   return limit < 0 ? std::numeric_limits<int64_t>::max() : limit;
 }

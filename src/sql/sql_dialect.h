@@ -7,8 +7,8 @@
 //   the same SQL reads the same values.
 // - Advisory locks: SqlTx::lock is PostgreSQL's pg_advisory_xact_lock and nothing in SQLite,
 //   whose write transactions already exclude each other.
-// - The helpers below: auto-increment keys, row locks for claims, LIMIT and OFFSET ranges, and
-//   how a table's existence is asked.
+// - The helpers below: auto-increment keys, row locks for claims and updates, scalar MIN/MAX,
+//   LIMIT and OFFSET ranges, and how a table's existence is asked.
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -26,6 +26,15 @@ const char* serial_key(SqlDialect d);
 // Appended to a claim's inner SELECT: PostgreSQL replicas then claim concurrently without
 // waiting on, or double-claiming, each other's rows. SQLite needs nothing (one writer at a time).
 const char* skip_locked(SqlDialect d);
+
+// Appended to a SELECT that reads a row the transaction will then change: PostgreSQL locks it so a
+// concurrent writer waits instead of both acting on the old value. SQLite's write transactions
+// already exclude each other.
+const char* for_update(SqlDialect d);
+
+// The two-argument (scalar) minimum and maximum: SQLite's MIN/MAX, PostgreSQL's LEAST/GREATEST.
+const char* least(SqlDialect d);
+const char* greatest(SqlDialect d);
 
 // SQLite reads a negative LIMIT as "no limit" and a negative OFFSET as 0; PostgreSQL rejects
 // both. These give values both read the way SQLite does.

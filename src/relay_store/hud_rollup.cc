@@ -1,0 +1,76 @@
+#include "relay_store/hud_rollup.h"
+
+#include <algorithm>
+
+namespace ootci {
+
+const char* job_class(const std::string& event_type) {
+  if (event_type == "pull_request" || event_type == "push") return "pr";
+  if (event_type == "nightly" || event_type == "periodic") return "nightly";
+  return "other";
+}
+
+const char* job_class(JobFilter filter) {
+  return filter == JobFilter::kNightly ? "nightly" : "pr";
+}
+
+const char* job_class_sql() {
+  return "CASE WHEN event_type IN ('pull_request','push') THEN 'pr' "
+         "WHEN event_type IN ('nightly','periodic') THEN 'nightly' ELSE 'other' END";
+}
+
+const char* event_types_sql(JobFilter filter) {
+  return filter == JobFilter::kNightly ? "('nightly','periodic')" : "('pull_request','push')";
+}
+
+int64_t e2e_bucket(int64_t e2e_ms) {
+  return (e2e_ms + kE2eBucketMs / 2) / kE2eBucketMs;
+}
+
+const char* e2e_bucket_sql() {
+  // Both columns are BIGINT: / is integer division in both dialects.
+  return "(queue_time_ms + execution_time_ms + 3000) / 6000";
+}
+
+int64_t first_whole_hour(int64_t ms) {
+  return (std::max<int64_t>(ms, 0) + kRollupHourMs - 1) / kRollupHourMs;
+}
+
+int64_t first_whole_day(int64_t ms) {
+  return (std::max<int64_t>(ms, 0) + kRollupDayMs - 1) / kRollupDayMs;
+}
+
+bool HourDelta::is_empty() const {
+  return level.empty() && jobs == 0 && success == 0 && failure == 0 && timed_out == 0 &&
+         cancelled == 0 && in_progress == 0 && queue_sum_ms == 0 && queue_n == 0 &&
+         exec_sum_ms == 0 && exec_n == 0 && overruns == 0 && prs_last == 0;
+}
+
+void RollupDeltas::add_job(const JobRecord& j, int sign) {
+  HourDelta& h = hours[{job_class(j.event_type), j.created_ms / kRollupHourMs, j.repo}];
+  if (sign > 0) {
+    h.level = std::max(h.level, j.level);
+    h.first_ms = std::min(h.first_ms, j.created_ms);
+    h.last_ms = std::max(h.last_ms, j.created_ms);
+  }
+  h.jobs += sign;
+  h.success += sign * (j.conclusion == "success");
+  h.failure += sign * (j.conclusion == "failure");
+  h.timed_out += sign * (j.conclusion == "timed_out");
+  h.cancelled += sign * (j.conclusion == "cancelled");
+  h.in_progress += sign * (j.status == "in_progress");
+  if (j.queue_time_ms >= 0) h.queue_sum_ms += sign * j.queue_time_ms, h.queue_n += sign;
+  if (j.execution_time_ms >= 0) h.exec_sum_ms += sign * j.execution_time_ms, h.exec_n += sign;
+  h.overruns += sign * (j.execution_time_ms > kOverrunMs);
+  if (j.queue_time_ms >= 0 && j.execution_time_ms >= 0)
+    e2e[{j.repo, j.created_ms / kRollupDayMs, e2e_bucket(j.queue_time_ms + j.execution_time_ms)}] +=
+        sign;
+}
+
+void RollupDeltas::move_pr(const std::string& repo, const std::string& cls, int64_t old_last_ms,
+                           int64_t new_last_ms) {
+  if (old_last_ms >= 0) hours[{cls, old_last_ms / kRollupHourMs, repo}].prs_last -= 1;
+  hours[{cls, new_last_ms / kRollupHourMs, repo}].prs_last += 1;
+}
+
+}  // namespace ootci
