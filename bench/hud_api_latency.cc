@@ -54,7 +54,10 @@ std::vector<Row> measure(int64_t target_rows, int requests, const std::string& s
       {"summary 24h", "/api/crcr/summary?range=24h"},
       {"backend 30d", "/api/crcr/repo/seed-org/backend-2?range=30d"},
       {"backend p.10", "/api/crcr/repo/seed-org/backend-2?range=30d&page=10"},
+      {"backend night", "/api/crcr/repo/seed-org/backend-2?range=30d&tab=nightly"},
+      {"backend 7d", "/api/crcr/repo/seed-org/backend-2?range=7d"},
       {"metrics 30d", "/api/crcr/metrics?days=30"},
+      {"metrics 90d", "/api/crcr/metrics?days=90"},
       {"pr", fmt::format("/api/crcr/pr/{}", seeded.busiest_pr)},
       {"job", "/api/crcr/job?key=" + httplib::detail::encode_query_param(key)},
   };

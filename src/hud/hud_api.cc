@@ -351,7 +351,7 @@ nlohmann::json repo_json(Store& store, const Allowlist& allow, const std::string
     auto prs = store.repo_prs(repo, from, q.per_page, offset, &total);
     std::vector<std::string> columns;
     std::map<int64_t, nlohmann::json> cells;
-    for (const JobRecord& j : store.repo_jobs_for_prs(repo, prs)) {
+    for (const JobRecord& j : store.repo_jobs_for_prs(repo, prs, from)) {
       std::string col = j.workflow_name + "/" + j.job_name;
       if (std::find(columns.begin(), columns.end(), col) == columns.end()) columns.push_back(col);
       auto& cell = cells[j.pr_number][col];

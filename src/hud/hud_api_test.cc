@@ -112,6 +112,56 @@ TEST_F(HudOnSeededStore, RepoPagesPartitionThePrsAndReadinessIsComputed) {
   EXPECT_TRUE(job_json(*store_, "no-such-key").is_null());
 }
 
+TEST_F(HudOnSeededStore, AnL3RepoIsMeasuredAgainstTheL4CriteriaTheOperatorSet) {
+  HudQuery q;
+  q.range = "30d";
+  q.now_ms = now_;
+  // backend-2 is at L3 since 40 days; upstream defines no L4 criteria.
+  auto none = repo_json(*store_, allow_, "seed-org/backend-2", q)["readiness"];
+  EXPECT_EQ(none["target"], "L4");
+  EXPECT_TRUE(none["criteria"].empty());
+  EXPECT_EQ(none["ready"], false);
+  EXPECT_NE(none["note"].get<std::string>().find("No L4 criteria are defined"), std::string::npos);
+
+  L4Criteria l4;
+  l4.at_l3_days = 30;
+  l4.pass_rate_percent = 90;
+  l4.timeout_rate_percent = 0.5;
+  auto set = repo_json(*store_, allow_, "seed-org/backend-2", q, l4)["readiness"];
+  ASSERT_EQ(set["criteria"].size(), 3u);
+  EXPECT_EQ(set["criteria"][0]["name"], "At L3");
+  EXPECT_EQ(set["criteria"][0]["display"], "40.0 days");
+  EXPECT_EQ(set["criteria"][0]["pass"], true);
+  EXPECT_EQ(set["criteria"][1]["target"], ">= 90%");
+  double pass = set["criteria"][1]["value"];
+  EXPECT_GT(pass, 90);  // the seeded L3 backend succeeds about 96% of the time
+  EXPECT_EQ(set["criteria"][1]["pass"], true);
+  EXPECT_EQ(set["criteria"][2]["target"], "< 0.5%");
+  EXPECT_EQ(set["criteria"][2]["pass"], set["criteria"][2]["value"].get<double>() < 0.5);
+  EXPECT_EQ(set["ready"], set["criteria"][2]["pass"]);
+  EXPECT_EQ(set["note"], "");
+  // A stricter pass rate fails, with its number.
+  l4.pass_rate_percent = 99.9;
+  auto strict = repo_json(*store_, allow_, "seed-org/backend-2", q, l4)["readiness"];
+  EXPECT_EQ(strict["criteria"][1]["pass"], false);
+  EXPECT_EQ(strict["ready"], false);
+
+  // L4 is the top; L2 keeps the L3 criteria.
+  auto top = repo_json(*store_, allow_, "seed-org/backend-1", q, l4)["readiness"];
+  EXPECT_TRUE(top["target"].is_null());
+  EXPECT_TRUE(top["criteria"].empty());
+  EXPECT_EQ(repo_json(*store_, allow_, "seed-org/backend-3", q, l4)["readiness"]["target"], "L3");
+}
+
+TEST(HudApi, PercentileOfAHistogramIsTheSortedElement) {
+  std::vector<E2eBucket> h = {{10, 2}, {20, 1}, {30, 1}};  // 1.0, 1.0, 2.0, 3.0 min
+  EXPECT_EQ(percentile_ms(h, 0.5), 60000);
+  EXPECT_EQ(percentile_ms(h, 0.51), 120000);
+  EXPECT_EQ(percentile_ms(h, 0.95), 180000);
+  EXPECT_EQ(percentile_ms(h, 0), 60000);
+  EXPECT_EQ(percentile_ms({}, 0.5), -1);
+}
+
 TEST(SvgChart, DrawsOneLinePerSeriesAndEscapesNames) {
   std::string svg =
       svg_line_chart("Runs", {{"a/<b>", {{1, 3}, {2, 5}}}, {"c/d", {{1, 1}}}}, 1, 2, "");

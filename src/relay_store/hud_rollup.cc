@@ -1,26 +1,39 @@
 #include "relay_store/hud_rollup.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 namespace ootci {
 
-const char* job_class(const std::string& event_type) {
-  if (event_type == "pull_request" || event_type == "push") return "pr";
-  if (event_type == "nightly" || event_type == "periodic") return "nightly";
-  return "other";
+const std::vector<std::string>& event_types(JobFilter filter) {
+  static const std::vector<std::string> pr = {"pull_request", "push"};
+  static const std::vector<std::string> nightly = {"nightly", "periodic"};
+  return filter == JobFilter::kNightly ? nightly : pr;
 }
 
 const char* job_class(JobFilter filter) {
   return filter == JobFilter::kNightly ? "nightly" : "pr";
 }
 
-const char* job_class_sql() {
-  return "CASE WHEN event_type IN ('pull_request','push') THEN 'pr' "
-         "WHEN event_type IN ('nightly','periodic') THEN 'nightly' ELSE 'other' END";
+const char* job_class(const std::string& event_type) {
+  for (JobFilter f : {JobFilter::kPullRequest, JobFilter::kNightly})
+    for (const std::string& e : event_types(f))
+      if (e == event_type) return job_class(f);
+  return "other";
 }
 
-const char* event_types_sql(JobFilter filter) {
-  return filter == JobFilter::kNightly ? "('nightly','periodic')" : "('pull_request','push')";
+std::string event_types_sql(JobFilter filter) {
+  std::string out;
+  for (const std::string& e : event_types(filter)) out += (out.empty() ? "('" : ",'") + e + "'";
+  return out + ")";
+}
+
+std::string job_class_sql() {
+  std::string out = "CASE";
+  for (JobFilter f : {JobFilter::kPullRequest, JobFilter::kNightly})
+    out += fmt::format(" WHEN event_type IN {} THEN '{}'", event_types_sql(f), job_class(f));
+  return out + " ELSE 'other' END";
 }
 
 int64_t e2e_bucket(int64_t e2e_ms) {

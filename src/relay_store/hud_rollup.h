@@ -6,6 +6,7 @@
 #include <map>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "relay_store/store.h"
 
@@ -22,10 +23,12 @@ constexpr int64_t kOverrunMs = 3 * kRollupHourMs;
 // periodic), "other" (every other event type, shown in neither).
 const char* job_class(const std::string& event_type);
 const char* job_class(JobFilter filter);
+// The event types of a filter's class.
+const std::vector<std::string>& event_types(JobFilter filter);
 // The same mapping as an SQL expression over the jobs table's event_type column.
-const char* job_class_sql();
+std::string job_class_sql();
 // The event types of a filter, as an SQL list: ('pull_request','push').
-const char* event_types_sql(JobFilter filter);
+std::string event_types_sql(JobFilter filter);
 
 // The bucket of an end-to-end time: its value rounded to the tenth of a minute, as the HUD shows
 // it (round half up, like std::round on a positive value).

@@ -589,14 +589,16 @@ class SqlStore : public Store {
     });
   }
 
-  std::vector<JobRecord> repo_jobs_for_prs(const std::string& repo,
-                                           const std::vector<int64_t>& prs) override {
+  std::vector<JobRecord> repo_jobs_for_prs(const std::string& repo, const std::vector<int64_t>& prs,
+                                           int64_t since_ms) override {
     if (prs.empty()) return {};
     std::vector<SqlParam> params{repo};
     params.insert(params.end(), prs.begin(), prs.end());
+    params.push_back(since_ms);
     return db_->read("repo_jobs_for_prs", [&](SqlTx& tx) {
       std::vector<JobRecord> out;
-      tx.each(fmt::format("SELECT {} FROM jobs WHERE repo = ? AND pr_number IN ({}) ORDER BY "
+      tx.each(fmt::format("SELECT {} FROM jobs WHERE repo = ? AND pr_number IN ({}) AND "
+                          "created_ms >= ? ORDER BY "
                           "pr_number DESC, workflow_name COLLATE \"C\", job_name COLLATE \"C\", "
                           "run_attempt",
                           kJobColumns, placeholder_list(static_cast<int>(prs.size()))),
@@ -612,11 +614,24 @@ class SqlStore : public Store {
         auto stats = stats_since(tx, since_ms, f, repo);
         *total = stats.empty() ? 0 : stats[0].jobs;
       }
-      return tx.all(fmt::format("SELECT {} FROM jobs WHERE repo = ? AND created_ms >= ? AND "
-                                "event_type IN {} ORDER BY created_ms DESC, key COLLATE \"C\" "
-                                "LIMIT ? OFFSET ?",
-                                kJobColumns, event_types_sql(f)),
-                    {repo, since_ms, sql_limit(limit), sql_offset(offset)}, read_job);
+      // One indexed range per event type (jobs_repo_event), so the page never walks the
+      // repo's other jobs.
+      std::string branches;
+      std::vector<SqlParam> params;
+      for (const std::string& e : event_types(f)) {
+        branches += fmt::format(
+            "{}SELECT {} FROM jobs WHERE repo = ? AND event_type = ? AND "
+            "created_ms >= ?",
+            branches.empty() ? "" : " UNION ALL ", kJobColumns);
+        params.insert(params.end(), {repo, e, since_ms});
+      }
+      params.insert(params.end(), {sql_limit(limit), sql_offset(offset)});
+      std::vector<JobRecord> out;
+      tx.each(fmt::format("SELECT * FROM ({}) u ORDER BY created_ms DESC, key COLLATE \"C\" "
+                          "LIMIT ? OFFSET ?",
+                          branches),
+              params, [&](const SqlRow& r) { out.push_back(read_job(r)); });
+      return out;
     });
   }
 
@@ -833,6 +848,12 @@ class SqlStore : public Store {
           "ON CONFLICT (repo, day, tenth_min) DO UPDATE SET jobs = hud_e2e_daily.jobs + "
           "excluded.jobs",
           {repo, day, bucket, n});
+      // A job whose time changed left its old bucket; an empty bucket is no row, as the
+      // back-fill makes them.
+      if (n < 0)
+        tx.exec(
+            "DELETE FROM hud_e2e_daily WHERE repo = ? AND day = ? AND tenth_min = ? AND jobs = 0",
+            {repo, day, bucket});
     }
   }
 

@@ -207,8 +207,10 @@ class Store {
   // gets the count.
   virtual std::vector<int64_t> repo_prs(const std::string& repo, int64_t since_ms, int limit,
                                         int offset, int64_t* total) = 0;
+  // The window's jobs of those PRs: a PR's older jobs are not in its row of the window's matrix.
   virtual std::vector<JobRecord> repo_jobs_for_prs(const std::string& repo,
-                                                   const std::vector<int64_t>& prs) = 0;
+                                                   const std::vector<int64_t>& prs,
+                                                   int64_t since_ms) = 0;
   // Newest first, for views without PRs (nightly).
   virtual std::vector<JobRecord> recent_jobs(const std::string& repo, int64_t since_ms,
                                              JobFilter filter, int limit, int offset,

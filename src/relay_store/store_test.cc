@@ -900,14 +900,20 @@ TEST_P(StoreTest, RepoJobsForPrsOrdersByPrThenWorkflowJobAttempt) {
                           j("k6", "org/r", 9, "A", "a", 1),
                           j("k7", "org/s", 5, "A", "a", 1),
                       });
-  auto got = store_->repo_jobs_for_prs("org/r", {3, 5});
+  auto got = store_->repo_jobs_for_prs("org/r", {3, 5}, 0);
   EXPECT_EQ(keys(got), (Strings{"k4", "k3", "k2", "k1", full.key}));
   ASSERT_EQ(got.size(), 5u);
   expect_same_job(got[4], full);
-  EXPECT_EQ(keys(store_->repo_jobs_for_prs("org/r", {9})), Strings{"k6"});
-  EXPECT_EQ(keys(store_->repo_jobs_for_prs("org/s", {5, 9, 3})), Strings{"k7"});
-  EXPECT_TRUE(store_->repo_jobs_for_prs("org/r", {}).empty());
-  EXPECT_TRUE(store_->repo_jobs_for_prs("org/r", {4}).empty());
+  EXPECT_EQ(keys(store_->repo_jobs_for_prs("org/r", {9}, 0)), Strings{"k6"});
+  EXPECT_EQ(keys(store_->repo_jobs_for_prs("org/s", {5, 9, 3}, 0)), Strings{"k7"});
+  EXPECT_TRUE(store_->repo_jobs_for_prs("org/r", {}, 0).empty());
+  EXPECT_TRUE(store_->repo_jobs_for_prs("org/r", {4}, 0).empty());
+  // Only the window's jobs: k8 is older.
+  JobRecord old = j("k8", "org/r", 9, "A", "b", 1);
+  old.created_ms = 40;
+  insert_all(*store_, {old});
+  EXPECT_EQ(keys(store_->repo_jobs_for_prs("org/r", {9}, 0)), (Strings{"k6", "k8"}));
+  EXPECT_EQ(keys(store_->repo_jobs_for_prs("org/r", {9}, 50)), Strings{"k6"});
 }
 
 TEST_P(StoreTest, RecentJobsNewestFirstWithFilterPagingAndTotal) {
@@ -1168,6 +1174,40 @@ TEST_P(StoreTest, MigrationV3BackfillsCreatedMs) {
   bk.run_id = "0190b2f1-5c6e-4c3a-9a53-6f3c1c7e2b11";
   ASSERT_TRUE(store->insert_job(bk, {}));
   EXPECT_EQ(store->get_job("bk")->run_id, "0190b2f1-5c6e-4c3a-9a53-6f3c1c7e2b11");
+}
+
+TEST_P(StoreTest, MigrationV6BackfillsTheRollupsTheWritesKeep) {
+  constexpr int64_t H = 3'600'000;
+  std::vector<JobRecord> jobs;
+  for (int i = 0; i < 300; ++i) {
+    const char* events[] = {"pull_request", "push", "nightly", "periodic", "workflow_dispatch"};
+    const char* outcomes[] = {"success", "failure", "timed_out", "cancelled", "neutral", ""};
+    jobs.push_back(hud_job("m" + std::to_string(i), i % 3 ? "org/a" : "Org/b", events[i % 5],
+                           i % 5 == 0 ? 1 + i % 17 : 0, (int64_t{i} * 7'919'000) % (50 * H),
+                           outcomes[i % 6], i % 4 ? 1000 * i : -1, i % 7 ? 997 * i : -1,
+                           i % 2 ? "L2" : "L3"));
+  }
+  insert_all(*store_, jobs);
+  for (int i = 5; i < 300; i += 6) {  // in progress, then completed by a callback
+    JobRecord j = jobs[i];
+    j.status = "completed";
+    j.conclusion = "success";
+    j.execution_time_ms = 4 * H;
+    ASSERT_TRUE(store_->update_job(j, "in_progress", {}));
+  }
+  std::string tables[] = {"SELECT * FROM hud_hourly ORDER BY job_class, hour, repo",
+                          "SELECT * FROM hud_e2e_daily ORDER BY repo, day, tenth_min",
+                          "SELECT * FROM hud_pr_latest ORDER BY repo, job_class, pr_number"};
+  std::vector<SqlRows> written;
+  for (const auto& sql : tables) written.push_back(raw_sql(uri_, sql));
+  ASSERT_GT(written[0].size(), 100u);
+  store_.reset();
+  raw_sql(uri_,
+          "DROP TABLE hud_hourly; DROP TABLE hud_e2e_daily; DROP TABLE hud_pr_latest; "
+          "DROP INDEX jobs_repo_event; DROP INDEX jobs_repo_pr; "
+          "UPDATE schema_version SET version = 5;");
+  store_ = open_store(uri_);
+  for (size_t t = 0; t < 3; ++t) EXPECT_EQ(raw_sql(uri_, tables[t]), written[t]) << tables[t];
 }
 
 TEST(StoreOpen, RejectsUnknownUri) {
