@@ -50,16 +50,19 @@ before(async () => {
   dir = mkdtempSync(join(tmpdir(), 'ootci-hud-'));
   mkdirSync(shots, { recursive: true });
   const out = execFileSync(ootci, ['relay', 'seed', '--store', `sqlite:${dir}/hud.db`, '--backends', '5',
-    '--deliveries', '2000', '--xss-probe', '--allowlist-out', `${dir}/allowlist.yml`], { encoding: 'utf8' });
+    '--deliveries', '2400', '--days', '120', '--xss-probe', '--allowlist-out', `${dir}/allowlist.yml`],
+    { encoding: 'utf8' });
   seeded = { busiestPr: Number(/busiest PR #(\d+)/.exec(out)[1]) };
   const port = await freePort();
   writeFileSync(`${dir}/relay.yaml`, `listen: 127.0.0.1:${port}\nstore: sqlite:hud.db\nallowlist: allowlist.yml\n` +
-    `webhook_secret_env: HUD_TEST_SECRET\n`);
+    `webhook_secret_env: HUD_TEST_SECRET\n` +
+    // 120 days seeded, 90 kept: the sweeper prunes the oldest 30 at start.
+    `hud:\n  l4_criteria: {at_l3_days: 30, pass_rate_percent: 95, timeout_rate_percent: 1}\n`);
   relay = spawn(ootci, ['relay', 'serve', '--config', `${dir}/relay.yaml`], {
     env: { ...process.env, HUD_TEST_SECRET: 'x' }, stdio: 'ignore' });
   base = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 100; i++) {
-    try { if ((await fetch(base + '/healthz')).ok) break; } catch {}
+  for (let i = 0; i < 300; i++) {
+    try { if ((await (await fetch(base + '/api/crcr/summary')).json()).detail_since_ms > 0) break; } catch {}
     await new Promise((r) => setTimeout(r, 100));
   }
   browser = await chromium.launch({
@@ -102,8 +105,36 @@ test('summary page: numbers equal the API, chips follow the thresholds', async (
   assert.deepEqual(nightly.problems, []);
 });
 
+test('an L3 backend is measured against the L4 criteria; retention says where job detail begins', async () => {
+  const repo = 'seed-org/backend-2';
+  const data = await api(`/api/crcr/repo/${repo}?range=30d`);
+  assert.equal(data.readiness.target, 'L4');
+  assert.deepEqual(data.readiness.criteria.map((c) => c.name), ['At L3', 'Pass rate (30 days)', 'Timeout rate (7 days)']);
+  const page = await open(`/crcr/${repo}?range=30d`, 'backend-l3');
+  assert.match(await page.locator('h2', { hasText: 'readiness' }).innerText(), /^L4 readiness/);
+  const rows = await page.locator('#readiness tr').evaluateAll((trs) => trs.slice(1).map((t) =>
+    [...t.cells].map((c) => c.innerText)));
+  assert.deepEqual(rows.map((r) => r.slice(0, 3)), data.readiness.criteria.map((c) => [c.name, c.target, c.display]));
+  assert.deepEqual(rows.map((r) => r[3] === 'pass'), data.readiness.criteria.map((c) => c.pass));
+  // L4 is the top: no criteria, a note.
+  const top = await open('/crcr/seed-org/backend-1?range=30d', 'backend-l4');
+  assert.equal(await top.locator('#readiness-note').innerText(), 'At L4, the highest level.');
+  // The sweeper pruned the rows older than 90 days at start; every aggregate page says so.
+  const summary = await api('/api/crcr/summary?range=30d');
+  const ninety = Date.now() - 90 * 86400000;
+  assert.ok(Math.abs(summary.detail_since_ms - ninety) < 600000, 'detail begins 90 days back');
+  for (const [path, name] of [['/crcr?range=30d', 'summary-detail'], ['/crcr/metrics?days=90', 'metrics-detail'], [`/crcr/${repo}`, 'backend-detail']]) {
+    const p = await open(path, name);
+    assert.equal(Number(await p.locator('#detail-since').getAttribute('data-ms')), summary.detail_since_ms, path);
+    assert.match(await p.locator('#detail-since').innerText(), /^Job detail begins \d{4}-\d\d-\d\dT/);
+    assert.deepEqual(p.problems, []);
+  }
+  assert.deepEqual(page.problems, []);
+  assert.deepEqual(top.problems, []);
+});
+
 test('backend page: stat cards, readiness and the PR x job matrix with pagination', async () => {
-  const repo = 'seed-org/backend-1';
+  const repo = 'seed-org/backend-3';
   const data = await api(`/api/crcr/repo/${repo}?range=30d`);
   const page = await open(`/crcr/${repo}?range=30d`, 'backend');
   for (const key of ['pass_rate', 'prs', 'failures', 'timed_out', 'avg_queue_min', 'avg_exec_min',
