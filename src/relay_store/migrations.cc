@@ -191,7 +191,7 @@ CREATE TABLE hud_pr_latest (
 CREATE INDEX hud_pr_latest_repo ON hud_pr_latest (repo, job_class, last_ms, pr_number);
 CREATE INDEX hud_pr_latest_class ON hud_pr_latest (job_class, last_ms, repo);
 CREATE INDEX jobs_repo_event ON jobs (repo, event_type, created_ms);
-CREATE INDEX jobs_repo_pr ON jobs (repo, pr_number);
+CREATE INDEX jobs_repo_pr ON jobs (repo, pr_number, created_ms);
 INSERT INTO hud_hourly SELECT )" +
          cls + R"(, created_ms / 3600000, repo, MAX(level COLLATE "C"), COUNT(*),
   SUM(CASE WHEN conclusion = 'success' THEN 1 ELSE 0 END),

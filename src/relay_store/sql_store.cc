@@ -247,6 +247,30 @@ JobRecord read_rollup_columns(const SqlRow& r) {
   return j;
 }
 
+// Adds a delta to an hourly rollup row; the dialect decides the scalar MIN and MAX.
+std::string hour_upsert_sql(SqlDialect d) {
+  return fmt::format(
+      "INSERT INTO hud_hourly (job_class, hour, repo, level, jobs, success, failure, "
+      "timed_out, cancelled, in_progress, queue_sum_ms, queue_n, exec_sum_ms, exec_n, "
+      "overruns, prs_last, first_ms, last_ms) VALUES ({}) ON CONFLICT (job_class, hour, repo) "
+      "DO UPDATE SET level = {}(hud_hourly.level COLLATE \"C\", excluded.level), "
+      "jobs = hud_hourly.jobs + excluded.jobs, "
+      "success = hud_hourly.success + excluded.success, "
+      "failure = hud_hourly.failure + excluded.failure, "
+      "timed_out = hud_hourly.timed_out + excluded.timed_out, "
+      "cancelled = hud_hourly.cancelled + excluded.cancelled, "
+      "in_progress = hud_hourly.in_progress + excluded.in_progress, "
+      "queue_sum_ms = hud_hourly.queue_sum_ms + excluded.queue_sum_ms, "
+      "queue_n = hud_hourly.queue_n + excluded.queue_n, "
+      "exec_sum_ms = hud_hourly.exec_sum_ms + excluded.exec_sum_ms, "
+      "exec_n = hud_hourly.exec_n + excluded.exec_n, "
+      "overruns = hud_hourly.overruns + excluded.overruns, "
+      "prs_last = hud_hourly.prs_last + excluded.prs_last, "
+      "first_ms = {}(hud_hourly.first_ms, excluded.first_ms), "
+      "last_ms = {}(hud_hourly.last_ms, excluded.last_ms)",
+      placeholder_list(18), greatest(d), least(d), greatest(d));
+}
+
 constexpr const char* kDetailSinceKey = "hud_detail_since";
 
 class SqlStore : public Store {
@@ -267,7 +291,8 @@ class SqlStore : public Store {
   }
 
  public:
-  explicit SqlStore(std::unique_ptr<SqlDb> db) : db_(std::move(db)), d_(db_->dialect()) {
+  explicit SqlStore(std::unique_ptr<SqlDb> db)
+      : db_(std::move(db)), d_(db_->dialect()), hour_upsert_sql_(hour_upsert_sql(d_)) {
     migrate(*db_, relay_schema(d_));
   }
 
@@ -812,33 +837,13 @@ class SqlStore : public Store {
 
   // Adds the deltas to the rollup rows, in key order (so concurrent writers never deadlock).
   void write_rollups(SqlTx& tx, const RollupDeltas& deltas) {
-    // Per store: the dialect decides the scalar MIN and MAX.
-    const std::string hour_sql = fmt::format(
-        "INSERT INTO hud_hourly (job_class, hour, repo, level, jobs, success, failure, "
-        "timed_out, cancelled, in_progress, queue_sum_ms, queue_n, exec_sum_ms, exec_n, "
-        "overruns, prs_last, first_ms, last_ms) VALUES ({}) ON CONFLICT (job_class, hour, repo) "
-        "DO UPDATE SET level = {}(hud_hourly.level COLLATE \"C\", excluded.level), "
-        "jobs = hud_hourly.jobs + excluded.jobs, "
-        "success = hud_hourly.success + excluded.success, "
-        "failure = hud_hourly.failure + excluded.failure, "
-        "timed_out = hud_hourly.timed_out + excluded.timed_out, "
-        "cancelled = hud_hourly.cancelled + excluded.cancelled, "
-        "in_progress = hud_hourly.in_progress + excluded.in_progress, "
-        "queue_sum_ms = hud_hourly.queue_sum_ms + excluded.queue_sum_ms, "
-        "queue_n = hud_hourly.queue_n + excluded.queue_n, "
-        "exec_sum_ms = hud_hourly.exec_sum_ms + excluded.exec_sum_ms, "
-        "exec_n = hud_hourly.exec_n + excluded.exec_n, "
-        "overruns = hud_hourly.overruns + excluded.overruns, "
-        "prs_last = hud_hourly.prs_last + excluded.prs_last, "
-        "first_ms = {}(hud_hourly.first_ms, excluded.first_ms), "
-        "last_ms = {}(hud_hourly.last_ms, excluded.last_ms)",
-        placeholder_list(18), greatest(d_), least(d_), greatest(d_));
     for (const auto& [key, h] : deltas.hours) {
       if (h.is_empty()) continue;
       const auto& [cls, hour, repo] = key;
-      tx.exec(hour_sql, {cls, hour, repo, h.level, h.jobs, h.success, h.failure, h.timed_out,
-                         h.cancelled, h.in_progress, h.queue_sum_ms, h.queue_n, h.exec_sum_ms,
-                         h.exec_n, h.overruns, h.prs_last, h.first_ms, h.last_ms});
+      tx.exec(hour_upsert_sql_,
+              {cls, hour, repo, h.level, h.jobs, h.success, h.failure, h.timed_out, h.cancelled,
+               h.in_progress, h.queue_sum_ms, h.queue_n, h.exec_sum_ms, h.exec_n, h.overruns,
+               h.prs_last, h.first_ms, h.last_ms});
     }
     for (const auto& [key, n] : deltas.e2e) {
       if (n == 0) continue;
@@ -873,6 +878,7 @@ class SqlStore : public Store {
 
   std::unique_ptr<SqlDb> db_;
   SqlDialect d_;
+  std::string hour_upsert_sql_;
 };
 
 }  // namespace
