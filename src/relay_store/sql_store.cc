@@ -688,7 +688,8 @@ class SqlStore : public Store {
           "status = 'completed' LIMIT ?)",
           {before_ms, sql_limit(limit)});
       // A PR whose newest job is gone has no job left to show; its count stays in the rollups.
-      tx.exec("DELETE FROM hud_pr_latest WHERE last_ms < ?", {before_ms});
+      // Once per pass, with its last batch: the table has no index that leads with last_ms.
+      if (n < limit) tx.exec("DELETE FROM hud_pr_latest WHERE last_ms < ?", {before_ms});
       // Detail begins at the latest cut that deleted anything.
       if (n > 0)
         tx.exec(

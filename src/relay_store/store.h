@@ -221,7 +221,8 @@ class Store {
   virtual std::vector<JobRecord> jobs_for_pr(int64_t pr_number) = 0;
   // Retention: deletes up to `limit` completed jobs created before before_ms, in one transaction,
   // keeping their rollups, and records before_ms as where job detail now begins
-  // (detail_since). Returns how many it deleted.
+  // (detail_since). The call that deletes fewer than `limit` (the pass's last) also forgets the
+  // PRs whose newest job was before before_ms. Returns how many jobs it deleted.
   virtual int64_t prune_jobs(int64_t before_ms, int limit) = 0;
   // Where pruning has left job rows (0: nothing was ever pruned).
   virtual int64_t detail_since() = 0;
