@@ -76,6 +76,29 @@ TEST_P(RelayIntegration, BadSignatureGets401MissingSignature400AndNothingIsStore
   EXPECT_FALSE(store->get_delivery("bad-2"));
 }
 
+// Found by fuzz/webhook_fuzz.cc: a field of another type than GitHub's ("action": 5) threw
+// json's type_error out of the handler, which the server turned into a bare 500.
+TEST_P(RelayIntegration, FieldsOfTheWrongTypeReadAsAbsent) {
+  start_relay();
+  auto body = nlohmann::json::parse(fixture("pull_request.opened.json"));
+  body["action"] = 5;
+  HttpResult odd = send("pull_request", "odd-1", body.dump());
+  EXPECT_EQ(odd.status, 200);
+  EXPECT_EQ(nlohmann::json::parse(odd.body)["ignored"], true);
+  body["action"] = "labeled";
+  body["label"] = {{"name", "ciflow/crcr/npu"}};
+  body["pull_request"]["labels"] = {{{"name", 7}}};
+  EXPECT_EQ(send("pull_request", "odd-2", body.dump()).status, 200);
+  body["action"] = "opened";
+  body["pull_request"]["number"] = "12345";
+  ASSERT_EQ(send("pull_request", "odd-3", body.dump()).status, 200);
+  auto store = open_store(store_uri_);
+  EXPECT_FALSE(store->get_delivery("odd-1"));
+  auto d = store->get_delivery("odd-3");
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->pr_number, 0);  // a PR number that is no number is no PR number
+}
+
 TEST_P(RelayIntegration, RedeliveryCreatesNoNewDispatch) {
   start_relay();
   std::string body = fixture("pull_request.synchronize.json");

@@ -80,6 +80,22 @@ nlohmann::json rsa_jwk_from_private(const std::string& private_pem, const std::s
           {"kid", kid},   {"n", bn_to_b64url(n)}, {"e", bn_to_b64url(e)}};
 }
 
+std::optional<JwksKeys> parse_jwks(const std::string& body) {
+  auto doc = nlohmann::json::parse(body, nullptr, false);
+  if (!doc.is_object() || !doc.contains("keys") || !doc["keys"].is_array()) return std::nullopt;
+  auto text = [](const nlohmann::json& k, const char* name) {
+    auto it = k.find(name);
+    return it != k.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  JwksKeys keys;
+  for (const auto& k : doc["keys"]) {
+    if (!k.is_object() || text(k, "kty") != "RSA") continue;
+    auto parsed = parse_public_key(rsa_pem_from_jwk(text(k, "n"), text(k, "e")));
+    if (parsed) keys[text(k, "kid")] = parsed;
+  }
+  return keys;
+}
+
 OidcVerifier::OidcVerifier(std::vector<OidcIssuer> issuers, int64_t leeway_s, int64_t jwks_ttl_s)
     : issuers_(std::move(issuers)), leeway_s_(leeway_s), jwks_ttl_s_(jwks_ttl_s) {}
 
@@ -109,19 +125,10 @@ std::shared_ptr<const PublicKey> OidcVerifier::key_for(const OidcIssuer& issuer,
   req.url = issuer.jwks_url;
   req.timeout_ms = 5000;
   HttpResult res = http_send(req);
-  auto doc = nlohmann::json::parse(res.body, nullptr, false);
-  std::map<std::string, std::shared_ptr<const PublicKey>> keys;
-  bool ok = res.status == 200 && doc.is_object() && doc["keys"].is_array();
+  std::optional<JwksKeys> keys;
+  if (res.status == 200) keys = parse_jwks(res.body);
+  bool ok = keys.has_value();
   if (ok) {
-    auto text = [](const nlohmann::json& k, const char* name) {
-      auto it = k.find(name);
-      return it != k.end() && it->is_string() ? it->get<std::string>() : std::string();
-    };
-    for (const auto& k : doc["keys"]) {
-      if (!k.is_object() || text(k, "kty") != "RSA") continue;
-      auto parsed = parse_public_key(rsa_pem_from_jwk(text(k, "n"), text(k, "e")));
-      if (parsed) keys[text(k, "kid")] = parsed;
-    }
   } else {
     spdlog::error("JWKS fetch from {} failed: {}", issuer.jwks_url,
                   res.status ? "HTTP " + std::to_string(res.status) : res.error);
@@ -129,7 +136,7 @@ std::shared_ptr<const PublicKey> OidcVerifier::key_for(const OidcIssuer& issuer,
   lock.lock();
   cached.fetching = false;
   if (ok) {  // otherwise keep serving the keys we had
-    cached.key_by_kid = std::move(keys);
+    cached.key_by_kid = std::move(*keys);
     cached.fetched_s = now_s;
   }
   fetched_cv_.notify_all();

@@ -4,6 +4,7 @@
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -24,6 +25,11 @@ struct VerifiedToken {
   nlohmann::json claims;
 };
 
+// The RSA keys of a JWKS document by kid (other key types are skipped, as are malformed keys);
+// nullopt unless it is an object with a `keys` array.
+using JwksKeys = std::map<std::string, std::shared_ptr<const PublicKey>>;
+std::optional<JwksKeys> parse_jwks(const std::string& body);
+
 // Verifies OIDC bearer tokens: RS256 only, signature against the issuer's JWKS (cached, refetched
 // when an unknown kid appears), then iss, aud, exp, nbf and iat with a small leeway.
 // Hand-written over OpenSSL because Debian ships no maintained C++ JOSE library.
@@ -41,7 +47,7 @@ class OidcVerifier {
                                            int64_t now_s);
 
   struct Jwks {
-    std::map<std::string, std::shared_ptr<const PublicKey>> key_by_kid;
+    JwksKeys key_by_kid;
     int64_t fetched_s = 0;
     int64_t attempted_s = 0;
     bool fetching = false;

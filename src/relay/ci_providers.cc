@@ -12,9 +12,19 @@ CiProviders CiProviders::parse(const YamlDoc& doc) {
   if (!doc.root.IsMap()) yaml_fail(doc, doc.root, "", "expected a mapping");
   // The legacy top-level `buildkite:` section repeats the mapping for old readers; the
   // `providers.buildkite.repo_map` section is authoritative.
-  YAML::Node map = doc.root["providers"]["buildkite"]["repo_map"];
+  // Each level may be absent (nothing registered) but, when present, must be a mapping: indexing
+  // a missing or scalar node would throw yaml-cpp's own exception instead of naming the line.
+  auto child = [&](const YAML::Node& parent, const char* key, const char* path) {
+    YAML::Node n = parent[key];
+    if (n && !n.IsNull() && !n.IsMap()) yaml_fail(doc, n, path, "expected a mapping");
+    return n;
+  };
+  YAML::Node providers = child(doc.root, "providers", "providers");
+  if (!providers || providers.IsNull()) return out;
+  YAML::Node buildkite = child(providers, "buildkite", "providers.buildkite");
+  if (!buildkite || buildkite.IsNull()) return out;
+  YAML::Node map = child(buildkite, "repo_map", "providers.buildkite.repo_map");
   if (!map || map.IsNull()) return out;
-  if (!map.IsMap()) yaml_fail(doc, map, "providers.buildkite.repo_map", "expected a mapping");
   for (auto it = map.begin(); it != map.end(); ++it) {
     std::string key = it->first.Scalar();
     std::string path = "providers.buildkite.repo_map." + key;

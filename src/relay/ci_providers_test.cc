@@ -35,5 +35,26 @@ TEST(CiProviders, SimpleFormAndErrors) {
   }
 }
 
+// Found by fuzz/ci_providers_fuzz.cc: a file without `providers` (here a one-key mapping whose key
+// is two bytes of UTF-8) threw yaml-cpp's InvalidNode out of the relay's startup.
+TEST(CiProviders, MissingLevelsRegisterNothingAndScalarLevelsNameTheLine) {
+  for (const char* text : {"\xcd\x81:", "foo: 1\n", "providers:\n", "providers: {}\n",
+                           "providers:\n  buildkite:\n", "providers:\n  gitlab: {}\n"})
+    EXPECT_EQ(CiProviders::parse(load_yaml_text("p.yml", text)).size(), 0u) << text;
+  auto error = [](const char* text) {
+    try {
+      CiProviders::parse(load_yaml_text("p.yml", text));
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error("providers: 3\n"), "p.yml:1:12: providers: expected a mapping");
+  EXPECT_EQ(error("providers:\n  buildkite: [a]\n"),
+            "p.yml:2:14: providers.buildkite: expected a mapping");
+  EXPECT_EQ(error("providers:\n  buildkite:\n    repo_map: x\n"),
+            "p.yml:3:15: providers.buildkite.repo_map: expected a mapping");
+}
+
 }  // namespace
 }  // namespace ootci

@@ -17,17 +17,25 @@ namespace {
 
 const char* kLabelPrefix = "ciflow/crcr/";
 
+// GitHub's fields as the relay reads them: a field of another type reads as absent, never as an
+// exception out of the handler (json::value throws on a type mismatch).
 std::string str_at(const nlohmann::json& j, const nlohmann::json::json_pointer& p) {
   if (!j.contains(p)) return "";
   const auto& v = j.at(p);
   return v.is_string() ? v.get<std::string>() : "";
 }
 
+int64_t int_at(const nlohmann::json& j, const nlohmann::json::json_pointer& p) {
+  if (!j.contains(p)) return 0;
+  const auto& v = j.at(p);
+  return v.is_number_integer() ? v.get<int64_t>() : 0;
+}
+
 bool has_label(const nlohmann::json& payload, const std::string& name) {
   auto p = "/pull_request/labels"_json_pointer;
   if (!payload.contains(p) || !payload.at(p).is_array()) return false;
   for (const auto& l : payload.at(p))
-    if (l.is_object() && l.value("name", "") == name) return true;
+    if (str_at(l, "/name"_json_pointer) == name) return true;
   return false;
 }
 
@@ -69,7 +77,7 @@ Reply WebhookHandler::handle(const WebhookRequest& req) {
     return json_reply(200, {{"ignored", true}});
   }
   metrics_.inc("ootci_webhooks_total", "event=\"" + req.event + "\",result=\"accepted\"");
-  std::string action = payload.value("action", "");
+  std::string action = str_at(payload, "/action"_json_pointer);
   if (req.event == "push") return dispatch(req, payload);
   if (req.event == "pull_request") {
     if (action == "opened" || action == "reopened" || action == "synchronize" || action == "closed")
@@ -97,10 +105,9 @@ Reply WebhookHandler::dispatch(const WebhookRequest& req, const nlohmann::json& 
   DeliveryRecord d;
   d.delivery_id = req.delivery;
   d.event = req.event;
-  d.action = payload.value("action", "");
+  d.action = str_at(payload, "/action"_json_pointer);
   d.head_sha = sha;
-  if (payload.contains("pull_request") && payload["pull_request"].is_object())
-    d.pr_number = payload["pull_request"].value("number", int64_t{0});
+  d.pr_number = int_at(payload, "/pull_request/number"_json_pointer);
   d.received_ms = now;
   d.body = req.body;
 
