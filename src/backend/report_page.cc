@@ -452,7 +452,8 @@ ReportPage gather_report_page(EvidenceStore& store, const RunInfo& run,
         nlohmann::json::parse(read_file_or_empty(run_dir + "/plan.json"), nullptr, false);
     if (plan.is_object() && plan.contains("files") && plan["files"].is_array())
       for (const auto& f : plan["files"])
-        if (f.contains("relpath") && f.contains("path"))
+        if (f.is_object() && f.value("relpath", nlohmann::json()).is_string() &&
+            f.value("path", nlohmann::json()).is_string())  // the page reads a run it did not write
           r.file_path[f["relpath"].get<std::string>()] = f["path"].get<std::string>();
   }
   return r;

@@ -71,16 +71,6 @@ void plan_check(const std::vector<std::string>& files, bool strict) {
   std::cout << fmt::format("ok: {} files, {} rules\n", files.size(), rules);
 }
 
-// A plan given with --plan must at least be one this ootci writes.
-void check_plan_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw Error(fmt::format("{}: cannot open file", path));
-  nlohmann::json plan = nlohmann::json::parse(in, nullptr, false);
-  if (plan.is_discarded() || !plan.is_object()) throw Error(fmt::format("{}: not JSON", path));
-  if (plan.value("schema", "") != kPlanSchema || plan.value("version", 0) != kPlanVersion)
-    throw Error(fmt::format("{}: not an {} version {} file", path, kPlanSchema, kPlanVersion));
-}
-
 void plan_env(const std::string& config, const std::string& plan_arg, bool as_json) {
   BackendConfig backend = load_backend_or_exit(config);
   std::string plan = plan_arg;
@@ -88,7 +78,7 @@ void plan_env(const std::string& config, const std::string& plan_arg, bool as_js
     plan = backend.workspace + "/plan.json";
     resolve_and_write(backend, plan, std::cerr);
   } else {
-    check_plan_file(plan);
+    read_plan_json(plan);  // must at least be one this ootci writes
   }
   auto env = plan_environment(backend, plan, ootci_python_dir(), process_env("PYTHONPATH"));
   if (as_json) {
