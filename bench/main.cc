@@ -21,6 +21,7 @@ OOTCI_BENCHMARK(runner_overhead)
 OOTCI_BENCHMARK(fault_injection)
 OOTCI_BENCHMARK(isolation)
 OOTCI_BENCHMARK(report_page)
+OOTCI_BENCHMARK(agent_chaos)
 #undef OOTCI_BENCHMARK
 
 struct Benchmark {
@@ -44,6 +45,8 @@ constexpr Benchmark kBenchmarks[] = {
      "report.html of a 22,000-variant run against its results read back and junit.xml"},
     {"fault-injection", fault_injection::main,
      "select changed: recall and share of test time over injected faults"},
+    {"agent-chaos", agent_chaos::main,
+     "ootci agent SIGKILLed mid-run: each job completes exactly once, its run resumes"},
 };
 
 void usage(std::ostream& out) {

@@ -41,9 +41,14 @@ class AgentIntegration : public RelayFixture {
 
   // The reference backend with one upstream file (test_view_ops.py: 260 variants, ~10 s), a gate
   // for the fixtures' `master` base, and callbacks to the relay with issuer-minted tokens.
-  // `agent_extra` is appended to agent.yaml; `backend_env` is ootci.yaml's backend.env.
-  void write_backend(const std::string& agent_extra = "", const std::string& backend_env = "{}") {
+  // `agent_extra` is appended to agent.yaml; `backend_env` is ootci.yaml's backend.env;
+  // `token_command` replaces report.token_command (a YAML flow list).
+  void write_backend(const std::string& agent_extra = "", const std::string& backend_env = "{}",
+                     std::string token_command = "") {
     std::string ref = source_dir() + "/examples/reference-backend";
+    if (token_command.empty())
+      token_command =
+          fmt::format(R"([/usr/bin/curl, -sf, "{}/token?repository=acme/two"])", oidc_->issuer());
     write_file(dir_ + "/ootci.yaml",
                fmt::format(R"(backend:
   name: reference
@@ -64,11 +69,11 @@ gate:
 report:
   callback_url: {relay}/github/callback
   relay: ootci
-  token_command: [/usr/bin/curl, -sf, "{issuer}/token?repository=acme/two"]
+  token_command: {token}
 )",
                            fmt::arg("ref", ref), fmt::arg("torch", torch_root_),
                            fmt::arg("env", backend_env), fmt::arg("relay", relay_->url()),
-                           fmt::arg("issuer", oidc_->issuer())));
+                           fmt::arg("token", token_command)));
     write_file(dir_ + "/agent.yaml",
                fmt::format("listen: 127.0.0.1:{}\nsecret_env: TEST_AGENT_SECRET\nbackend: "
                            "ootci.yaml\nstate: agent/queue.db\nconcurrency: 1\n{}",
@@ -312,6 +317,42 @@ TEST_P(AgentIntegration, AgentKilledWithAQueuedJobRunsItAfterRestart) {
   ASSERT_TRUE(resumed);
   EXPECT_EQ(resumed->status, "completed");
   EXPECT_EQ(resumed->conclusion, "success");
+}
+
+// An in_progress that failed at the start (no token, the relay down: a transient failure) is
+// sent again before completed. Before, the job ran and never reported: the relay refuses a
+// completed without its in_progress, so the agent skipped it and the result was lost.
+TEST_P(AgentIntegration, AnInProgressThatFailedAtTheStartIsSentBeforeCompleted) {
+  start_relay_to_agent();
+  // The token source works only once the job's prepare step has run, after the in_progress.
+  std::string flag = dir_ + "/token-ok";
+  write_backend(fmt::format("prepare_command: [/usr/bin/touch, {}]\n", flag), "{}",
+                fmt::format(R"([/bin/sh, -c, 'test -f {} && exec /usr/bin/curl -sf )"
+                            R"("{}/token?repository=acme/two"'])",
+                            flag, oidc_->issuer()));
+  start_agent();
+  send_pr("d-late", "opened", kHeadSha);
+  nlohmann::json job = wait_job("d-late", {"done", "cancelled"});
+  ASSERT_FALSE(job.is_null());
+  EXPECT_EQ(job["conclusion"], "success") << agent_log();
+  EXPECT_EQ(job["in_progress_reported"], true) << agent_log();
+  // The failed first attempt stays on the record.
+  EXPECT_NE(job["error"].get<std::string>().find("in_progress report failed"), std::string::npos)
+      << job.dump();
+  auto record = relay_job("d-late", job["id"]);
+  ASSERT_TRUE(record) << agent_log() << relay_->log();
+  EXPECT_EQ(record->status, "completed");
+  EXPECT_EQ(record->conclusion, "success");
+  EXPECT_EQ(record->tests_total, 260);
+  EXPECT_FALSE(record->in_progress_hash.empty());
+  HttpResult metrics = agent_get("/metrics");
+  EXPECT_NE(
+      metrics.body.find("ootci_agent_reports_total{status=\"in_progress\",result=\"failed\"} 1"),
+      std::string::npos)
+      << metrics.body;
+  EXPECT_NE(metrics.body.find("ootci_agent_reports_total{status=\"completed\",result=\"ok\"} 1"),
+            std::string::npos)
+      << metrics.body;
 }
 
 TEST_P(AgentIntegration, NewerDispatchForTheSamePrCancelsTheOlderOne) {

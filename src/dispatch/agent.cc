@@ -23,10 +23,10 @@
 #include "base/metrics.h"
 #include "base/subprocess.h"
 #include "base/time.h"
+#include "dispatch/agent_dispatch.h"
 #include "dispatch/agent_queue.h"
 #include "dispatch/callback_report.h"
 #include "dispatch/gate.h"
-#include "net/crypto.h"
 #include "net/reply.h"
 
 namespace fs = std::filesystem;
@@ -88,40 +88,17 @@ struct Agent::Impl {
 
   // A signed repository_dispatch body: queued (202), a duplicate (200) or refused (401, 400).
   Reply on_dispatch(const std::string& signature, const std::string& raw_body) {
-    if (signature.empty() || !constant_time_equal(signature, github_signature(secret, raw_body))) {
-      metrics.inc("ootci_agent_dispatches_total", "result=\"bad_signature\"");
-      return json_reply(401, {{"ok", false}, {"detail", "invalid X-Ootci-Signature-256"}});
+    AgentDispatch d =
+        parse_agent_dispatch(secret, signature, raw_body, backend.gate, backend.device_type,
+                             command_branch_head_resolver(backend.gate));
+    if (!d.ok()) {
+      metrics.inc("ootci_agent_dispatches_total",
+                  d.status == 401 ? "result=\"bad_signature\"" : "result=\"invalid\"");
+      return json_reply(d.status, {{"ok", false}, {"detail", d.detail}});
     }
-    auto body = nlohmann::json::parse(raw_body, nullptr, /*allow_exceptions=*/false);
-    auto invalid = [&](const std::string& why) {
-      metrics.inc("ootci_agent_dispatches_total", "result=\"invalid\"");
-      return json_reply(400, {{"ok", false}, {"detail", why}});
-    };
-    if (body.is_discarded() || !body.is_object()) return invalid("body is not a JSON object");
-    if (!body.contains("client_payload") || !body["client_payload"].is_object())
-      return invalid("client_payload: missing or not an object");
-    const nlohmann::json& payload = body["client_payload"];
-    if (!payload.contains("delivery_id") || !payload["delivery_id"].is_string())
-      return invalid("client_payload.delivery_id: missing or not a string");
-
-    GateDecision gate;
-    try {
-      gate = decide_gate(backend.gate, backend.device_type, payload,
-                         command_branch_head_resolver(backend.gate));
-    } catch (const Error& e) {
-      return invalid(e.what());
-    }
-    AgentJob job;
-    job.delivery_id = payload["delivery_id"].get<std::string>();
-    job.event_type = body.value("event_type", gate.event);
-    job.client_payload = payload.dump();
-    job.supersede_key = gate.supersede_key;
-    job.should_build = gate.should_build;
-    job.reason = gate.reason;
-    job.upstream_sha = gate.upstream_sha;
-    job.pr_number = gate.pr_number;
+    const GateDecision& gate = d.gate;
+    AgentJob& job = d.job;
     job.received_ms = now_ms();
-    job.state = gate.should_build ? "queued" : "skipped";
     if (!gate.should_build) job.ended_ms = job.received_ms;
     auto [id, inserted] = queue.add(job);
     if (!inserted) {
@@ -313,7 +290,14 @@ struct Agent::Impl {
       outcome->conclusion = cancelled_now ? "cancelled" : "failure";
     }
     if (cancelled_now) outcome->conclusion = "cancelled";
-    // The completed callback needs a matching in_progress; without one the relay refuses it.
+    // The completed callback needs a matching in_progress; without one the relay refuses it. An
+    // in_progress that failed at the start (no token, the relay down) is sent again first, with
+    // the same identity and started_at, so a transient failure does not lose the result.
+    if (!job.in_progress_reported && !backend.report.callback_url.empty() &&
+        report(job, "in_progress", std::nullopt).empty()) {
+      queue.set_in_progress_reported(job.id);
+      job.in_progress_reported = true;
+    }
     if (job.in_progress_reported) note(report(job, "completed", outcome));
     std::string error;
     for (const auto& e : errors) error += (error.empty() ? "" : "; ") + e;
