@@ -8,6 +8,7 @@
 #include "net/crypto.h"
 #include "relay/callback_token.h"
 #include "relay_store/store.h"
+#include "sql/sql_db.h"
 #include "testing/github_standin.h"
 #include "testing/relay_fixture.h"
 #include "testing/test_env.h"
@@ -74,6 +75,45 @@ TEST_P(RelayIntegration, BadSignatureGets401MissingSignature400AndNothingIsStore
   auto store = open_store(store_uri_);
   EXPECT_FALSE(store->get_delivery("bad-1"));
   EXPECT_FALSE(store->get_delivery("bad-2"));
+}
+
+// A store that cannot commit: the webhook is answered 503 with Retry-After, the delivery is not
+// acknowledged, nothing of it is kept, and the relay takes GitHub's redelivery once the store is
+// back. SQLite: another process holds the write lock past the relay's busy timeout. PostgreSQL:
+// the outbox insert fails as a full disk does (SQLSTATE 53100), after the delivery row was
+// written in the same transaction.
+TEST_P(RelayIntegration, AStoreThatRefusesWritesGets503KeepsNothingAndRecovers) {
+  start_relay();
+  std::string body = fixture("pull_request.opened.json");
+  HttpResult refused;
+  if (GetParam() == "sqlite") {
+    auto other = open_sqlite_db(store_uri_.substr(7), 1000);
+    other->write("hold the write lock",
+                 [&](SqlTx&) { refused = send("pull_request", "full-1", body); });
+  } else {
+    auto db = open_postgres_db(store_uri_, 1);
+    db->write("disk full", [](SqlTx& tx) {
+      tx.script(
+          "CREATE FUNCTION disk_full() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION "
+          "'could not extend file: No space left on device' USING ERRCODE = '53100'; END $$ "
+          "LANGUAGE plpgsql; CREATE TRIGGER disk_full BEFORE INSERT ON outbox FOR EACH ROW "
+          "EXECUTE FUNCTION disk_full();");
+    });
+    refused = send("pull_request", "full-1", body);
+    db->write("space again", [](SqlTx& tx) { tx.script("DROP TRIGGER disk_full ON outbox;"); });
+  }
+  EXPECT_EQ(refused.status, 503) << refused.body;
+  EXPECT_EQ(nlohmann::json::parse(refused.body)["detail"],
+            "Store unavailable; the request was not recorded, retry later");
+  EXPECT_EQ(refused.header("Retry-After"), "5");
+  auto store = open_store(store_uri_);
+  EXPECT_FALSE(store->get_delivery("full-1"));
+  EXPECT_TRUE(store->outbox_for("full-1").empty());
+  // Recovered by itself: the redelivery is taken and dispatched once to every target.
+  HttpResult again = send("pull_request", "full-1", body);
+  ASSERT_EQ(again.status, 200) << again.body;
+  EXPECT_FALSE(nlohmann::json::parse(again.body).contains("duplicate"));
+  EXPECT_EQ(settle(4).size(), 4u);
 }
 
 // Found by fuzz/webhook_fuzz.cc: a field of another type than GitHub's ("action": 5) threw

@@ -76,8 +76,10 @@ Reply CallbackHandler::handle(const CallbackRequest& req) {
     count("ignored");
     return json_reply(200, {{"ok", true}, {"status", "ignored"}});
   }
-  // Stage 3: per-repo rate limit, with Retry-After so clients can back off correctly.
-  if (int64_t wait = d_.rate_limiter.acquire(repo, now_ms())) {
+  // Stage 3: per-repo rate limit over CRCR's 60 s window, with Retry-After so clients can back
+  // off correctly. Unlike CRCR, rejected requests do not count.
+  if (int64_t wait =
+          d_.store.rate_limit(repo, now_ms(), d_.config.callback.rate_limit_per_min, 60)) {
     count("rate_limited");
     Reply r = detail_reply(429, "rate limit exceeded for " + repo);
     r.headers.push_back({"Retry-After", std::to_string(wait)});

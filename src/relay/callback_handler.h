@@ -9,7 +9,6 @@
 #include "relay/callback_token.h"
 #include "relay/ci_providers.h"
 #include "relay/config.h"
-#include "relay/rate_limit.h"
 #include "relay/sha_validator.h"
 #include "relay/task_runner.h"
 #include "relay_store/store.h"
@@ -27,7 +26,6 @@ struct CallbackDeps {
   AllowlistSource& allowlist;
   OidcVerifier& oidc;
   const CiProviders& ci_providers;
-  RateLimiter& rate_limiter;
   const CallbackTokens& tokens;
   ShaValidator& sha_validator;
   TaskRunner& tasks;

@@ -102,7 +102,7 @@ SendResult OutboxSender::attempt(const OutboxItem& item, bool allow_retry) {
   }
   int64_t now = now_ms();
   if (r.delivered) {
-    store_.mark_delivered(item.id, attempts, now);
+    if (!store_.mark_delivered(item, attempts, now)) lease_lost(item);
     metrics_.inc("ootci_dispatches_total", "outcome=\"delivered\"");
     metrics_.observe("ootci_webhook_to_dispatch_seconds",
                      std::max<int64_t>(0, now - item.created_ms) / 1000.0);
@@ -119,16 +119,31 @@ SendResult OutboxSender::attempt(const OutboxItem& item, bool allow_retry) {
                       : attempts >= policy_.max_attempts ? "max_attempts reached"
                                                          : "deadline passed";
     std::string msg = fmt::format("{} after {} attempt(s): {}", why, attempts, r.error);
-    store_.mark_failed(item.id, attempts, msg);
+    if (!store_.mark_failed(item, attempts, msg)) {
+      lease_lost(item);
+      return r;
+    }
     metrics_.inc("ootci_dispatches_total", "outcome=\"failed\"");
     spdlog::warn("dispatch {} → {} failed: {}", item.delivery_id, item.repo, msg);
   } else {
-    store_.mark_retry(item.id, attempts, next, r.error);
+    if (!store_.mark_retry(item, attempts, next, r.error)) {
+      lease_lost(item);
+      return r;
+    }
     metrics_.inc("ootci_dispatches_total", "outcome=\"retried\"");
     spdlog::info("dispatch {} → {} will retry in {} ms: {}", item.delivery_id, item.repo,
                  next - now, r.error);
   }
   return r;
+}
+
+// The attempt outlived its lease and another worker (of any replica) took the row over: that
+// worker records the outcome. A delivery here may then be sent twice (at least once).
+void OutboxSender::lease_lost(const OutboxItem& item) {
+  metrics_.inc("ootci_dispatch_leases_lost_total", "");
+  spdlog::warn(
+      "dispatch {} → {}: the lease ran out during the attempt; another worker owns the row",
+      item.delivery_id, item.repo);
 }
 
 bool OutboxSender::deliver_one() {

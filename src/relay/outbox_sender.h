@@ -42,6 +42,7 @@ class OutboxSender {
 
  private:
   bool deliver_one();
+  void lease_lost(const OutboxItem& item);
   std::shared_ptr<const std::string> delivery_body(const std::string& delivery_id);
 
   Store& store_;

@@ -15,13 +15,13 @@
 #include "relay/callback_token.h"
 #include "relay/ci_providers.h"
 #include "relay/outbox_sender.h"
-#include "relay/rate_limit.h"
 #include "relay/sha_validator.h"
 #include "relay/sweeper.h"
 #include "relay/task_runner.h"
 #include "relay/transport.h"
 #include "relay/webhook_handler.h"
 #include "relay_store/store.h"
+#include "sql/sql_db.h"
 
 namespace ootci {
 namespace {
@@ -31,6 +31,15 @@ std::string require_env(const RelayConfig& c, const std::string& key, const std:
   if (!v || !*v)
     throw Error(fmt::format("{}: {}: environment variable {} is not set", c.path, key, name));
   return v;
+}
+
+// The store could not commit: the request is not acknowledged (each write is one transaction,
+// so nothing of it is half kept) and the sender should retry; the relay recovers by itself when
+// the store does.
+Reply store_unavailable_reply() {
+  Reply r = detail_reply(503, "Store unavailable; the request was not recorded, retry later");
+  r.headers.push_back({"Retry-After", "5"});
+  return r;
 }
 
 }  // namespace
@@ -49,7 +58,6 @@ struct RelayServer::Impl {
   WebhookHandler webhook;
   OidcVerifier oidc;
   CiProviders ci_providers;
-  RateLimiter rate_limiter;
   ShaValidator sha_validator;
   CallbackHandler callback;
   Sweeper sweeper;
@@ -73,10 +81,9 @@ struct RelayServer::Impl {
         oidc(config.oidc_issuers, config.oidc_leeway_s),
         ci_providers(config.ci_providers.empty() ? CiProviders{}
                                                  : CiProviders::load(config.ci_providers)),
-        rate_limiter(config.callback.rate_limit_per_min),
         sha_validator(app, config.upstream_repo),
-        callback({config, *store, allowlist, oidc, ci_providers, rate_limiter, tokens,
-                  sha_validator, tasks, metrics}),
+        callback(
+            {config, *store, allowlist, oidc, ci_providers, tokens, sha_validator, tasks, metrics}),
         sweeper(*store, config, tasks, metrics) {}
 
   std::vector<RouteHook> hooks;
@@ -142,6 +149,9 @@ void RelayServer::run() {
                      req.get_header_value("X-Hub-Signature-256"), req.body};
     try {
       send_reply(res, s.webhook.handle(w));
+    } catch (const SqlUnavailable& e) {
+      spdlog::error("webhook {}: {}", w.delivery, e.what());
+      send_reply(res, store_unavailable_reply());
     } catch (const std::exception& e) {
       spdlog::error("webhook {}: {}", w.delivery, e.what());
       send_reply(res, detail_reply(500, "Internal server error"));
@@ -150,6 +160,9 @@ void RelayServer::run() {
   http.Post("/github/callback", [&s](const httplib::Request& req, httplib::Response& res) {
     try {
       send_reply(res, s.callback.handle({req.get_header_value("Authorization"), req.body}));
+    } catch (const SqlUnavailable& e) {
+      spdlog::error("callback: {}", e.what());
+      send_reply(res, store_unavailable_reply());
     } catch (const std::exception& e) {
       spdlog::error("callback: {}", e.what());
       send_reply(res, detail_reply(500, "Internal server error"));

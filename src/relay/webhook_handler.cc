@@ -122,20 +122,20 @@ Reply WebhookHandler::dispatch(const WebhookRequest& req, const nlohmann::json& 
     o.deadline_ms = now + config_.dispatch.deadline_s * 1000;
     rows.push_back(std::move(o));
   }
+  // L4 always wants check runs; L3 when the PR already carries its device label (CRCR §1.3 7d).
+  if (req.event == "pull_request" && !sha.empty()) {
+    for (const auto& e : allow->entries()) {
+      if (e.level == Level::kL4 ||
+          (e.level == Level::kL3 && has_label(payload, kLabelPrefix + e.device)))
+        d.check_run_repos.push_back(e.repo);
+    }
+  }
   if (!store_.accept_delivery(d, rows)) {
     metrics_.inc("ootci_webhooks_total", "event=\"" + req.event + "\",result=\"redelivery\"");
     return json_reply(200, {{"ok", true},
                             {"duplicate", true},
                             {"dispatched", nlohmann::json::array()},
                             {"failed", nlohmann::json::array()}});
-  }
-  // L4 always wants check runs; L3 when the PR already carries its device label (CRCR §1.3 7d).
-  if (req.event == "pull_request" && !sha.empty()) {
-    for (const auto& e : allow->entries()) {
-      if (e.level == Level::kL4 ||
-          (e.level == Level::kL3 && has_label(payload, kLabelPrefix + e.device)))
-        store_.set_check_run_wanted(sha, e.repo, now);
-    }
   }
   nlohmann::json dispatched = nlohmann::json::array(), failed = nlohmann::json::array();
   if (!config_.dispatch.synchronous) {

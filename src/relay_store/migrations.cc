@@ -217,6 +217,21 @@ UPDATE hud_hourly SET prs_last = (SELECT COUNT(*) FROM hud_pr_latest p
 )";
 }
 
+// Reliability (issue 18): a lease names its claim, so a worker whose lease ran out cannot complete
+// a row another replica took over; the callback rate limit's window is shared by every replica.
+std::string v7() {
+  return R"(
+ALTER TABLE outbox ADD COLUMN lease TEXT NOT NULL DEFAULT '';
+ALTER TABLE tasks ADD COLUMN lease TEXT NOT NULL DEFAULT '';
+CREATE TABLE rate_hits (
+  key TEXT NOT NULL,
+  second BIGINT NOT NULL,
+  hits BIGINT NOT NULL,
+  PRIMARY KEY (key, second)
+);
+)";
+}
+
 int user_version(SqlTx& tx) {
   int version = 0;
   tx.each("PRAGMA user_version", {},
@@ -226,7 +241,7 @@ int user_version(SqlTx& tx) {
 
 SchemaHistory history(SqlDialect d) {
   // The dialects differ only in the auto-increment key type and one column type change.
-  SchemaHistory h{"relay store", {v1(d), v2(d), v3(), v4(), v5(d), v6()}, nullptr};
+  SchemaHistory h{"relay store", {v1(d), v2(d), v3(), v4(), v5(d), v6(), v7()}, nullptr};
   // PostgreSQL relay stores always had the schema_version table.
   if (d == SqlDialect::kSqlite) h.legacy_version = user_version;
   return h;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <random>
 #include <set>
 
 #include "base/error.h"
@@ -24,6 +25,22 @@ constexpr size_t kPostgresPoolSize = 4;
 constexpr int64_t kTaskLockKey = 0x6f6f74636974;  // "ootcit"
 // Serializes record_level's read-then-append across replicas.
 constexpr int64_t kLevelLockKey = 0x6f6f74636976;  // "ootciv"
+// With a repo's hash in the low bits: serializes one repo's callback rate checks across replicas.
+constexpr int64_t kRateLockKey = 0x6f6f746372000000;  // "ootcr" << 24
+
+// FNV-1a: the same value in every replica, which std::hash does not promise.
+int64_t stable_hash24(const std::string& s) {
+  uint32_t h = 2166136261u;
+  for (unsigned char c : s) h = (h ^ c) * 16777619u;
+  return h & 0xffffff;
+}
+
+// A claim's lease: the rows it leased can be completed only with it. 128 random bits, so two
+// replicas (or two claims of one process) never hold the same one; random_device is getrandom(2).
+std::string lease_token() {
+  thread_local std::random_device rd;
+  return fmt::format("{:08x}{:08x}{:08x}{:08x}", rd(), rd(), rd(), rd());
+}
 
 // Rows per INSERT in insert_jobs_bulk: 32 columns each stays far below both dialects'
 // parameter limits (SQLite 32,766; PostgreSQL 65,535).
@@ -37,7 +54,7 @@ OutboxStatus parse_status(const std::string& s) {
 
 constexpr const char* kOutboxColumns =
     "id, delivery_id, repo, event_type, callback_token, status, attempts, created_ms, "
-    "next_attempt_ms, deadline_ms, delivered_ms, last_error";
+    "next_attempt_ms, deadline_ms, delivered_ms, last_error, lease";
 
 OutboxItem read_outbox(const SqlRow& r) {
   OutboxItem o;
@@ -53,6 +70,7 @@ OutboxItem read_outbox(const SqlRow& r) {
   o.deadline_ms = r.i64(9);
   o.delivered_ms = r.i64(10);
   o.last_error = r.text(11);
+  o.lease = r.text(12);
   return o;
 }
 
@@ -139,7 +157,8 @@ JobRecord read_job(const SqlRow& r) {
 }
 
 constexpr const char* kTaskColumns =
-    "id, kind, ordering_key, payload, attempts, created_ms, next_attempt_ms, status, last_error";
+    "id, kind, ordering_key, payload, attempts, created_ms, next_attempt_ms, status, last_error, "
+    "lease";
 
 TaskItem read_task(const SqlRow& r) {
   TaskItem t;
@@ -152,6 +171,7 @@ TaskItem read_task(const SqlRow& r) {
   t.next_attempt_ms = r.i64(6);
   t.status = r.text(7);
   t.last_error = r.text(8);
+  t.lease = r.text(9);
   return t;
 }
 
@@ -271,6 +291,10 @@ std::string hour_upsert_sql(SqlDialect d) {
       placeholder_list(18), greatest(d), least(d), greatest(d));
 }
 
+constexpr const char* kCheckRunWantedInsert =
+    "INSERT INTO check_run_wanted (head_sha, repo, created_ms) VALUES (?,?,?) "
+    "ON CONFLICT DO NOTHING";
+
 constexpr const char* kDetailSinceKey = "hud_detail_since";
 
 class SqlStore : public Store {
@@ -278,6 +302,10 @@ class SqlStore : public Store {
   // One statement in its own write transaction.
   void write(const char* op, std::string_view sql, SqlParams params) {
     db_->write(op, [&](SqlTx& tx) { tx.exec(sql, params); });
+  }
+  // The same, saying whether it changed a row.
+  bool write_changed(const char* op, std::string_view sql, SqlParams params) {
+    return db_->write(op, [&](SqlTx& tx) { return tx.exec(sql, params) > 0; });
   }
 
   template <typename Read>
@@ -311,6 +339,8 @@ class SqlStore : public Store {
             "created_ms, next_attempt_ms, deadline_ms) VALUES (?,?,?,?,'pending',?,?,?)",
             {d.delivery_id, o.repo, o.event_type, o.callback_token, o.created_ms, o.next_attempt_ms,
              o.deadline_ms});
+      for (const std::string& repo : d.check_run_repos)
+        tx.exec(kCheckRunWantedInsert, {d.head_sha, repo, d.received_ms});
       return true;
     });
   }
@@ -324,48 +354,52 @@ class SqlStore : public Store {
                       "FROM deliveries WHERE delivery_id = ?",
           {id}, [](const SqlRow& r) {
             return DeliveryRecord{r.text(0), r.text(1), r.text(2), r.text(3),
-                                  r.i64(4),  r.i64(5),  r.text(6)};
+                                  r.i64(4),  r.i64(5),  r.text(6), {}};
           });
     });
   }
 
   std::vector<OutboxItem> claim_due(int64_t now_ms, int limit, int64_t lease_ms) override {
     return db_->write("claim_due", [&](SqlTx& tx) {
-      auto out = tx.all(fmt::format("UPDATE outbox SET leased = 1, next_attempt_ms = ? WHERE id IN "
-                                    "(SELECT id FROM outbox WHERE status = 'pending' AND "
-                                    "next_attempt_ms <= ? ORDER BY next_attempt_ms, id LIMIT ?{}) "
-                                    "RETURNING {}",
+      auto out = tx.all(fmt::format("UPDATE outbox SET leased = 1, lease = ?, next_attempt_ms = ? "
+                                    "WHERE id IN (SELECT id FROM outbox WHERE status = 'pending' "
+                                    "AND next_attempt_ms <= ? ORDER BY next_attempt_ms, id "
+                                    "LIMIT ?{}) RETURNING {}",
                                     skip_locked(d_), kOutboxColumns),
-                        {now_ms + lease_ms, now_ms, sql_limit(limit)}, read_outbox);
+                        {lease_token(), now_ms + lease_ms, now_ms, sql_limit(limit)}, read_outbox);
       // RETURNING has no order.
       std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
       return out;
     });
   }
 
-  void mark_delivered(int64_t id, int attempts, int64_t now_ms) override {
-    write("mark_delivered",
-          "UPDATE outbox SET status = 'delivered', leased = 0, attempts = ?, delivered_ms = ?, "
-          "last_error = '' WHERE id = ?",
-          {attempts, now_ms, id});
+  bool mark_delivered(const OutboxItem& o, int attempts, int64_t now_ms) override {
+    return write_changed(
+        "mark_delivered",
+        "UPDATE outbox SET status = 'delivered', leased = 0, lease = '', attempts = ?, "
+        "delivered_ms = ?, last_error = '' WHERE id = ? AND lease = ? AND status = 'pending'",
+        {attempts, now_ms, o.id, o.lease});
   }
 
-  void mark_retry(int64_t id, int attempts, int64_t next_ms, const std::string& error) override {
-    write("mark_retry",
-          "UPDATE outbox SET leased = 0, attempts = ?, next_attempt_ms = ?, last_error = ? "
-          "WHERE id = ? AND status = 'pending'",
-          {attempts, next_ms, error, id});
+  bool mark_retry(const OutboxItem& o, int attempts, int64_t next_ms,
+                  const std::string& error) override {
+    return write_changed(
+        "mark_retry",
+        "UPDATE outbox SET leased = 0, lease = '', attempts = ?, next_attempt_ms = ?, "
+        "last_error = ? WHERE id = ? AND lease = ? AND status = 'pending'",
+        {attempts, next_ms, error, o.id, o.lease});
   }
 
-  void mark_failed(int64_t id, int attempts, const std::string& error) override {
-    write("mark_failed",
-          "UPDATE outbox SET status = 'failed', leased = 0, attempts = ?, last_error = ? "
-          "WHERE id = ? AND status = 'pending'",
-          {attempts, error, id});
+  bool mark_failed(const OutboxItem& o, int attempts, const std::string& error) override {
+    return write_changed("mark_failed",
+                         "UPDATE outbox SET status = 'failed', leased = 0, lease = '', attempts = "
+                         "?, last_error = ? WHERE id = ? AND lease = ? AND status = 'pending'",
+                         {attempts, error, o.id, o.lease});
   }
 
   void release_leases(int64_t now_ms) override {
-    write("release_leases", "UPDATE outbox SET leased = 0, next_attempt_ms = ? WHERE leased = 1",
+    write("release_leases",
+          "UPDATE outbox SET leased = 0, lease = '', next_attempt_ms = ? WHERE leased = 1",
           {now_ms});
   }
 
@@ -403,10 +437,7 @@ class SqlStore : public Store {
 
   void set_check_run_wanted(const std::string& sha, const std::string& repo,
                             int64_t now_ms) override {
-    write("set_check_run_wanted",
-          "INSERT INTO check_run_wanted (head_sha, repo, created_ms) VALUES (?,?,?) "
-          "ON CONFLICT DO NOTHING",
-          {sha, repo, now_ms});
+    write("set_check_run_wanted", kCheckRunWantedInsert, {sha, repo, now_ms});
   }
 
   bool check_run_wanted(const std::string& sha, const std::string& repo) override {
@@ -505,38 +536,61 @@ class SqlStore : public Store {
       tx.lock(kTaskLockKey);
       // Only the oldest pending task of each ordering key is eligible; a leased one blocks its
       // key.
-      auto out =
-          tx.all(fmt::format("UPDATE tasks SET leased = 1, next_attempt_ms = ? WHERE id IN "
-                             "(SELECT t.id FROM tasks t WHERE t.status = 'pending' AND "
-                             "t.next_attempt_ms <= ? AND NOT EXISTS (SELECT 1 FROM tasks e WHERE "
-                             "e.ordering_key = t.ordering_key AND e.status = 'pending' AND "
-                             "e.id < t.id) ORDER BY t.id LIMIT ?{}) RETURNING {}",
-                             skip_locked(d_), kTaskColumns),
-                 {now_ms + lease_ms, now_ms, sql_limit(limit)}, read_task);
+      auto out = tx.all(
+          fmt::format("UPDATE tasks SET leased = 1, lease = ?, next_attempt_ms = ? WHERE id IN "
+                      "(SELECT t.id FROM tasks t WHERE t.status = 'pending' AND "
+                      "t.next_attempt_ms <= ? AND NOT EXISTS (SELECT 1 FROM tasks e WHERE "
+                      "e.ordering_key = t.ordering_key AND e.status = 'pending' AND "
+                      "e.id < t.id) ORDER BY t.id LIMIT ?{}) RETURNING {}",
+                      skip_locked(d_), kTaskColumns),
+          {lease_token(), now_ms + lease_ms, now_ms, sql_limit(limit)}, read_task);
       std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
       return out;
     });
   }
 
-  void complete_task(int64_t id, int attempts) override {
-    write("complete_task",
-          "UPDATE tasks SET status = 'done', leased = 0, attempts = ?, last_error = '' "
-          "WHERE id = ?",
-          {attempts, id});
+  bool complete_task(const TaskItem& t, int attempts) override {
+    return write_changed("complete_task",
+                         "UPDATE tasks SET status = 'done', leased = 0, lease = '', attempts = ?, "
+                         "last_error = '' WHERE id = ? AND lease = ? AND status = 'pending'",
+                         {attempts, t.id, t.lease});
   }
 
-  void retry_task(int64_t id, int attempts, int64_t next_ms, const std::string& error) override {
-    write("retry_task",
-          "UPDATE tasks SET leased = 0, attempts = ?, next_attempt_ms = ?, last_error = ? "
-          "WHERE id = ? AND status = 'pending'",
-          {attempts, next_ms, error, id});
+  bool retry_task(const TaskItem& t, int attempts, int64_t next_ms,
+                  const std::string& error) override {
+    return write_changed(
+        "retry_task",
+        "UPDATE tasks SET leased = 0, lease = '', attempts = ?, next_attempt_ms = ?, "
+        "last_error = ? WHERE id = ? AND lease = ? AND status = 'pending'",
+        {attempts, next_ms, error, t.id, t.lease});
   }
 
-  void fail_task(int64_t id, int attempts, const std::string& error) override {
-    write("fail_task",
-          "UPDATE tasks SET status = 'failed', leased = 0, attempts = ?, last_error = ? "
-          "WHERE id = ? AND status = 'pending'",
-          {attempts, error, id});
+  bool fail_task(const TaskItem& t, int attempts, const std::string& error) override {
+    return write_changed("fail_task",
+                         "UPDATE tasks SET status = 'failed', leased = 0, lease = '', attempts = "
+                         "?, last_error = ? WHERE id = ? AND lease = ? AND status = 'pending'",
+                         {attempts, error, t.id, t.lease});
+  }
+
+  int64_t rate_limit(const std::string& key, int64_t now_ms, int limit, int64_t window_s) override {
+    return db_->write("rate_limit", [&](SqlTx& tx) -> int64_t {
+      tx.lock(kRateLockKey | stable_hash24(key));
+      int64_t now_s = now_ms / 1000;
+      tx.exec("DELETE FROM rate_hits WHERE key = ? AND second <= ?", {key, now_s - window_s});
+      auto [n, oldest] = *tx.first("SELECT SUM(hits), MIN(second) FROM rate_hits WHERE key = ?",
+                                   {key}, [](const SqlRow& r) {
+                                     return std::pair{r.i64(0), r.i64(1)};
+                                   });
+      if (n < limit) {
+        tx.exec(
+            "INSERT INTO rate_hits (key, second, hits) VALUES (?, ?, 1) "
+            "ON CONFLICT (key, second) DO UPDATE SET hits = rate_hits.hits + 1",
+            {key, now_s});
+        return 0;
+      }
+      // Over the limit: the oldest second's hits leave the window first.
+      return std::max<int64_t>(1, ((oldest + window_s) * 1000 - now_ms + 999) / 1000);
+    });
   }
 
   TaskCounts task_counts() override {

@@ -17,6 +17,8 @@ struct DeliveryRecord {
   int64_t pr_number = 0;
   int64_t received_ms = 0;
   std::string body;
+  // Repos that want check runs for head_sha (set_check_run_wanted), stored with the delivery.
+  std::vector<std::string> check_run_repos;
 };
 
 enum class OutboxStatus { kPending, kDelivered, kFailed };
@@ -36,6 +38,7 @@ struct OutboxItem {
   int64_t deadline_ms = 0;
   int64_t delivered_ms = 0;
   std::string last_error;
+  std::string lease;  // the claim that holds the row (claim_due); "" when none does
 };
 
 struct OutboxCounts {
@@ -122,6 +125,7 @@ struct TaskItem {
   int64_t next_attempt_ms = 0;
   std::string status = "pending";  // pending, done, failed
   std::string last_error;
+  std::string lease;  // the claim that holds the task (claim_tasks); "" when none does
 };
 
 struct TaskCounts {
@@ -138,8 +142,8 @@ class Store {
 
   virtual int schema_version() = 0;
 
-  // Commits the delivery and its outbox rows in one transaction. Returns false, writing nothing,
-  // when the delivery id is already stored (a webhook redelivery).
+  // Commits the delivery, its outbox rows and its check-run wishes in one transaction. Returns
+  // false, writing nothing, when the delivery id is already stored (a webhook redelivery).
   virtual bool accept_delivery(const DeliveryRecord& delivery,
                                const std::vector<OutboxItem>& outbox) = 0;
   // Without the body (empty) when with_body is false: callbacks need only the commit and PR.
@@ -147,14 +151,16 @@ class Store {
                                                      bool with_body = true) = 0;
 
   // Leases up to `limit` pending rows that are due at `now_ms`: they are not due again until
-  // now_ms + lease_ms, so a crashed worker's rows come back by themselves.
+  // now_ms + lease_ms, so a crashed worker's rows come back by themselves. Each row carries the
+  // claim's lease, a token no other claim (of any replica) gets.
   virtual std::vector<OutboxItem> claim_due(int64_t now_ms, int limit, int64_t lease_ms) = 0;
-  // mark_retry and mark_failed change only pending rows: a worker whose lease ran out cannot undo
-  // what the worker that took over recorded.
-  virtual void mark_delivered(int64_t id, int attempts, int64_t now_ms) = 0;
-  virtual void mark_retry(int64_t id, int attempts, int64_t next_attempt_ms,
+  // Record an attempt's outcome on a row claim_due returned. Each changes the row only while
+  // that claim still holds it: a worker whose lease ran out, and whose row another worker took
+  // over, changes nothing (returns false), whatever the other worker did or will do.
+  virtual bool mark_delivered(const OutboxItem& leased, int attempts, int64_t now_ms) = 0;
+  virtual bool mark_retry(const OutboxItem& leased, int attempts, int64_t next_attempt_ms,
                           const std::string& error) = 0;
-  virtual void mark_failed(int64_t id, int attempts, const std::string& error) = 0;
+  virtual bool mark_failed(const OutboxItem& leased, int attempts, const std::string& error) = 0;
   // Makes every leased row due now. Only safe when no other process uses the store (SQLite).
   virtual void release_leases(int64_t now_ms) = 0;
   // Earliest next_attempt_ms among pending rows, if any.
@@ -189,10 +195,11 @@ class Store {
   virtual void enqueue_tasks(const std::vector<TaskItem>& tasks) = 0;
   // Leases up to `limit` due pending tasks, each the oldest pending task of its ordering_key.
   virtual std::vector<TaskItem> claim_tasks(int64_t now_ms, int limit, int64_t lease_ms) = 0;
-  virtual void complete_task(int64_t id, int attempts) = 0;
-  virtual void retry_task(int64_t id, int attempts, int64_t next_attempt_ms,
+  // As mark_*: only while the claim that returned the task still holds it.
+  virtual bool complete_task(const TaskItem& leased, int attempts) = 0;
+  virtual bool retry_task(const TaskItem& leased, int attempts, int64_t next_attempt_ms,
                           const std::string& error) = 0;
-  virtual void fail_task(int64_t id, int attempts, const std::string& error) = 0;
+  virtual bool fail_task(const TaskItem& leased, int attempts, const std::string& error) = 0;
   virtual TaskCounts task_counts() = 0;
   virtual std::vector<TaskItem> tasks_of_kind(const std::string& kind) = 0;  // for tests and ops
 
@@ -232,6 +239,14 @@ class Store {
   // current run at `level` began.
   virtual void record_level(const std::string& repo, const std::string& level, int64_t now_ms) = 0;
   virtual std::optional<int64_t> level_since(const std::string& repo, const std::string& level) = 0;
+
+  // CRCR's per-key sliding window of `window_s` seconds, kept in the store so every replica
+  // enforces one limit; its hits are counted per whole second, so a window's cost does not grow
+  // with the limit. Returns 0 and counts the request if fewer than `limit` were counted in the
+  // window; otherwise the seconds until a slot frees up (at least 1), counting nothing: a client
+  // that backs off by Retry-After gets in as soon as it may.
+  virtual int64_t rate_limit(const std::string& key, int64_t now_ms, int limit,
+                             int64_t window_s) = 0;
 
   // Small shared values, e.g. the sweeper's heartbeat, visible to every replica.
   virtual void set_meta(const std::string& key, const std::string& value) = 0;

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <mutex>
 #include <pqxx/pqxx>
 #include <set>
@@ -74,7 +75,7 @@ SqlRows raw_sql(const std::string& uri, const std::string& sql) {
 }
 
 DeliveryRecord delivery(const std::string& id) {
-  return DeliveryRecord{id, "pull_request", "opened", "abc", 2, 1000, R"({"a":1})"};
+  return DeliveryRecord{id, "pull_request", "opened", "abc", 2, 1000, R"({"a":1})", {}};
 }
 
 std::vector<OutboxItem> rows(const std::vector<std::string>& repos, int64_t now = 1000) {
@@ -133,9 +134,9 @@ TEST_P(StoreTest, DeliveredRetryAndFailedTransitions) {
   store_->accept_delivery(delivery("d1"), rows({"a/x", "b/y", "c/z"}));
   auto claimed = store_->claim_due(1000, 10, 100000);
   ASSERT_EQ(claimed.size(), 3u);
-  store_->mark_delivered(claimed[0].id, 1, 1234);
-  store_->mark_retry(claimed[1].id, 1, 3000, "HTTP 503");
-  store_->mark_failed(claimed[2].id, 4, "deadline passed: HTTP 500");
+  store_->mark_delivered(claimed[0], 1, 1234);
+  store_->mark_retry(claimed[1], 1, 3000, "HTTP 503");
+  store_->mark_failed(claimed[2], 4, "deadline passed: HTTP 500");
   auto items = store_->outbox_for("d1");
   EXPECT_EQ(items[0].status, OutboxStatus::kDelivered);
   EXPECT_EQ(items[0].delivered_ms, 1234);
@@ -440,12 +441,12 @@ TEST_P(StoreTest, ClaimTasksTakesOnlyTheOldestPendingTaskOfEachKey) {
 
   // A1 is leased, not done: it still blocks A2.
   EXPECT_TRUE(store_->claim_tasks(1000, 10, 500).empty());
-  store_->complete_task(first[0].id, 1);
+  store_->complete_task(first[0], 1);
   auto second = store_->claim_tasks(1000, 10, 500);
   ASSERT_EQ(payloads(second), Strings{"A2"});
   EXPECT_GT(second[0].id, first[0].id);
-  store_->complete_task(second[0].id, 1);
-  store_->complete_task(first[1].id, 1);
+  store_->complete_task(second[0], 1);
+  store_->complete_task(first[1], 1);
   EXPECT_TRUE(store_->claim_tasks(1000000, 10, 500).empty());  // done tasks never come back
 }
 
@@ -453,7 +454,7 @@ TEST_P(StoreTest, RetriedTaskWaitsForItsTimeAndKeepsItsKeyBlocked) {
   store_->enqueue_tasks({task("check_run", "A", "A1"), task("check_run", "A", "A2")});
   auto a1 = store_->claim_tasks(1000, 10, 500);
   ASSERT_EQ(payloads(a1), Strings{"A1"});
-  store_->retry_task(a1[0].id, 1, 3000, "HTTP 502");
+  store_->retry_task(a1[0], 1, 3000, "HTTP 502");
   // A1 is not due and A2 is behind it, though A2 is due and A1's lease is gone.
   EXPECT_TRUE(store_->claim_tasks(2000, 10, 500).empty());
   EXPECT_TRUE(store_->claim_tasks(2999, 10, 500).empty());
@@ -463,7 +464,7 @@ TEST_P(StoreTest, RetriedTaskWaitsForItsTimeAndKeepsItsKeyBlocked) {
   EXPECT_EQ(again[0].attempts, 1);
   EXPECT_EQ(again[0].last_error, "HTTP 502");
   EXPECT_EQ(again[0].next_attempt_ms, 3500);
-  store_->complete_task(a1[0].id, 2);
+  store_->complete_task(again[0], 2);
   auto a2 = store_->claim_tasks(3000, 10, 500);
   ASSERT_EQ(payloads(a2), Strings{"A2"});
   auto all = store_->tasks_of_kind("check_run");
@@ -477,7 +478,7 @@ TEST_P(StoreTest, FailedTaskUnblocksItsKey) {
   store_->enqueue_tasks({task("check_run", "A", "A1"), task("check_run", "A", "A2")});
   auto a1 = store_->claim_tasks(1000, 10, 500);
   ASSERT_EQ(payloads(a1), Strings{"A1"});
-  store_->fail_task(a1[0].id, 5, "HTTP 422: gone");
+  store_->fail_task(a1[0], 5, "HTTP 422: gone");
   EXPECT_EQ(payloads(store_->claim_tasks(1000, 10, 500)), Strings{"A2"});
   auto all = store_->tasks_of_kind("check_run");
   ASSERT_EQ(all.size(), 2u);
@@ -514,7 +515,7 @@ TEST_P(StoreTest, JobTasksAreClaimable) {
   ASSERT_TRUE(store_->update_job(j, "in_progress", {task("check_run", "k1", "complete")}));
   auto first = store_->claim_tasks(1000, 10, 500);
   ASSERT_EQ(payloads(first), Strings{"create"});
-  store_->complete_task(first[0].id, 1);
+  store_->complete_task(first[0], 1);
   EXPECT_EQ(payloads(store_->claim_tasks(1000, 10, 500)), Strings{"complete"});
 }
 
@@ -525,9 +526,9 @@ TEST_P(StoreTest, TaskCountsAndTasksOfKind) {
   store_->enqueue_tasks({});
   auto claimed = store_->claim_tasks(1000, 10, 500);
   ASSERT_EQ(claimed.size(), 4u);
-  store_->complete_task(claimed[0].id, 1);
-  store_->fail_task(claimed[1].id, 3, "boom");
-  store_->retry_task(claimed[2].id, 2, 9000, "later");
+  store_->complete_task(claimed[0], 1);
+  store_->fail_task(claimed[1], 3, "boom");
+  store_->retry_task(claimed[2], 2, 9000, "later");
   TaskCounts c = store_->task_counts();
   EXPECT_EQ(c.pending, 2);
   EXPECT_EQ(c.done, 1);
@@ -605,7 +606,7 @@ TEST_P(StoreTest, ConcurrentTaskClaimsRunOneTaskOfAKeyAtATime) {
           std::lock_guard lock(mu);
           out.reset();
         }
-        for (const auto& t : got) store_->complete_task(t.id, 1);
+        for (const auto& t : got) store_->complete_task(t, 1);
         done += static_cast<int>(got.size());
       }
     });
@@ -1176,6 +1177,33 @@ TEST_P(StoreTest, MigrationV3BackfillsCreatedMs) {
   EXPECT_EQ(store->get_job("bk")->run_id, "0190b2f1-5c6e-4c3a-9a53-6f3c1c7e2b11");
 }
 
+constexpr const char* kUndoV7 =
+    "ALTER TABLE outbox DROP COLUMN lease; ALTER TABLE tasks DROP COLUMN lease; "
+    "DROP TABLE rate_hits; ";
+
+// Rows a v6 relay left leased or pending go on under v7: their leases run out as before, and
+// the next claim holds them.
+TEST_P(StoreTest, MigrationV7KeepsTheRowsInFlight) {
+  store_->accept_delivery(delivery("d1"), rows({"a/x", "b/y"}));
+  store_->enqueue_tasks({task("check_run", "A", "A1")});
+  ASSERT_EQ(store_->claim_due(1000, 1, 500).size(), 1u);  // leased by a v6 worker
+  store_.reset();
+  raw_sql(uri_, std::string(kUndoV7) + "UPDATE schema_version SET version = 6;");
+  store_ = open_store(uri_);
+  EXPECT_EQ(store_->schema_version(), 7);
+  auto pending = store_->claim_due(1000, 10, 500);
+  ASSERT_EQ(pending.size(), 1u);
+  EXPECT_TRUE(store_->mark_delivered(pending[0], 1, 1001));
+  auto expired = store_->claim_due(1500, 10, 500);
+  ASSERT_EQ(expired.size(), 1u);
+  EXPECT_TRUE(store_->mark_failed(expired[0], 2, "gone"));
+  auto t = store_->claim_tasks(1000, 10, 500);
+  ASSERT_EQ(t.size(), 1u);
+  EXPECT_TRUE(store_->complete_task(t[0], 1));
+  EXPECT_EQ(store_->rate_limit("org/a", 1000, 1, 60), 0);
+  EXPECT_EQ(store_->rate_limit("org/a", 1000, 1, 60), 60);
+}
+
 TEST_P(StoreTest, MigrationV6BackfillsTheRollupsTheWritesKeep) {
   constexpr int64_t H = 3'600'000;
   std::vector<JobRecord> jobs;
@@ -1204,8 +1232,8 @@ TEST_P(StoreTest, MigrationV6BackfillsTheRollupsTheWritesKeep) {
   store_.reset();
   raw_sql(uri_,
           "DROP TABLE hud_hourly; DROP TABLE hud_e2e_daily; DROP TABLE hud_pr_latest; "
-          "DROP INDEX jobs_repo_event; DROP INDEX jobs_repo_pr; "
-          "UPDATE schema_version SET version = 5;");
+          "DROP INDEX jobs_repo_event; DROP INDEX jobs_repo_pr; " +
+              std::string(kUndoV7) + "UPDATE schema_version SET version = 5;");
   store_ = open_store(uri_);
   for (size_t t = 0; t < 3; ++t) EXPECT_EQ(raw_sql(uri_, tables[t]), written[t]) << tables[t];
 }
@@ -1236,8 +1264,8 @@ class StoreDeliveryTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(StoreDeliveryTest, GetDeliveryCanSkipTheBody) {
   auto store = open_test_store(GetParam());
-  ASSERT_TRUE(
-      store->accept_delivery({"d1", "pull_request", "opened", "abc", 7, 1000, R"({"big":1})"}, {}));
+  ASSERT_TRUE(store->accept_delivery(
+      {"d1", "pull_request", "opened", "abc", 7, 1000, R"({"big":1})", {}}, {}));
   auto lean = store->get_delivery("d1", false);
   ASSERT_TRUE(lean);
   EXPECT_EQ(lean->head_sha, "abc");
@@ -1257,7 +1285,7 @@ namespace {
 
 class StoreLateWriterTest : public ::testing::TestWithParam<std::string> {};
 
-TEST_P(StoreLateWriterTest, ALateFailureDoesNotUndoADelivery) {
+TEST_P(StoreLateWriterTest, AWorkerWhoseRowWasTakenOverChangesNothing) {
   auto store = open_test_store(GetParam());
   OutboxItem o;
   o.repo = "a/x";
@@ -1265,29 +1293,198 @@ TEST_P(StoreLateWriterTest, ALateFailureDoesNotUndoADelivery) {
   o.callback_token = "t";
   o.created_ms = o.next_attempt_ms = 1000;
   o.deadline_ms = 100000;
-  ASSERT_TRUE(store->accept_delivery({"d1", "push", "", "abc", 0, 1000, "{}"}, {o}));
+  ASSERT_TRUE(store->accept_delivery({"d1", "push", "", "abc", 0, 1000, "{}", {}}, {o}));
   auto first = store->claim_due(1000, 1, 10);      // a worker whose lease will run out
   auto second = store->claim_due(1020, 1, 10000);  // the worker that takes over
   ASSERT_EQ(first.size(), 1u);
   ASSERT_EQ(second.size(), 1u);
-  store->mark_delivered(second[0].id, 2, 1030);
-  store->mark_failed(first[0].id, 1, "late timeout");
-  store->mark_retry(first[0].id, 1, 5000, "late timeout");
+  EXPECT_NE(first[0].lease, second[0].lease);
+  // Before the new holder records anything, the old one can neither finish nor reschedule it.
+  EXPECT_FALSE(store->mark_delivered(first[0], 1, 1025));
+  EXPECT_FALSE(store->mark_retry(first[0], 1, 5000, "late timeout"));
+  EXPECT_EQ(store->outbox_for("d1")[0].status, OutboxStatus::kPending);
+  EXPECT_TRUE(store->mark_delivered(second[0], 2, 1030));
+  EXPECT_FALSE(store->mark_failed(first[0], 1, "late timeout"));
   auto row = store->outbox_for("d1")[0];
   EXPECT_EQ(row.status, OutboxStatus::kDelivered);
+  EXPECT_EQ(row.attempts, 2);
+  EXPECT_EQ(row.delivered_ms, 1030);
   EXPECT_EQ(row.last_error, "");
   TaskItem t;
   t.kind = "check_run";
   t.ordering_key = "k";
   t.payload = "{}";
   store->enqueue_tasks({t});
-  auto task = store->claim_tasks(0, 1, 10);
+  auto stale = store->claim_tasks(0, 1, 10);
+  auto task = store->claim_tasks(20, 1, 10000);
+  ASSERT_EQ(stale.size(), 1u);
   ASSERT_EQ(task.size(), 1u);
-  store->complete_task(task[0].id, 1);
-  store->fail_task(task[0].id, 1, "late");
-  store->retry_task(task[0].id, 1, 99, "late");
+  EXPECT_FALSE(store->complete_task(stale[0], 1));
+  EXPECT_TRUE(store->complete_task(task[0], 2));
+  EXPECT_FALSE(store->fail_task(stale[0], 1, "late"));
+  EXPECT_FALSE(store->retry_task(task[0], 1, 99, "late"));
   EXPECT_EQ(store->tasks_of_kind("check_run")[0].status, "done");
+  EXPECT_EQ(store->tasks_of_kind("check_run")[0].attempts, 2);
+  // A lease that ran out but that nobody took over still completes: no needless resend.
+  o.repo = "b/y";
+  ASSERT_TRUE(store->accept_delivery({"d2", "push", "", "abc", 0, 1000, "{}", {}}, {o}));
+  auto late = store->claim_due(1000, 1, 10);
+  ASSERT_EQ(late.size(), 1u);
+  EXPECT_TRUE(store->mark_delivered(late[0], 1, 99999));
 }
+
+// Three relays on one store are three Store objects on one database. With SQLite that is three
+// connections to one file (what an operator must not do with relays, but the store's own
+// guarantees hold there too); with PostgreSQL, three connection pools, as three processes have.
+class StoreReplicasTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    std::string uri = fresh_store_uri(GetParam());
+    for (int i = 0; i < 3; ++i) replicas_.push_back(open_store(uri));
+  }
+  std::vector<std::unique_ptr<Store>> replicas_;
+};
+
+TEST_P(StoreReplicasTest, NoRowIsSentTwiceAtOnceAndOnlyItsHolderCompletesIt) {
+  std::vector<OutboxItem> rows;
+  for (int i = 0; i < 300; ++i) {
+    OutboxItem o;
+    o.repo = fmt::format("org/r{}", i);
+    o.event_type = "pull_request";
+    o.callback_token = "t";
+    o.created_ms = o.next_attempt_ms = 0;
+    o.deadline_ms = 1LL << 50;
+    rows.push_back(o);
+  }
+  ASSERT_TRUE(
+      replicas_[0]->accept_delivery({"d1", "pull_request", "opened", "abc", 1, 0, "{}", {}}, rows));
+  // Four dispatch workers per replica, claiming by the wall clock. A third of the "sends" outlive
+  // their lease, so rows are taken over while their first holder is still sending.
+  constexpr int64_t kLeaseMs = 40;
+  std::mutex mu;
+  struct Send {
+    int64_t start_us, end_us, claimed_ms;
+    bool operator<(const Send& o) const { return start_us < o.start_us; }
+  };
+  std::map<int64_t, std::vector<Send>> sends;
+  std::map<int64_t, int> completions;
+  std::atomic<int> lost{0};
+  auto steady = [] {
+    return std::chrono::duration_cast<std::chrono::microseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  };
+  std::vector<std::thread> workers;
+  for (int w = 0; w < 12; ++w)
+    workers.emplace_back([&, w] {
+      Store& store = *replicas_[w % 3];
+      uint64_t seed = 12345 + w;
+      for (int idle = 0; idle < 20;) {
+        auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                       std::chrono::system_clock::now().time_since_epoch())
+                       .count();
+        auto got = store.claim_due(now, 1, kLeaseMs);
+        if (got.empty()) {
+          ++idle;
+          std::this_thread::sleep_for(std::chrono::milliseconds(5));
+          continue;
+        }
+        idle = 0;
+        seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+        bool slow = (seed >> 33) % 3 == 0;
+        int64_t start = steady();
+        std::this_thread::sleep_for(std::chrono::milliseconds(slow ? kLeaseMs + 30 : 2));
+        int64_t end = steady();
+        auto done = std::chrono::duration_cast<std::chrono::milliseconds>(
+                        std::chrono::system_clock::now().time_since_epoch())
+                        .count();
+        bool kept = store.mark_delivered(got[0], got[0].attempts + 1, done);
+        std::lock_guard lock(mu);
+        sends[got[0].id].push_back({start, end, now});
+        if (kept)
+          completions[got[0].id]++;
+        else
+          lost++;
+      }
+    });
+  for (auto& t : workers) t.join();
+  // Every row delivered, each recorded by exactly one worker: the one holding it at the time.
+  auto stored = replicas_[1]->outbox_for("d1");
+  ASSERT_EQ(stored.size(), 300u);
+  for (const auto& o : stored) {
+    EXPECT_EQ(o.status, OutboxStatus::kDelivered) << o.repo;
+    EXPECT_EQ(completions[o.id], 1) << o.repo;
+  }
+  // Overlapping sends of one row happen only after a lease ran out: never while a lease held.
+  int overlaps = 0, resent = 0;
+  for (auto& [id, spans] : sends) {
+    std::sort(spans.begin(), spans.end());
+    resent += static_cast<int>(spans.size()) - 1;
+    for (size_t i = 1; i < spans.size(); ++i) {
+      if (spans[i].start_us < spans[i - 1].end_us) {
+        ++overlaps;
+        EXPECT_GE(spans[i].claimed_ms - spans[i - 1].claimed_ms, kLeaseMs)
+            << "row " << id << " was claimed again before its lease ran out";
+      }
+    }
+  }
+  EXPECT_EQ(lost.load(), resent);  // each late worker learned its row was taken over
+  EXPECT_GT(overlaps, 0);          // the test did make leases run out
+  // With a lease longer than any send (the relay's: three request timeouts), nothing overlaps.
+  ASSERT_TRUE(
+      replicas_[0]->accept_delivery({"d2", "pull_request", "opened", "abc", 1, 0, "{}", {}}, rows));
+  std::map<int64_t, int> claimed;
+  std::vector<std::thread> holders;
+  for (int w = 0; w < 12; ++w)
+    holders.emplace_back([&, w] {
+      for (;;) {
+        auto got = replicas_[w % 3]->claim_due(1LL << 40, 1, 1LL << 40);
+        if (got.empty()) return;
+        {
+          std::lock_guard lock(mu);
+          claimed[got[0].id]++;
+        }
+        EXPECT_TRUE(replicas_[(w + 1) % 3]->mark_delivered(got[0], 1, 1));
+      }
+    });
+  for (auto& t : holders) t.join();
+  EXPECT_EQ(claimed.size(), 300u);
+  for (auto& [id, n] : claimed) EXPECT_EQ(n, 1) << id;
+}
+
+TEST_P(StoreReplicasTest, OneCallbackRateLimitHoldsAcrossReplicas) {
+  // 12 threads over three replicas ask 30 times each within one second: exactly the limit gets
+  // in, however the requests interleave.
+  std::atomic<int> admitted{0}, refused{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 12; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 30; ++i)
+        (replicas_[t % 3]->rate_limit("org/busy", 100500, 50, 60) == 0 ? admitted : refused)++;
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(admitted.load(), 50);
+  EXPECT_EQ(refused.load(), 310);
+  // Refusals do not count, and Retry-After is when the oldest second leaves the window.
+  EXPECT_EQ(replicas_[2]->rate_limit("org/busy", 159000, 50, 60), 1);   // 100 s + 60 s - 159 s
+  EXPECT_EQ(replicas_[1]->rate_limit("org/other", 159000, 50, 60), 0);  // per key
+  EXPECT_EQ(replicas_[0]->rate_limit("org/busy", 160000, 50, 60), 0);   // the window moved on
+}
+
+TEST_P(StoreReplicasTest, TheRateWindowSlidesBySecondsWithRetryAfter) {
+  Store& r = *replicas_[0];
+  EXPECT_EQ(r.rate_limit("a", 1000, 3, 60), 0);
+  EXPECT_EQ(r.rate_limit("a", 2000, 3, 60), 0);
+  EXPECT_EQ(r.rate_limit("a", 3000, 3, 60), 0);
+  EXPECT_EQ(r.rate_limit("a", 4000, 3, 60), 57);  // the hit of second 1 leaves at 61 s
+  EXPECT_EQ(r.rate_limit("b", 4000, 3, 60), 0);   // per key
+  EXPECT_EQ(replicas_[1]->rate_limit("a", 61000, 3, 60), 0);
+  EXPECT_EQ(replicas_[2]->rate_limit("a", 61500, 3, 60), 1);  // second 2 leaves at 62 s: 0.5 s
+  EXPECT_EQ(r.rate_limit("a", 62000, 3, 60), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, StoreReplicasTest, ::testing::ValuesIn(test_store_kinds()),
+                         [](const auto& info) { return info.param; });
 
 INSTANTIATE_TEST_SUITE_P(Backends, StoreLateWriterTest, ::testing::ValuesIn(test_store_kinds()),
                          [](const auto& info) { return info.param; });

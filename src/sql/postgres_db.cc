@@ -24,6 +24,14 @@ std::string redact(const std::string& uri) {
   return std::regex_replace(out, param_password, "$1***");
 }
 
+// SQLSTATEs that say the server, not the statement, is at fault: connection exceptions (08), a
+// read-only transaction (25006), insufficient resources such as a full disk (53), operator
+// intervention such as a shutdown (57P), system errors such as I/O (58).
+bool server_unavailable(const std::string& state) {
+  return state.starts_with("08") || state == "25006" || state.starts_with("53") ||
+         state.starts_with("57P") || state.starts_with("58");
+}
+
 class PostgresRow : public SqlRow {
  public:
   explicit PostgresRow(const pqxx::row& r) : r_(r) {}
@@ -109,11 +117,17 @@ class PostgresDb : public SqlDb {
       w.commit();
     } catch (const pqxx::broken_connection& e) {
       lease.conn.reset();
-      throw Error(fmt::format("postgres: {}: connection lost: {}", op, one_line(e.what())));
+      throw SqlUnavailable(
+          fmt::format("postgres: {}: connection lost: {}", op, one_line(e.what())));
     } catch (const pqxx::in_doubt_error& e) {
       lease.conn.reset();
-      throw Error(fmt::format("postgres: {}: connection lost during commit, outcome unknown: {}",
-                              op, one_line(e.what())));
+      throw SqlUnavailable(
+          fmt::format("postgres: {}: connection lost during commit, outcome unknown: {}", op,
+                      one_line(e.what())));
+    } catch (const pqxx::sql_error& e) {
+      if (server_unavailable(e.sqlstate()))
+        throw SqlUnavailable(fmt::format("postgres: {}: {}", op, one_line(e.what())));
+      throw Error(fmt::format("postgres: {}: {}", op, one_line(e.what())));
     } catch (const pqxx::pqxx_exception& e) {
       throw Error(fmt::format("postgres: {}: {}", op, one_line(e.base().what())));
     }
@@ -139,7 +153,7 @@ class PostgresDb : public SqlDb {
       return std::make_unique<pqxx::connection>(uri_);
     } catch (const std::exception& e) {
       give_back(nullptr);
-      throw Error(
+      throw SqlUnavailable(
           fmt::format("postgres: cannot connect to {}: {}", redact(uri_), one_line(e.what())));
     }
   }

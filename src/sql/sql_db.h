@@ -13,9 +13,19 @@
 #include <type_traits>
 #include <vector>
 
+#include "base/error.h"
+
 namespace ootci {
 
 enum class SqlDialect { kSqlite, kPostgres };
+
+// The database cannot take the operation now, through no fault of the statement: SQLite busy
+// past its timeout, a full disk or an I/O error; PostgreSQL unreachable, its connection lost, read
+// only, out of space or shutting down. Nothing of the transaction was committed, unless the
+// message says the outcome is unknown. A server answers 503 and the caller retries later.
+struct SqlUnavailable : Error {
+  using Error::Error;
+};
 
 // A statement parameter. Text is borrowed: the caller's strings outlive the statement, so
 // binding copies nothing (ingest binds millions of them).

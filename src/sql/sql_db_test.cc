@@ -159,6 +159,47 @@ TEST_P(SqlDbTest, ALegacyVersionIsReadOnceAndItsStepsAreSkipped) {
   db->write("use", [](SqlTx& tx) { tx.exec("INSERT INTO u (s) VALUES ('x')"); });
 }
 
+// What a server answers 503 for (the database refuses writes) is SqlUnavailable; a broken
+// statement is a plain Error, a bug to report, not a reason to retry.
+TEST_P(SqlDbTest, ADatabaseThatRefusesWritesIsUnavailableAndABadStatementIsNot) {
+  auto db = open();
+  db->write("create", [](SqlTx& tx) { tx.script("CREATE TABLE t (s TEXT NOT NULL);"); });
+  auto refused = [&] {
+    if (GetParam() == "sqlite") {
+      // Another process holds the write lock past this connection's busy timeout.
+      auto other = open_sqlite_db(uri_.substr(7), 50);
+      db->write("hold", [&](SqlTx&) {
+        other->write("insert", [](SqlTx& tx) { tx.exec("INSERT INTO t (s) VALUES ('a')"); });
+      });
+    } else {
+      // As a read-only server or standby answers (SQLSTATE 25006).
+      db->write("insert", [](SqlTx& tx) {
+        tx.exec("SET TRANSACTION READ ONLY");
+        tx.exec("INSERT INTO t (s) VALUES ('a')");
+      });
+    }
+  };
+  EXPECT_THROW(refused(), SqlUnavailable);
+  try {
+    db->write("bad", [](SqlTx& tx) { tx.exec("INSERT INTO no_such_table (s) VALUES ('a')"); });
+    FAIL() << "no error";
+  } catch (const SqlUnavailable& e) {
+    FAIL() << "a bad statement read as unavailable: " << e.what();
+  } catch (const Error&) {
+  }
+  EXPECT_EQ(db->read("count",
+                     [](SqlTx& tx) {
+                       return tx.first("SELECT COUNT(*) FROM t", {},
+                                       [](const SqlRow& r) { return r.i64(0); });
+                     }),
+            0);
+  if (GetParam() == "postgres") {
+    // A server that cannot be reached is unavailable too.
+    auto gone = open_postgres_db("postgresql://127.0.0.1:1/none?connect_timeout=2", 1);
+    EXPECT_THROW(gone->read("r", [](SqlTx& tx) { tx.exec("SELECT 1"); }), SqlUnavailable);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Dialects, SqlDbTest, ::testing::ValuesIn(test_store_kinds()),
                          [](const auto& info) { return info.param; });
 

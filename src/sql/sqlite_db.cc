@@ -15,16 +15,36 @@
 namespace ootci {
 namespace {
 
+// The result codes that say the database, not the statement, is at fault.
+bool unavailable(int rc) {
+  switch (rc & 0xff) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+    case SQLITE_FULL:
+    case SQLITE_IOERR:
+    case SQLITE_READONLY:
+    case SQLITE_CANTOPEN:
+    case SQLITE_NOMEM:
+      return true;
+  }
+  return false;
+}
+
+[[noreturn]] void fail(int rc, const std::string& msg) {
+  if (unavailable(rc)) throw SqlUnavailable(fmt::format("sqlite: {}", msg));
+  throw Error(fmt::format("sqlite: {}", msg));
+}
+
 [[noreturn]] void fail(sqlite3* db) {
-  throw Error(fmt::format("sqlite: {}", sqlite3_errmsg(db)));
+  fail(sqlite3_extended_errcode(db), sqlite3_errmsg(db));
 }
 
 void exec_script(sqlite3* db, const std::string& sql) {
   char* err = nullptr;
-  if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+  if (int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err); rc != SQLITE_OK) {
     std::string msg = err ? err : "unknown error";
     sqlite3_free(err);
-    throw Error(fmt::format("sqlite: {}", msg));
+    fail(rc == SQLITE_ERROR ? sqlite3_extended_errcode(db) : rc, msg);
   }
 }
 
