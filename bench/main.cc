@@ -14,6 +14,7 @@ namespace ootci::bench {
   int main(int argc, char** argv); \
   }
 OOTCI_BENCHMARK(relay_throughput)
+OOTCI_BENCHMARK(relay_chaos)
 OOTCI_BENCHMARK(callback_throughput)
 OOTCI_BENCHMARK(hud_api_latency)
 OOTCI_BENCHMARK(junit_ingest)
@@ -33,6 +34,9 @@ struct Benchmark {
 constexpr Benchmark kBenchmarks[] = {
     {"relay-throughput", relay_throughput::main,
      "webhook to dispatch: the relay's outbox vs CRCR-style synchronous fan-out"},
+    {"relay-chaos", relay_chaos::main,
+     "SIGKILL under load, three store setups: webhooks, dispatches, callbacks lost (0) and "
+     "duplicated"},
     {"callback-throughput", callback_throughput::main,
      "callbacks on SQLite and PostgreSQL (OOTCI_TEST_PG_URI) vs no storage"},
     {"hud-api-latency", hud_api_latency::main, "HUD API p50/p95 as the job history grows"},

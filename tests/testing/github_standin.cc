@@ -85,6 +85,40 @@ bool GitHubStandin::apply_fault(const std::string& target, httplib::Response& re
   return true;
 }
 
+bool GitHubStandin::apply_profile(httplib::Response& res, int* late_ms) {
+  TargetProfile p;
+  uint64_t r1, r2;
+  {
+    std::lock_guard lock(mu_);
+    p = profile_;
+    // splitmix64: reproducible draws for one seed, good enough for a fault schedule.
+    auto next = [&] {
+      uint64_t z = (rng_ += 0x9e3779b97f4a7c15ULL);
+      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+      z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+      return z ^ (z >> 31);
+    };
+    r1 = next();
+    r2 = next();
+  }
+  if (p.latency_ms > 0)
+    std::this_thread::sleep_for(
+        std::chrono::milliseconds(p.latency_ms / 2 + static_cast<int>(r1 % (p.latency_ms + 1))));
+  double u = (r2 >> 11) * 0x1.0p-53;
+  if (u < p.error_rate) {
+    json_error(res, 500 + static_cast<int>(r1 % 4), "injected server error");
+    return true;
+  }
+  *late_ms = u < p.error_rate + p.timeout_rate ? p.timeout_ms : 0;
+  return false;
+}
+
+void GitHubStandin::set_profile(const TargetProfile& profile) {
+  std::lock_guard lock(mu_);
+  profile_ = profile;
+  rng_ = profile.seed;
+}
+
 void GitHubStandin::record(RecordedDispatch d) {
   {
     std::lock_guard lock(mu_);
@@ -94,7 +128,9 @@ void GitHubStandin::record(RecordedDispatch d) {
 }
 
 void GitHubStandin::start(int port) {
-  server_.new_task_queue = [] { return new httplib::ThreadPool(32); };
+  server_.new_task_queue = [] {
+    return new httplib::ThreadPool(192);
+  };  // 64 dispatch workers at 300 ms
   server_.set_tcp_nodelay(true);
   server_.Get(R"(/repos/([^/]+/[^/]+)/installation)", [this](const httplib::Request& req,
                                                              httplib::Response& res) {
@@ -136,13 +172,15 @@ void GitHubStandin::start(int port) {
       if (it == tokens_.end()) return json_error(res, 401, "Bad credentials");
       if (it->second != repo) return json_error(res, 404, "Not Found");
     }
-    if (apply_fault(repo, res)) return;
+    int late_ms = 0;
+    if (apply_fault(repo, res) || apply_profile(res, &late_ms)) return;
     auto body = nlohmann::json::parse(req.body, nullptr, false);
     if (!body.is_object() || !body["event_type"].is_string() || !body["client_payload"].is_object())
       return json_error(res, 422, "Invalid request");
     if (body["client_payload"].size() > 10)
       return json_error(res, 422, "client_payload has more than 10 top-level properties");
     record({repo, body["event_type"], body["client_payload"], req.body, "", now_ms()});
+    if (late_ms) std::this_thread::sleep_for(std::chrono::milliseconds(late_ms));
     res.status = 204;
   });
   server_.Post(R"(/hooks/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
@@ -184,7 +222,8 @@ void GitHubStandin::start(int port) {
   auto record_call = [this, token_repo](const httplib::Request& req, httplib::Response& res,
                                         const std::string& repo, int ok_status) {
     if (!repo.empty() && token_repo(req) != repo) return json_error(res, 401, "Bad credentials");
-    if (apply_fault(req.path, res)) return;
+    int late_ms = 0;
+    if (apply_fault(req.path, res) || apply_profile(res, &late_ms)) return;
     {
       std::lock_guard lock(mu_);
       calls_.push_back({req.path, nlohmann::json::parse(req.body, nullptr, false),
@@ -193,6 +232,7 @@ void GitHubStandin::start(int port) {
                         now_ms()});
     }
     cv_.notify_all();
+    if (late_ms) std::this_thread::sleep_for(std::chrono::milliseconds(late_ms));
     res.status = ok_status;
     res.set_content(R"({"id": 1})", "application/json");
   };

@@ -39,6 +39,18 @@ struct Fault {
   int hang_ms = 0;         // sleep before answering (a hang when longer than the client timeout)
 };
 
+// How every dispatch and API call behaves, like GitHub on a real day: each waits latency_ms
+// (uniformly 50-150% of it), then fails with a 5xx at error_rate (not carried out), or at
+// timeout_rate is carried out but answered only after timeout_ms, past the client's timeout, so
+// the client cannot know it worked. Faults queued per target come first.
+struct TargetProfile {
+  int latency_ms = 0;
+  double error_rate = 0;
+  double timeout_rate = 0;
+  int timeout_ms = 0;
+  uint64_t seed = 1;
+};
+
 class GitHubStandin {
  public:
   GitHubStandin(int64_t app_id, std::string app_public_key_pem);
@@ -62,6 +74,7 @@ class GitHubStandin {
   void queue_faults(const std::string& repo, std::vector<Fault> faults);
   // While set, every dispatch to any target hangs this long before answering (0: off).
   void set_hang_all_ms(int ms);
+  void set_profile(const TargetProfile& profile);
 
   // Upstream commits that exist, for GET /repos/<repo>/commits/<sha>.
   void add_commit(const std::string& repo, const std::string& sha);
@@ -82,6 +95,9 @@ class GitHubStandin {
  private:
   bool app_jwt_ok(const httplib::Request& req, std::string* why) const;
   bool apply_fault(const std::string& target, httplib::Response& res);
+  // The profile's part of a request that got no queued fault: true if it answered already (an
+  // error). A carried-out timeout records first, then sleeps before the caller answers.
+  bool apply_profile(httplib::Response& res, int* late_ms);
   void record(RecordedDispatch d);
 
   int64_t app_id_;
@@ -104,6 +120,8 @@ class GitHubStandin {
   int file_requests_ = 0;
   int token_requests_ = 0;
   int hang_all_ms_ = 0;
+  TargetProfile profile_;
+  uint64_t rng_ = 1;
 };
 
 }  // namespace ootci
