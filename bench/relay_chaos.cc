@@ -14,6 +14,8 @@
 #include <set>
 #include <thread>
 
+#include "base/error.h"
+#include "base/subprocess.h"
 #include "base/time.h"
 #include "net/crypto.h"
 #include "relay_store/store.h"
@@ -40,7 +42,7 @@ struct Options {
 
 struct Tally {
   int64_t kills = 0, webhooks_accepted = 0, webhook_refusals = 0;
-  int64_t owed = 0, delivered = 0, lost = 0, sent = 0;
+  int64_t owed = 0, delivered = 0, lost = 0, sent = 0, late = 0;
   int64_t callbacks_accepted = 0, callbacks_lost = 0, callback_refusals = 0;
   int64_t checks_owed = 0, checks_created = 0, check_posts = 0;
   double seconds = 0;
@@ -73,6 +75,19 @@ nlohmann::json callback_body(const Job& j, bool done) {
           {"payload", j.cp["payload"]},
           {"callback_token", j.cp["callback_token"]},
           {"workflow", w}};
+}
+
+// PostgreSQL in immediate mode, as a crash: scripts/lib/pg.sh restarts the server that
+// scripts/test (or the caller) started, whose data directory is OOTCI_TEST_PG_DIR.
+void restart_postgres() {
+  const char* dir = std::getenv("OOTCI_TEST_PG_DIR");
+  if (!dir || !*dir)
+    throw Error("pg-restart needs OOTCI_TEST_PG_DIR (pg_start in scripts/lib/pg.sh)");
+  SpawnOptions s;
+  s.argv = {"bash", "-c", "source \"$0/scripts/lib/pg.sh\" && pg_restart \"$1\"", source_dir(),
+            dir};
+  CapturedRun r = run_captured(s, 60000);
+  if (!r.ok()) throw Error("pg_restart failed: " + r.err);
 }
 
 Tally run(const std::string& mode, const Options& o) {
@@ -148,25 +163,32 @@ dispatch: {{workers: 16, request_timeout_ms: 1000, initial_backoff_ms: 200, max_
 
   // The downstream CI: every dispatch that arrives runs a job that reports in_progress, then
   // completed, each retried until the relay answers 200 (as the callback action's retries do).
-  std::map<std::string, Job> jobs;  // delivery:repo
+  // The watcher turns new dispatches into jobs; it ends once draining and every job has run.
+  std::map<std::string, Job> jobs;  // delivery:repo, one per distinct dispatch
   std::atomic<int64_t> next_run{1000};
   std::vector<std::thread> callers;
-  std::atomic<size_t> seen_dispatches{0};
+  size_t seen = 0;    // dispatches looked at, duplicates included
+  int in_flight = 0;  // jobs a caller is reporting
+  bool watcher_done = false;
   std::mutex jobs_mu;
   std::vector<std::string> queue;
   std::thread watcher([&] {
     for (;;) {
       bool last = draining.load();
-      auto got = standin.dispatches();
+      auto got = standin.dispatches(seen);
       std::lock_guard lock(jobs_mu);
-      for (size_t i = seen_dispatches; i < got.size(); ++i) {
-        std::string k = got[i].client_payload["delivery_id"].get<std::string>() + ":" + got[i].repo;
+      seen += got.size();
+      for (const auto& d : got) {
+        t.late += d.answered_late;
+        std::string k = d.client_payload["delivery_id"].get<std::string>() + ":" + d.repo;
         if (jobs.count(k)) continue;  // a duplicate dispatch: the job already runs
-        jobs[k] = {got[i].client_payload, got[i].repo, next_run++, 0};
+        jobs[k] = {d.client_payload, d.repo, next_run++, 0};
         queue.push_back(k);
       }
-      seen_dispatches = got.size();
-      if (last && queue.empty()) return;
+      if (last && queue.empty() && in_flight == 0) {
+        watcher_done = true;
+        return;
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
   });
@@ -177,12 +199,12 @@ dispatch: {{workers: 16, request_timeout_ms: 1000, initial_backoff_ms: 200, max_
         Job j;
         {
           std::lock_guard lock(jobs_mu);
-          if (queue.empty()) {
-            if (draining && seen_dispatches == standin.dispatches().size()) return;
-          } else {
+          if (queue.empty() && watcher_done) return;
+          if (!queue.empty()) {
             k = queue.back();
             queue.pop_back();
             j = jobs[k];
+            in_flight++;
           }
         }
         if (k.empty()) {
@@ -205,50 +227,54 @@ dispatch: {{workers: 16, request_timeout_ms: 1000, initial_backoff_ms: 200, max_
           std::lock_guard lock(jobs_mu);
           jobs[k].accepted = step;
         }
+        std::lock_guard lock(jobs_mu);
+        in_flight--;
       }
     });
 
-  // The chaos: kill a relay at a random moment, start it again, repeat.
+  // The chaos: kill a relay (or restart PostgreSQL) at a random moment, start it again, repeat.
   std::mt19937_64 rng(o.seed);
   for (int trial = 0; trial < o.trials; ++trial) {
     int gap = o.min_gap_ms + static_cast<int>(rng() % (o.max_gap_ms - o.min_gap_ms + 1));
     std::this_thread::sleep_for(std::chrono::milliseconds(gap));
-    RelayProcess& victim = *relays[rng() % relays.size()];
-    std::lock_guard lock(relay_mu);
-    victim.kill_hard();
-    victim.start();
+    if (mode == "pg-restart") {
+      restart_postgres();
+    } else {
+      RelayProcess& victim = *relays[rng() % relays.size()];
+      std::lock_guard lock(relay_mu);
+      victim.kill_hard();
+      victim.start();
+    }
     t.kills++;
   }
   sending = false;
   webhooks.join();
 
-  // Drain: every dispatch owed arrives and every job reports, or the drain times out.
+  // Drain: every dispatch owed arrives (as a job) and every job reports, or the drain times out.
   size_t owed;
   {
     std::lock_guard lock(mu);
     owed = accepted.size() * kTargets.size();
   }
-  auto distinct = [&] {
-    std::set<std::string> d;
-    for (const auto& x : standin.dispatches())
-      d.insert(x.client_payload["delivery_id"].get<std::string>() + ":" + x.repo);
-    return d;
-  };
-  for (int i = 0; i < 1800 && distinct().size() < owed; ++i)
+  for (int i = 0; i < 1800; ++i) {
+    {
+      std::lock_guard lock(jobs_mu);
+      if (jobs.size() >= owed) break;
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
   draining = true;
   watcher.join();
   for (auto& c : callers) c.join();
   t.seconds = (steady_us() - t0) / 1e6;
 
   // Count, from what the targets received and what the store holds.
-  auto got = distinct();
   t.webhooks_accepted = static_cast<int64_t>(accepted.size());
   t.webhook_refusals = webhook_refusals;
   t.owed = static_cast<int64_t>(owed);
   for (const auto& id : accepted)
-    for (const auto& repo : kTargets) got.count(id + ":" + repo) ? t.delivered++ : t.lost++;
-  t.sent = static_cast<int64_t>(standin.dispatches().size());
+    for (const auto& repo : kTargets) jobs.count(id + ":" + repo) ? t.delivered++ : t.lost++;
+  t.sent = static_cast<int64_t>(seen + standin.dispatches(seen).size());
   t.callback_refusals = callback_refusals;
   auto check_store = open_store(store);
   std::set<std::string> l4_jobs;
@@ -286,9 +312,12 @@ dispatch: {{workers: 16, request_timeout_ms: 1000, initial_backoff_ms: 200, max_
 int main(int argc, char** argv) {
   CLI::App app{"relay chaos: SIGKILL under load, lost and duplicated work counted"};
   Options o;
-  std::vector<std::string> modes = {"sqlite", "postgres", "postgres3"};
+  std::vector<std::string> modes = {"sqlite", "postgres", "postgres3", "pg-restart"};
   app.add_option("--trials", o.trials, "kills per store configuration");
-  app.add_option("--store", modes, "sqlite, postgres, postgres3 (three relays; OOTCI_TEST_PG_URI)");
+  app.add_option("--store", modes,
+                 "sqlite, postgres, postgres3 (three relays), pg-restart (PostgreSQL restarted "
+                 "instead of a relay killed; OOTCI_TEST_PG_DIR); postgres ones need "
+                 "OOTCI_TEST_PG_URI");
   app.add_option("--rate", o.rate, "webhooks per second");
   app.add_option("--latency-ms", o.latency_ms, "targets' mean answer time");
   app.add_option("--error-rate", o.error_rate, "share of target requests answered 5xx");
@@ -313,7 +342,7 @@ int main(int argc, char** argv) {
   std::cout << fmt::format("{:<44}", "");
   for (const auto& [m, t] : rows) std::cout << fmt::format(" {:>11}", m);
   std::cout << "\n";
-  line("relays killed (SIGKILL) and restarted", [](const Tally& t) { return t.kills; });
+  line("crashes (relay SIGKILL, or PostgreSQL restart)", [](const Tally& t) { return t.kills; });
   line("webhooks accepted (200)", [](const Tally& t) { return t.webhooks_accepted; });
   line("  refused or unanswered, redelivered", [](const Tally& t) { return t.webhook_refusals; });
   line("dispatches owed", [](const Tally& t) { return t.owed; });
@@ -321,6 +350,12 @@ int main(int argc, char** argv) {
   line("dispatches LOST", [](const Tally& t) { return t.lost; });
   line("dispatch requests carried out", [](const Tally& t) { return t.sent; });
   line("  duplicates (at least once)", [](const Tally& t) { return t.sent - t.delivered; });
+  // A carried-out request answered past the relay's timeout is sent once more; the rest were in
+  // flight when their relay died (or whose outcome the store could not record), sent again once
+  // their lease ran out.
+  line("    after an answer past the timeout", [](const Tally& t) { return t.late; });
+  line("    after a relay or store crash mid-attempt",
+       [](const Tally& t) { return t.sent - t.delivered - t.late; });
   line("callbacks accepted (200)", [](const Tally& t) { return t.callbacks_accepted; });
   line("  refused or unanswered, retried", [](const Tally& t) { return t.callback_refusals; });
   line("callbacks LOST", [](const Tally& t) { return t.callbacks_lost; });

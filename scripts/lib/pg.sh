@@ -1,5 +1,6 @@
 # Throwaway PostgreSQL server for tests. Source this file, then:
-#   pg_start DIR   # exports OOTCI_TEST_PG_URI
+#   pg_start DIR     # exports OOTCI_TEST_PG_URI and OOTCI_TEST_PG_DIR
+#   pg_restart DIR   # an immediate (crash-like) restart, for the relay chaos bench
 #   pg_stop DIR
 # Everything runs as root here, and initdb/postgres refuse root, so the server runs as the
 # `postgres` user that Debian's postgresql package creates.
@@ -81,6 +82,16 @@ pg_start() {
     return 1
   fi
   export OOTCI_TEST_PG_URI="postgresql://postgres@127.0.0.1:$port/ootci_test"
+  export OOTCI_TEST_PG_DIR="$dir"
+}
+
+# Immediate mode: the server drops every connection without a checkpoint, as a crash would, and
+# recovers from its WAL on the way up. pg_ctl reuses the options it was started with.
+pg_restart() {
+  local dir bin
+  dir=$(realpath -m "${1:?usage: pg_restart DIR}") || return 1
+  bin=$(_pg_bindir) || return 1
+  _pg_as_postgres "$bin/pg_ctl" -D "$dir/data" -l "$dir/log" -m immediate -w restart >/dev/null
 }
 
 pg_stop() {

@@ -14,6 +14,7 @@ namespace {
 
 constexpr size_t kBodyCacheSize = 256;
 constexpr int64_t kIdlePollMs = 500;  // other replicas may add rows we are not woken for
+constexpr int kMaxClaim = 64;         // rows per claim, so one transaction stays short
 
 uint64_t random_u64() {
   thread_local std::mt19937_64 rng(std::random_device{}());
@@ -84,8 +85,15 @@ std::shared_ptr<const std::string> OutboxSender::delivery_body(const std::string
 }
 
 SendResult OutboxSender::attempt(const OutboxItem& item, bool allow_retry) {
-  int attempts = item.attempts + 1;
   SendResult r;
+  OutboxOutcome o = try_once(item, allow_retry, &r);
+  settle({o});
+  return r;
+}
+
+OutboxOutcome OutboxSender::try_once(const OutboxItem& item, bool allow_retry, SendResult* out) {
+  int attempts = item.attempts + 1;
+  SendResult& r = *out;
   auto body = delivery_body(item.delivery_id);
   if (!body) {
     r.error = "delivery record is missing";
@@ -101,58 +109,128 @@ SendResult OutboxSender::attempt(const OutboxItem& item, bool allow_retry) {
     }
   }
   int64_t now = now_ms();
-  if (r.delivered) {
-    if (!store_.mark_delivered(item, attempts, now)) lease_lost(item);
-    metrics_.inc("ootci_dispatches_total", "outcome=\"delivered\"");
-    metrics_.observe("ootci_webhook_to_dispatch_seconds",
-                     std::max<int64_t>(0, now - item.created_ms) / 1000.0);
-    return r;
-  }
+  if (r.delivered) return {OutboxOutcome::kDelivered, item, attempts, now, ""};
   int64_t next = now + backoff_ms(policy_, attempts, random_u64());
   if (r.retry_after_s)
     next = std::max(next, now + std::min<int64_t>(*r.retry_after_s, 86400) * 1000);
   bool give_up =
       !allow_retry || !r.retryable || attempts >= policy_.max_attempts || next > item.deadline_ms;
-  if (give_up) {
-    std::string why = !r.retryable                       ? "permanent error"
-                      : !allow_retry                     ? "no retry (synchronous mode)"
-                      : attempts >= policy_.max_attempts ? "max_attempts reached"
-                                                         : "deadline passed";
-    std::string msg = fmt::format("{} after {} attempt(s): {}", why, attempts, r.error);
-    if (!store_.mark_failed(item, attempts, msg)) {
-      lease_lost(item);
-      return r;
+  if (!give_up) return {OutboxOutcome::kRetry, item, attempts, next, r.error};
+  std::string why = !r.retryable                       ? "permanent error"
+                    : !allow_retry                     ? "no retry (synchronous mode)"
+                    : attempts >= policy_.max_attempts ? "max_attempts reached"
+                                                       : "deadline passed";
+  return {OutboxOutcome::kFailed, item, attempts, now,
+          fmt::format("{} after {} attempt(s): {}", why, attempts, r.error)};
+}
+
+void OutboxSender::settle(const std::vector<OutboxOutcome>& outcomes) {
+  std::vector<bool> applied = store_.settle_outbox(outcomes);
+  int64_t now = now_ms();
+  for (size_t i = 0; i < outcomes.size(); ++i) {
+    const OutboxOutcome& o = outcomes[i];
+    const OutboxItem& item = o.item;
+    if (!applied[i]) {
+      // The attempt outlived its lease and another worker (of any replica) took the row over:
+      // that worker records the outcome. A delivery here may then be sent twice (at least once).
+      metrics_.inc("ootci_dispatch_leases_lost_total", "");
+      spdlog::warn(
+          "dispatch {} → {}: the lease ran out during the attempt; another worker owns the row",
+          item.delivery_id, item.repo);
+      if (o.kind != OutboxOutcome::kDelivered) continue;
     }
-    metrics_.inc("ootci_dispatches_total", "outcome=\"failed\"");
-    spdlog::warn("dispatch {} → {} failed: {}", item.delivery_id, item.repo, msg);
-  } else {
-    if (!store_.mark_retry(item, attempts, next, r.error)) {
-      lease_lost(item);
-      return r;
+    switch (o.kind) {
+      case OutboxOutcome::kDelivered:
+        metrics_.inc("ootci_dispatches_total", "outcome=\"delivered\"");
+        metrics_.observe("ootci_webhook_to_dispatch_seconds",
+                         std::max<int64_t>(0, o.at_ms - item.created_ms) / 1000.0);
+        break;
+      case OutboxOutcome::kRetry:
+        metrics_.inc("ootci_dispatches_total", "outcome=\"retried\"");
+        spdlog::info("dispatch {} → {} will retry in {} ms: {}", item.delivery_id, item.repo,
+                     o.at_ms - now, o.error);
+        break;
+      case OutboxOutcome::kFailed:
+        metrics_.inc("ootci_dispatches_total", "outcome=\"failed\"");
+        spdlog::warn("dispatch {} → {} failed: {}", item.delivery_id, item.repo, o.error);
+        break;
     }
-    metrics_.inc("ootci_dispatches_total", "outcome=\"retried\"");
-    spdlog::info("dispatch {} → {} will retry in {} ms: {}", item.delivery_id, item.repo,
-                 next - now, r.error);
   }
-  return r;
 }
 
-// The attempt outlived its lease and another worker (of any replica) took the row over: that
-// worker records the outcome. A delivery here may then be sent twice (at least once).
-void OutboxSender::lease_lost(const OutboxItem& item) {
-  metrics_.inc("ootci_dispatch_leases_lost_total", "");
-  spdlog::warn(
-      "dispatch {} → {}: the lease ran out during the attempt; another worker owns the row",
-      item.delivery_id, item.repo);
-}
-
+// Workers share two batches so that the store sees few transactions however many workers there
+// are: one claims due rows for every idle worker at once, and one settles the outcomes that the
+// others finished while the previous commit ran (a group commit).
 bool OutboxSender::deliver_one() {
-  // A lease outlives the slowest attempt (installation lookup, token, dispatch: three requests),
-  // so a row is never sent twice concurrently, yet comes back soon after a crash.
-  const int64_t lease_ms = policy_.request_timeout_ms * 3 + 2000;
-  std::vector<OutboxItem> items = store_.claim_due(now_ms(), 1, lease_ms);
-  for (const auto& item : items) attempt(item, true);
-  return !items.empty();
+  std::optional<OutboxItem> item = next_item();
+  if (!item) return false;
+  OutboxOutcome o;
+  {
+    struct Idle {  // again, even when the store fails mid-attempt
+      std::atomic<int>& busy;
+      ~Idle() { busy--; }
+    } idle{busy_};
+    SendResult r;
+    o = try_once(*item, true, &r);
+  }
+  std::vector<OutboxOutcome> batch;
+  {
+    std::lock_guard lock(batch_mu_);
+    settled_.push_back(std::move(o));
+    if (settling_) return true;  // the settling worker takes ours too
+    settling_ = true;
+  }
+  // Clears settling_ however this ends: a failed commit leaves its rows leased, and they come
+  // back when the lease runs out, so nothing more is owed here.
+  struct Done {
+    OutboxSender* s;
+    ~Done() {
+      std::lock_guard lock(s->batch_mu_);
+      s->settling_ = false;
+    }
+  } done{this};
+  for (;;) {
+    {
+      std::lock_guard lock(batch_mu_);
+      batch.swap(settled_);
+      settled_.clear();
+    }
+    if (batch.empty()) return true;
+    settle(batch);
+    batch.clear();
+  }
+}
+
+// A row already claimed for this worker, or a fresh claim: as many rows as there are idle
+// workers, so no claimed row waits behind another's attempt (its lease covers one attempt).
+std::optional<OutboxItem> OutboxSender::next_item() {
+  std::unique_lock lock(batch_mu_);
+  if (ready_.empty()) {
+    if (claiming_) return std::nullopt;  // the claiming worker will wake us
+    claiming_ = true;
+    int idle = std::max(1, policy_.workers - busy_.load());
+    lock.unlock();
+    // A lease outlives the slowest attempt (installation lookup, token, dispatch: three
+    // requests), so a row is never sent twice concurrently, yet comes back soon after a crash.
+    const int64_t lease_ms = policy_.request_timeout_ms * 3 + 2000;
+    std::vector<OutboxItem> items;
+    try {
+      items = store_.claim_due(now_ms(), std::min(idle, kMaxClaim), lease_ms);
+    } catch (...) {
+      std::lock_guard relock(batch_mu_);
+      claiming_ = false;
+      throw;
+    }
+    lock.lock();
+    claiming_ = false;
+    for (auto& it : items) ready_.push_back(std::move(it));
+    if (ready_.size() > 1) pool_.wake();
+  }
+  if (ready_.empty()) return std::nullopt;
+  OutboxItem item = std::move(ready_.front());
+  ready_.pop_front();
+  busy_++;
+  return item;
 }
 
 }  // namespace ootci

@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -42,7 +43,11 @@ class OutboxSender {
 
  private:
   bool deliver_one();
-  void lease_lost(const OutboxItem& item);
+  std::optional<OutboxItem> next_item();
+  // The send and what it means for the row; `out` gets the transport's answer.
+  OutboxOutcome try_once(const OutboxItem& item, bool allow_retry, SendResult* out);
+  // Records outcomes in one transaction, with their metrics and logs.
+  void settle(const std::vector<OutboxOutcome>& outcomes);
   std::shared_ptr<const std::string> delivery_body(const std::string& delivery_id);
 
   Store& store_;
@@ -53,6 +58,11 @@ class OutboxSender {
   std::mutex cache_mu_;
   std::map<std::string, std::shared_ptr<const std::string>> body_cache_;
   std::deque<std::string> cache_order_;
+  std::mutex batch_mu_;                 // guards the fields below
+  std::deque<OutboxItem> ready_;        // claimed for idle workers, not yet taken
+  std::vector<OutboxOutcome> settled_;  // attempts done, not yet committed
+  bool claiming_ = false, settling_ = false;
+  std::atomic<int> busy_{0};  // workers inside an attempt
 };
 
 }  // namespace ootci

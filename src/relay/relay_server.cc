@@ -213,7 +213,7 @@ void RelayServer::run() {
   if (!raise_listen_backlog(s.config.listen_port()))
     spdlog::warn("could not raise the listen backlog; bursts may see 1 s connect delays");
   if (!s.config.dispatch.synchronous) s.outbox_sender.start();
-  s.tasks.start(4);
+  s.tasks.start(s.config.dispatch.workers);  // the same GitHub API, the same latency
   s.sweeper.start();
   spdlog::info("relay listening on {} (store {}, upstream {})", s.config.listen,
                s.config.store.rfind("sqlite:", 0) == 0 ? s.config.store : "postgresql",

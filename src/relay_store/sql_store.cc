@@ -373,28 +373,38 @@ class SqlStore : public Store {
     });
   }
 
-  bool mark_delivered(const OutboxItem& o, int attempts, int64_t now_ms) override {
-    return write_changed(
-        "mark_delivered",
-        "UPDATE outbox SET status = 'delivered', leased = 0, lease = '', attempts = ?, "
-        "delivered_ms = ?, last_error = '' WHERE id = ? AND lease = ? AND status = 'pending'",
-        {attempts, now_ms, o.id, o.lease});
-  }
-
-  bool mark_retry(const OutboxItem& o, int attempts, int64_t next_ms,
-                  const std::string& error) override {
-    return write_changed(
-        "mark_retry",
-        "UPDATE outbox SET leased = 0, lease = '', attempts = ?, next_attempt_ms = ?, "
-        "last_error = ? WHERE id = ? AND lease = ? AND status = 'pending'",
-        {attempts, next_ms, error, o.id, o.lease});
-  }
-
-  bool mark_failed(const OutboxItem& o, int attempts, const std::string& error) override {
-    return write_changed("mark_failed",
-                         "UPDATE outbox SET status = 'failed', leased = 0, lease = '', attempts = "
-                         "?, last_error = ? WHERE id = ? AND lease = ? AND status = 'pending'",
-                         {attempts, error, o.id, o.lease});
+  std::vector<bool> settle_outbox(const std::vector<OutboxOutcome>& outcomes) override {
+    return db_->write("settle_outbox", [&](SqlTx& tx) {
+      std::vector<bool> applied;
+      applied.reserve(outcomes.size());
+      for (const auto& o : outcomes) {
+        const auto& it = o.item;
+        int64_t n = 0;
+        switch (o.kind) {
+          case OutboxOutcome::kDelivered:
+            n = tx.exec(
+                "UPDATE outbox SET status = 'delivered', leased = 0, lease = '', attempts = ?, "
+                "delivered_ms = ?, last_error = '' WHERE id = ? AND lease = ? AND status = "
+                "'pending'",
+                {o.attempts, o.at_ms, it.id, it.lease});
+            break;
+          case OutboxOutcome::kRetry:
+            n = tx.exec(
+                "UPDATE outbox SET leased = 0, lease = '', attempts = ?, next_attempt_ms = ?, "
+                "last_error = ? WHERE id = ? AND lease = ? AND status = 'pending'",
+                {o.attempts, o.at_ms, o.error, it.id, it.lease});
+            break;
+          case OutboxOutcome::kFailed:
+            n = tx.exec(
+                "UPDATE outbox SET status = 'failed', leased = 0, lease = '', attempts = ?, "
+                "last_error = ? WHERE id = ? AND lease = ? AND status = 'pending'",
+                {o.attempts, o.error, it.id, it.lease});
+            break;
+        }
+        applied.push_back(n > 0);
+      }
+      return applied;
+    });
   }
 
   void release_leases(int64_t now_ms) override {

@@ -41,6 +41,15 @@ struct OutboxItem {
   std::string lease;  // the claim that holds the row (claim_due); "" when none does
 };
 
+// What became of one attempt at a leased row.
+struct OutboxOutcome {
+  enum Kind { kDelivered, kRetry, kFailed } kind = kDelivered;
+  OutboxItem item;  // as claimed: its id and lease
+  int attempts = 0;
+  int64_t at_ms = 0;  // delivered at, or due again at (a retry)
+  std::string error;
+};
+
 struct OutboxCounts {
   int64_t pending = 0;
   int64_t delivered = 0;
@@ -154,13 +163,22 @@ class Store {
   // now_ms + lease_ms, so a crashed worker's rows come back by themselves. Each row carries the
   // claim's lease, a token no other claim (of any replica) gets.
   virtual std::vector<OutboxItem> claim_due(int64_t now_ms, int limit, int64_t lease_ms) = 0;
-  // Record an attempt's outcome on a row claim_due returned. Each changes the row only while
-  // that claim still holds it: a worker whose lease ran out, and whose row another worker took
-  // over, changes nothing (returns false), whatever the other worker did or will do.
-  virtual bool mark_delivered(const OutboxItem& leased, int attempts, int64_t now_ms) = 0;
-  virtual bool mark_retry(const OutboxItem& leased, int attempts, int64_t next_attempt_ms,
-                          const std::string& error) = 0;
-  virtual bool mark_failed(const OutboxItem& leased, int attempts, const std::string& error) = 0;
+  // Records attempts' outcomes on rows claim_due returned, all in one transaction (a busy
+  // dispatcher settles what its workers finished meanwhile in one commit). Each changes its row
+  // only while that claim still holds it: a worker whose lease ran out, and whose row another
+  // worker took over, changes nothing (false at its index), whatever the other worker did.
+  virtual std::vector<bool> settle_outbox(const std::vector<OutboxOutcome>& outcomes) = 0;
+  // One outcome each, settled alone.
+  bool mark_delivered(const OutboxItem& leased, int attempts, int64_t now_ms) {
+    return settle_outbox({{OutboxOutcome::kDelivered, leased, attempts, now_ms, ""}})[0];
+  }
+  bool mark_retry(const OutboxItem& leased, int attempts, int64_t next_attempt_ms,
+                  const std::string& error) {
+    return settle_outbox({{OutboxOutcome::kRetry, leased, attempts, next_attempt_ms, error}})[0];
+  }
+  bool mark_failed(const OutboxItem& leased, int attempts, const std::string& error) {
+    return settle_outbox({{OutboxOutcome::kFailed, leased, attempts, 0, error}})[0];
+  }
   // Makes every leased row due now. Only safe when no other process uses the store (SQLite).
   virtual void release_leases(int64_t now_ms) = 0;
   // Earliest next_attempt_ms among pending rows, if any.

@@ -125,8 +125,10 @@ class PostgresDb : public SqlDb {
           fmt::format("postgres: {}: connection lost during commit, outcome unknown: {}", op,
                       one_line(e.what())));
     } catch (const pqxx::sql_error& e) {
-      if (server_unavailable(e.sqlstate()))
+      if (server_unavailable(e.sqlstate())) {
+        lease.conn.reset();  // a server shutting down or out of resources: start afresh
         throw SqlUnavailable(fmt::format("postgres: {}: {}", op, one_line(e.what())));
+      }
       throw Error(fmt::format("postgres: {}: {}", op, one_line(e.what())));
     } catch (const pqxx::pqxx_exception& e) {
       throw Error(fmt::format("postgres: {}: {}", op, one_line(e.base().what())));

@@ -179,7 +179,7 @@ void GitHubStandin::start(int port) {
       return json_error(res, 422, "Invalid request");
     if (body["client_payload"].size() > 10)
       return json_error(res, 422, "client_payload has more than 10 top-level properties");
-    record({repo, body["event_type"], body["client_payload"], req.body, "", now_ms()});
+    record({repo, body["event_type"], body["client_payload"], req.body, "", now_ms(), late_ms > 0});
     if (late_ms) std::this_thread::sleep_for(std::chrono::milliseconds(late_ms));
     res.status = 204;
   });
@@ -352,9 +352,10 @@ void GitHubStandin::set_hang_all_ms(int ms) {
   hang_all_ms_ = ms;
 }
 
-std::vector<RecordedDispatch> GitHubStandin::dispatches() const {
+std::vector<RecordedDispatch> GitHubStandin::dispatches(size_t from) const {
   std::lock_guard lock(mu_);
-  return dispatches_;
+  if (from >= dispatches_.size()) return {};
+  return {dispatches_.begin() + static_cast<std::ptrdiff_t>(from), dispatches_.end()};
 }
 
 std::vector<RecordedDispatch> GitHubStandin::dispatches_for(const std::string& repo) const {

@@ -23,6 +23,7 @@ struct RecordedDispatch {
   std::string raw_body;
   std::string delivery_header;  // X-Ootci-Delivery, webhook transport only
   int64_t received_ms = 0;
+  bool answered_late = false;  // carried out, answered past the client's timeout (TargetProfile)
 };
 
 // A POST the stand-in recorded on another endpoint: check runs, re-runs, HUD forwards.
@@ -85,7 +86,8 @@ class GitHubStandin {
   // The next requests to exactly this path get these faults (check runs, HUD forwards).
   void queue_call_faults(const std::string& path, std::vector<Fault> faults);
 
-  std::vector<RecordedDispatch> dispatches() const;
+  // The dispatches recorded so far, from the `from`-th on (a poller passes how many it has seen).
+  std::vector<RecordedDispatch> dispatches(size_t from = 0) const;
   std::vector<RecordedDispatch> dispatches_for(const std::string& repo) const;
   // Waits until at least n dispatches were recorded; false on timeout.
   bool wait_for_dispatches(size_t n, int timeout_ms) const;
