@@ -45,8 +45,10 @@
 #include "net/crypto.h"
 #include "net/http_client.h"
 #include "relay_store/store.h"
+#include "testing/agent_config.h"
 #include "testing/github_standin.h"
 #include "testing/oidc_issuer.h"
+#include "testing/relay_config.h"
 #include "testing/relay_process.h"
 #include "testing/test_env.h"
 
@@ -311,45 +313,19 @@ class Chaos {
 
   void set_up() {
     dir_ = make_temp_dir();
-    std::string key = generate_rsa_private_key_pem();
-    write_file(dir_ + "/app.pem", key);
-    standin_ = std::make_unique<GitHubStandin>(42, public_key_pem_from_private(key));
-    standin_->start();
+    standin_ = start_github_standin(dir_, 42);
     oidc_ = std::make_unique<OidcIssuerStandin>();
     oidc_->start();
     write_file(dir_ + "/allowlist.yml", "L2:\n  - acme/two\n");
     store_uri_ = fresh_store_uri("sqlite");
     agent_port_ = free_port();
     int relay_port = free_port();
-    std::string relay_yaml = fmt::format(R"(listen: 127.0.0.1:{}
-upstream_repo: {}
-store: "{}"
-allowlist: allowlist.yml
-webhook_secret_env: TEST_WEBHOOK_SECRET
-github:
-  api_url: {}
-  app_id: 42
-  private_key_file: app.pem
-oidc:
-  issuers:
-    - issuer: {}
-      jwks_url: {}
-      audience: pytorch-cross-repo-ci-relay
-dispatch:
-  initial_backoff_ms: 50
-  max_backoff_ms: 400
-  request_timeout_ms: 5000
-  deadline_s: 300
-downstreams:
-  acme/two:
-    transport: webhook
-    url: http://127.0.0.1:{}/dispatch
-    secret_env: TEST_AGENT_SECRET
-)",
-                                         relay_port, kUpstream, store_uri_, standin_->url(),
-                                         oidc_->issuer(), oidc_->jwks_url(), agent_port_);
+    RelayYaml y = wired_relay(relay_port, store_uri_, *standin_, oidc_.get());
+    y.upstream = kUpstream;
+    y.dispatch += "  request_timeout_ms: 5000\n  deadline_s: 300\n";
+    y.extra = agent_downstream_yaml("acme/two", agent_port_);
     relay_ = std::make_unique<RelayProcess>(
-        dir_, relay_yaml, relay_port,
+        dir_, relay_yaml(y), relay_port,
         std::map<std::string, std::string>{{"TEST_WEBHOOK_SECRET", kWebhookSecret},
                                            {"TEST_AGENT_SECRET", kAgentSecret}});
     relay_->start();
@@ -357,32 +333,11 @@ downstreams:
 
     std::string ref = fs::absolute(o_.backend_dir).string();
     write_file(dir_ + "/ootci.yaml",
-               fmt::format(R"(backend:
-  name: reference
-  device_type: privateuseone
-  python: /usr/bin/python3
-  modules: [ootci_reference_backend]
-  pythonpath: [{ref}]
-upstream:
-  torch_root: {torch}
-  device_root: {ref}
-test_configs:
-  - {ref}/configs/test_view_ops.yaml
-workspace: ws
-gate:
-  pull_request:
-    base_branches: [master]
-report:
-  callback_url: {proxy}/github/callback
-  relay: ootci
-  token_command: [/usr/bin/curl, -sf, "{issuer}/token?repository=acme/two"]
-)",
-                           fmt::arg("ref", ref), fmt::arg("torch", o_.torch_root),
-                           fmt::arg("proxy", proxy_->url()), fmt::arg("issuer", oidc_->issuer())));
-    write_file(dir_ + "/agent.yaml",
-               fmt::format("listen: 127.0.0.1:{}\nsecret_env: TEST_AGENT_SECRET\nbackend: "
-                           "ootci.yaml\nstate: agent/queue.db\nconcurrency: 1\n",
-                           agent_port_));
+               reference_backend_yaml(
+                   ref, o_.torch_root, proxy_->url(),
+                   fmt::format(R"([/usr/bin/curl, -sf, "{}/token?repository=acme/two"])",
+                               oidc_->issuer())));
+    write_file(dir_ + "/agent.yaml", agent_yaml(agent_port_));
     pr_template_ = nlohmann::json::parse(
         read_file(fixture_path("github-webhooks/pull_request.synchronize.json")));
   }

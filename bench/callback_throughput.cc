@@ -12,10 +12,10 @@
 #include <thread>
 
 #include "base/time.h"
-#include "net/crypto.h"
 #include "testing/github_standin.h"
 #include "testing/oidc_issuer.h"
 #include "testing/percentile.h"
+#include "testing/relay_config.h"
 #include "testing/relay_process.h"
 #include "testing/test_env.h"
 
@@ -32,32 +32,23 @@ struct Result {
 Result run(const std::string& name, const std::string& store_kind, bool dry_run, int deliveries,
            int jobs, int senders) {
   std::string dir = make_temp_dir();
-  std::string key = generate_rsa_private_key_pem();
-  write_file(dir + "/app.pem", key);
-  GitHubStandin standin(7, public_key_pem_from_private(key));
-  standin.start();
+  auto standin = start_github_standin(dir, 7);
   OidcIssuerStandin oidc;
   oidc.start();
   write_file(dir + "/allowlist.yml", "L2:\n  - bench/backend\n");
   int port = free_port();
-  std::string cfg = fmt::format(R"(listen: 127.0.0.1:{}
-upstream_repo: Codertocat/Hello-World
-store: "{}"
-allowlist: allowlist.yml
-webhook_secret_env: BENCH_SECRET
-http_threads: 16
-github: {{api_url: "{}", app_id: 7, private_key_file: app.pem}}
-oidc: {{issuers: [{{issuer: "{}", jwks_url: "{}"}}]}}
-callback: {{rate_limit_per_min: 1000000, dry_run: {}}}
-)",
-                                port, fresh_store_uri(store_kind), standin.url(), oidc.issuer(),
-                                oidc.jwks_url(), dry_run);
+  RelayYaml y = wired_relay(port, fresh_store_uri(store_kind), *standin, &oidc);
+  y.app_id = 7;
+  y.secret_env = "BENCH_SECRET";
+  y.http_threads = 16;
+  y.extra = fmt::format("callback: {{rate_limit_per_min: 1000000, dry_run: {}}}\n", dry_run);
+  std::string cfg = relay_yaml(y);
   RelayProcess relay(dir, cfg, port, {{"BENCH_SECRET", "s3cret"}});
   relay.start();
   std::string webhook = read_file(fixture_path("github-webhooks/pull_request.opened.json"));
   for (int d = 0; d < deliveries; ++d)
     send_webhook(relay.url(), "pull_request", fmt::format("cb-{}", d), webhook, "s3cret");
-  standin.wait_for_dispatches(deliveries, 60000);
+  standin->wait_for_dispatches(deliveries, 60000);
   auto payload = nlohmann::json::parse(webhook);
   std::string token = oidc.mint(oidc.claims_for("bench/backend"));
 

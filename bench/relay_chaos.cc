@@ -17,10 +17,10 @@
 #include "base/error.h"
 #include "base/subprocess.h"
 #include "base/time.h"
-#include "net/crypto.h"
 #include "relay_store/store.h"
 #include "testing/github_standin.h"
 #include "testing/oidc_issuer.h"
+#include "testing/relay_config.h"
 #include "testing/relay_process.h"
 #include "testing/test_env.h"
 
@@ -92,9 +92,8 @@ void restart_postgres() {
 
 Tally run(const std::string& mode, const Options& o) {
   std::string dir = make_temp_dir();
-  std::string key = generate_rsa_private_key_pem();
-  GitHubStandin standin(7, public_key_pem_from_private(key));
-  standin.start();
+  auto standin_owner = start_github_standin(dir, 7);
+  GitHubStandin& standin = *standin_owner;
   standin.set_profile({o.latency_ms, o.error_rate, o.timeout_rate, 1500, o.seed});
   OidcIssuerStandin oidc;
   oidc.start();
@@ -104,27 +103,22 @@ Tally run(const std::string& mode, const Options& o) {
   for (int i = 0; i < n_relays; ++i) {
     std::string d = fmt::format("{}/relay{}", dir, i);
     std::filesystem::create_directories(d);
-    write_file(d + "/app.pem", key);
+    std::filesystem::copy_file(dir + "/app.pem", d + "/app.pem");
     write_file(
         d + "/allowlist.yml",
         "L2:\n  - bench/l2a\n  - bench/l2b\nL4:\n  - bench/l4a: '@a'\n  - bench/l4b: '@b'\n");
     int port = free_port();
+    RelayYaml y = wired_relay(port, store, standin, &oidc);
+    y.app_id = 7;
+    y.secret_env = "BENCH_SECRET";
+    y.http_threads = 16;
     // request_timeout_ms under the targets' 1.5 s "timeouts": those are carried out but the
     // relay cannot know, so it sends again (a duplicate, as with GitHub).
-    std::string cfg = fmt::format(R"(listen: 127.0.0.1:{}
-upstream_repo: Codertocat/Hello-World
-store: "{}"
-allowlist: allowlist.yml
-webhook_secret_env: BENCH_SECRET
-http_threads: 16
-github: {{api_url: "{}", app_id: 7, private_key_file: app.pem}}
-oidc:
-  issuers:
-    - {{issuer: "{}", jwks_url: "{}", audience: pytorch-cross-repo-ci-relay}}
-callback: {{rate_limit_per_min: 1000000}}
-dispatch: {{workers: 16, request_timeout_ms: 1000, initial_backoff_ms: 200, max_backoff_ms: 2000, max_attempts: 30}}
-)",
-                                  port, store, standin.url(), oidc.issuer(), oidc.jwks_url());
+    y.dispatch =
+        "  workers: 16\n  request_timeout_ms: 1000\n  initial_backoff_ms: 200\n"
+        "  max_backoff_ms: 2000\n  max_attempts: 30\n";
+    y.extra = "callback: {rate_limit_per_min: 1000000}\n";
+    std::string cfg = relay_yaml(y);
     relays.push_back(std::make_unique<RelayProcess>(
         d, cfg, port, std::map<std::string, std::string>{{"BENCH_SECRET", kSecret}}));
     relays.back()->start();
@@ -325,8 +319,22 @@ int main(int argc, char** argv) {
                  "share carried out but answered after the relay's timeout");
   app.add_option("--seed", o.seed);
   CLI11_PARSE(app, argc, argv);
+  auto env_set = [](const char* name) {
+    const char* v = std::getenv(name);
+    return v && *v;
+  };
+  std::vector<std::string> runnable;
+  for (const auto& m : modes) {
+    if (m != "sqlite" && !env_set("OOTCI_TEST_PG_URI"))
+      std::cout << m << ": skipped, set OOTCI_TEST_PG_URI (scripts/lib/pg.sh pg_start)\n";
+    else if (m == "pg-restart" && !env_set("OOTCI_TEST_PG_DIR"))
+      std::cout << m << ": skipped, set OOTCI_TEST_PG_DIR (scripts/lib/pg.sh pg_start)\n";
+    else
+      runnable.push_back(m);
+  }
+  modes = runnable;
   std::cout << fmt::format(
-      "relay chaos: {} kills per store, {} webhooks/s x {} targets, targets {} ms, {:.0f}% 5xx, "
+      "relay chaos: {} crashes per store, {} webhooks/s x {} targets, targets {} ms, {:.0f}% 5xx, "
       "{:.0f}% late\n",
       o.trials, o.rate, kTargets.size(), o.latency_ms, o.error_rate * 100, o.timeout_rate * 100);
   std::vector<std::pair<std::string, Tally>> rows;

@@ -14,6 +14,7 @@
 #include "base/time.h"
 #include "net/crypto.h"
 #include "relay_store/store.h"
+#include "testing/agent_config.h"
 #include "testing/relay_fixture.h"
 #include "testing/test_env.h"
 
@@ -50,40 +51,12 @@ class AgentIntegration : public RelayFixture {
       token_command =
           fmt::format(R"([/usr/bin/curl, -sf, "{}/token?repository=acme/two"])", oidc_->issuer());
     write_file(dir_ + "/ootci.yaml",
-               fmt::format(R"(backend:
-  name: reference
-  device_type: privateuseone
-  python: /usr/bin/python3
-  modules: [ootci_reference_backend]
-  pythonpath: [{ref}]
-  env: {env}
-upstream:
-  torch_root: {torch}
-  device_root: {ref}
-test_configs:
-  - {ref}/configs/test_view_ops.yaml
-workspace: ws
-gate:
-  pull_request:
-    base_branches: [master]
-report:
-  callback_url: {relay}/github/callback
-  relay: ootci
-  token_command: {token}
-)",
-                           fmt::arg("ref", ref), fmt::arg("torch", torch_root_),
-                           fmt::arg("env", backend_env), fmt::arg("relay", relay_->url()),
-                           fmt::arg("token", token_command)));
-    write_file(dir_ + "/agent.yaml",
-               fmt::format("listen: 127.0.0.1:{}\nsecret_env: TEST_AGENT_SECRET\nbackend: "
-                           "ootci.yaml\nstate: agent/queue.db\nconcurrency: 1\n{}",
-                           agent_port_, agent_extra));
+               reference_backend_yaml(ref, torch_root_, relay_->url(), token_command, backend_env));
+    write_file(dir_ + "/agent.yaml", agent_yaml(agent_port_, agent_extra));
   }
 
   void start_relay_to_agent() {
-    start_relay(fmt::format("downstreams:\n  acme/two:\n    transport: webhook\n    url: "
-                            "http://127.0.0.1:{}/dispatch\n    secret_env: TEST_AGENT_SECRET\n",
-                            agent_port_),
+    start_relay(agent_downstream_yaml("acme/two", agent_port_),
                 {{"TEST_AGENT_SECRET", kAgentSecret}});
   }
 

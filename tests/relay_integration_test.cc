@@ -103,8 +103,9 @@ TEST_P(RelayIntegration, AStoreThatRefusesWritesGets503KeepsNothingAndRecovers) 
     db->write("space again", [](SqlTx& tx) { tx.script("DROP TRIGGER disk_full ON outbox;"); });
   }
   EXPECT_EQ(refused.status, 503) << refused.body;
-  EXPECT_EQ(nlohmann::json::parse(refused.body)["detail"],
-            "Store unavailable; the request was not recorded, retry later");
+  EXPECT_EQ(
+      nlohmann::json::parse(refused.body)["detail"],
+      "Store unavailable; the request was not acknowledged, retry it later (a retry is safe)");
   EXPECT_EQ(refused.header("Retry-After"), "5");
   auto store = open_store(store_uri_);
   EXPECT_FALSE(store->get_delivery("full-1"));

@@ -15,6 +15,7 @@ namespace {
 constexpr size_t kBodyCacheSize = 256;
 constexpr int64_t kIdlePollMs = 500;  // other replicas may add rows we are not woken for
 constexpr int kMaxClaim = 64;         // rows per claim, so one transaction stays short
+constexpr int64_t kDueCacheMs = 100;  // how long idle workers share one answer of next_due_ms
 
 uint64_t random_u64() {
   thread_local std::mt19937_64 rng(std::random_device{}());
@@ -36,11 +37,7 @@ OutboxSender::OutboxSender(Store& store, TransportRouter& router, DispatchPolicy
       router_(router),
       policy_(policy),
       metrics_(metrics),
-      pool_([this] { return deliver_one(); },
-            [this] {
-              auto due = store_.next_due_ms();
-              return due ? std::clamp<int64_t>(*due - now_ms(), 0, kIdlePollMs) : kIdlePollMs;
-            }) {}
+      pool_([this] { return deliver_one(); }, [this] { return idle_wait_ms(); }) {}
 
 OutboxSender::~OutboxSender() {
   stop();
@@ -146,6 +143,7 @@ void OutboxSender::settle(const std::vector<OutboxOutcome>& outcomes) {
                          std::max<int64_t>(0, o.at_ms - item.created_ms) / 1000.0);
         break;
       case OutboxOutcome::kRetry:
+        note_due(o.at_ms);
         metrics_.inc("ootci_dispatches_total", "outcome=\"retried\"");
         spdlog::info("dispatch {} → {} will retry in {} ms: {}", item.delivery_id, item.repo,
                      o.at_ms - now, o.error);
@@ -164,15 +162,8 @@ void OutboxSender::settle(const std::vector<OutboxOutcome>& outcomes) {
 bool OutboxSender::deliver_one() {
   std::optional<OutboxItem> item = next_item();
   if (!item) return false;
-  OutboxOutcome o;
-  {
-    struct Idle {  // again, even when the store fails mid-attempt
-      std::atomic<int>& busy;
-      ~Idle() { busy--; }
-    } idle{busy_};
-    SendResult r;
-    o = try_once(*item, true, &r);
-  }
+  SendResult r;
+  OutboxOutcome o = try_once(*item, true, &r);
   std::vector<OutboxOutcome> batch;
   {
     std::lock_guard lock(batch_mu_);
@@ -201,36 +192,61 @@ bool OutboxSender::deliver_one() {
   }
 }
 
-// A row already claimed for this worker, or a fresh claim: as many rows as there are idle
-// workers, so no claimed row waits behind another's attempt (its lease covers one attempt).
+// Idle workers sleep until the earliest due row. A burst wakes every worker at once, so they
+// share one answer from the store for kDueCacheMs; a claim that found fewer due rows than it
+// asked for makes the next idle worker ask again, and this relay's own retries lower it.
+int64_t OutboxSender::idle_wait_ms() {
+  int64_t now = now_ms();
+  std::lock_guard lock(due_mu_);
+  if (now - due_checked_ms_ >= kDueCacheMs) {
+    due_ms_ = store_.next_due_ms();  // under the lock: the others wait for it, not ask too
+    due_checked_ms_ = now;
+  }
+  return due_ms_ ? std::clamp<int64_t>(*due_ms_ - now, 0, kIdlePollMs) : kIdlePollMs;
+}
+
+void OutboxSender::note_due(std::optional<int64_t> due_ms) {
+  std::lock_guard lock(due_mu_);
+  if (!due_ms)
+    due_checked_ms_ = 0;
+  else if (!due_ms_ || *due_ms < *due_ms_)
+    due_ms_ = due_ms;
+}
+
+// A row already claimed, or a fresh claim of up to one row per worker: one transaction feeds
+// them all. A claimed row waits in memory for about one attempt at most.
 std::optional<OutboxItem> OutboxSender::next_item() {
   std::unique_lock lock(batch_mu_);
   if (ready_.empty()) {
     if (claiming_) return std::nullopt;  // the claiming worker will wake us
     claiming_ = true;
-    int idle = std::max(1, policy_.workers - busy_.load());
+    int want = std::min(policy_.workers, kMaxClaim);
     lock.unlock();
     // A lease outlives the slowest attempt (installation lookup, token, dispatch: three
     // requests), so a row is never sent twice concurrently, yet comes back soon after a crash.
     const int64_t lease_ms = policy_.request_timeout_ms * 3 + 2000;
     std::vector<OutboxItem> items;
     try {
-      items = store_.claim_due(now_ms(), std::min(idle, kMaxClaim), lease_ms);
+      items = store_.claim_due(now_ms(), want, lease_ms);
     } catch (...) {
       std::lock_guard relock(batch_mu_);
       claiming_ = false;
       throw;
     }
+    if (static_cast<int>(items.size()) < want) note_due(std::nullopt);
     lock.lock();
     claiming_ = false;
     for (auto& it : items) ready_.push_back(std::move(it));
     if (ready_.size() > 1) pool_.wake();
   }
-  if (ready_.empty()) return std::nullopt;
-  OutboxItem item = std::move(ready_.front());
-  ready_.pop_front();
-  busy_++;
-  return item;
+  while (!ready_.empty()) {
+    OutboxItem item = std::move(ready_.front());
+    ready_.pop_front();
+    // A claimed row's next_attempt_ms is its lease's end. Sent only with a whole attempt's time
+    // left, so it is never sent twice at once; otherwise it comes back when the lease runs out.
+    if (item.next_attempt_ms - now_ms() >= policy_.request_timeout_ms * 3) return item;
+  }
+  return std::nullopt;
 }
 
 }  // namespace ootci

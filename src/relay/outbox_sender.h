@@ -44,6 +44,9 @@ class OutboxSender {
  private:
   bool deliver_one();
   std::optional<OutboxItem> next_item();
+  int64_t idle_wait_ms();
+  // A row due at `due_ms` (a retry), or nullopt: what is due is no longer known.
+  void note_due(std::optional<int64_t> due_ms);
   // The send and what it means for the row; `out` gets the transport's answer.
   OutboxOutcome try_once(const OutboxItem& item, bool allow_retry, SendResult* out);
   // Records outcomes in one transaction, with their metrics and logs.
@@ -62,7 +65,9 @@ class OutboxSender {
   std::deque<OutboxItem> ready_;        // claimed for idle workers, not yet taken
   std::vector<OutboxOutcome> settled_;  // attempts done, not yet committed
   bool claiming_ = false, settling_ = false;
-  std::atomic<int> busy_{0};  // workers inside an attempt
+  std::mutex due_mu_;  // guards the two below
+  std::optional<int64_t> due_ms_;
+  int64_t due_checked_ms_ = 0;  // workers inside an attempt
 };
 
 }  // namespace ootci

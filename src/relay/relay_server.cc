@@ -35,9 +35,11 @@ std::string require_env(const RelayConfig& c, const std::string& key, const std:
 
 // The store could not commit: the request is not acknowledged (each write is one transaction,
 // so nothing of it is half kept) and the sender should retry; the relay recovers by itself when
-// the store does.
+// the store does. "Not acknowledged" rather than "not recorded": when PostgreSQL drops the
+// connection during the commit the outcome is unknown, and the retry is deduplicated either way.
 Reply store_unavailable_reply() {
-  Reply r = detail_reply(503, "Store unavailable; the request was not recorded, retry later");
+  Reply r = detail_reply(
+      503, "Store unavailable; the request was not acknowledged, retry it later (a retry is safe)");
   r.headers.push_back({"Retry-After", "5"});
   return r;
 }

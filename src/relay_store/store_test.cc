@@ -1333,6 +1333,44 @@ TEST_P(StoreLateWriterTest, AWorkerWhoseRowWasTakenOverChangesNothing) {
   EXPECT_TRUE(store->mark_delivered(late[0], 1, 99999));
 }
 
+// A group commit: the outcomes of several workers in one transaction, each applied only under
+// its own lease, so one stale outcome in the batch changes nothing and spoils nothing else.
+TEST_P(StoreLateWriterTest, ABatchOfOutcomesAppliesEachUnderItsOwnLease) {
+  auto store = open_test_store(GetParam());
+  std::vector<OutboxItem> rows;
+  for (const char* repo : {"a/x", "b/y", "c/z"}) {
+    OutboxItem o;
+    o.repo = repo;
+    o.event_type = "push";
+    o.created_ms = o.next_attempt_ms = 1000;
+    o.deadline_ms = 100000;
+    rows.push_back(o);
+  }
+  ASSERT_TRUE(store->accept_delivery({"d1", "push", "", "abc", 0, 1000, "{}", {}}, rows));
+  auto claimed = store->claim_due(1000, 3, 10);
+  ASSERT_EQ(claimed.size(), 3u);
+  EXPECT_EQ(claimed[0].lease, claimed[2].lease);  // one claim, one lease
+  auto taken = store->claim_due(1020, 1, 10000);  // the leases ran out; a/x is taken over
+  ASSERT_EQ(taken.size(), 1u);
+  EXPECT_EQ(taken[0].repo, "a/x");
+  std::vector<bool> applied =
+      store->settle_outbox({{OutboxOutcome::kDelivered, claimed[0], 1, 1030, ""},
+                            {OutboxOutcome::kRetry, claimed[1], 1, 5000, "HTTP 502"},
+                            {OutboxOutcome::kFailed, claimed[2], 1, 1030, "HTTP 422"}});
+  EXPECT_EQ(applied, (std::vector<bool>{false, true, true}));
+  auto by_repo = [&](const std::string& repo) {
+    for (const auto& r : store->outbox_for("d1"))
+      if (r.repo == repo) return r;
+    return OutboxItem{};
+  };
+  EXPECT_EQ(by_repo("a/x").status, OutboxStatus::kPending);  // still the new holder's
+  EXPECT_EQ(by_repo("a/x").lease, taken[0].lease);
+  EXPECT_EQ(by_repo("b/y").next_attempt_ms, 5000);
+  EXPECT_EQ(by_repo("b/y").last_error, "HTTP 502");
+  EXPECT_EQ(by_repo("c/z").status, OutboxStatus::kFailed);
+  EXPECT_TRUE(store->settle_outbox({}).empty());
+}
+
 // Three relays on one store are three Store objects on one database. With SQLite that is three
 // connections to one file (what an operator must not do with relays, but the store's own
 // guarantees hold there too); with PostgreSQL, three connection pools, as three processes have.

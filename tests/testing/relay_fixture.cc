@@ -4,17 +4,14 @@
 
 #include <thread>
 
-#include "net/crypto.h"
+#include "testing/relay_config.h"
 #include "testing/test_env.h"
 
 namespace ootci {
 
 void RelayFixture::SetUp() {
   dir_ = make_temp_dir();
-  std::string key = generate_rsa_private_key_pem();
-  write_file(dir_ + "/app.pem", key);
-  standin_ = std::make_unique<GitHubStandin>(42, public_key_pem_from_private(key));
-  standin_->start();
+  standin_ = start_github_standin(dir_, 42);
   oidc_ = std::make_unique<OidcIssuerStandin>();
   oidc_->start();
   write_file(dir_ + "/allowlist.yml",
@@ -25,28 +22,11 @@ void RelayFixture::SetUp() {
 
 std::string RelayFixture::config(const std::string& extra) {
   port_ = free_port();
-  return fmt::format(R"(listen: 127.0.0.1:{}
-upstream_repo: {}
-store: "{}"
-allowlist: allowlist.yml
-webhook_secret_env: TEST_WEBHOOK_SECRET
-github:
-  api_url: {}
-  app_id: 42
-  private_key_file: app.pem
-oidc:
-  issuers:
-    - issuer: {}
-      jwks_url: {}
-      audience: pytorch-cross-repo-ci-relay
-dispatch:
-  initial_backoff_ms: 50
-  max_backoff_ms: 400
-  request_timeout_ms: 1000
-  deadline_s: 30
-{})",
-                     port_, kUpstream, store_uri_, standin_->url(), oidc_->issuer(),
-                     oidc_->jwks_url(), extra);
+  RelayYaml y = wired_relay(port_, store_uri_, *standin_, oidc_.get());
+  y.upstream = kUpstream;
+  y.dispatch += "  request_timeout_ms: 1000\n  deadline_s: 30\n";
+  y.extra = extra;
+  return relay_yaml(y);
 }
 
 RelayProcess& RelayFixture::start_relay(const std::string& extra,
