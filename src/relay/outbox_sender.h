@@ -67,7 +67,7 @@ class OutboxSender {
   bool claiming_ = false, settling_ = false;
   std::mutex due_mu_;  // guards the two below
   std::optional<int64_t> due_ms_;
-  int64_t due_checked_ms_ = 0;  // workers inside an attempt
+  int64_t due_checked_ms_ = 0;
 };
 
 }  // namespace ootci

@@ -168,17 +168,6 @@ class Store {
   // only while that claim still holds it: a worker whose lease ran out, and whose row another
   // worker took over, changes nothing (false at its index), whatever the other worker did.
   virtual std::vector<bool> settle_outbox(const std::vector<OutboxOutcome>& outcomes) = 0;
-  // One outcome each, settled alone.
-  bool mark_delivered(const OutboxItem& leased, int attempts, int64_t now_ms) {
-    return settle_outbox({{OutboxOutcome::kDelivered, leased, attempts, now_ms, ""}})[0];
-  }
-  bool mark_retry(const OutboxItem& leased, int attempts, int64_t next_attempt_ms,
-                  const std::string& error) {
-    return settle_outbox({{OutboxOutcome::kRetry, leased, attempts, next_attempt_ms, error}})[0];
-  }
-  bool mark_failed(const OutboxItem& leased, int attempts, const std::string& error) {
-    return settle_outbox({{OutboxOutcome::kFailed, leased, attempts, 0, error}})[0];
-  }
   // Makes every leased row due now. Only safe when no other process uses the store (SQLite).
   virtual void release_leases(int64_t now_ms) = 0;
   // Earliest next_attempt_ms among pending rows, if any.

@@ -26,6 +26,18 @@
 namespace ootci {
 namespace {
 
+// One outcome each, settled alone, as a worker whose batch holds one row.
+bool mark_delivered(Store& s, const OutboxItem& leased, int attempts, int64_t now_ms) {
+  return s.settle_outbox({{OutboxOutcome::kDelivered, leased, attempts, now_ms, ""}})[0];
+}
+bool mark_retry(Store& s, const OutboxItem& leased, int attempts, int64_t next_ms,
+                const std::string& error) {
+  return s.settle_outbox({{OutboxOutcome::kRetry, leased, attempts, next_ms, error}})[0];
+}
+bool mark_failed(Store& s, const OutboxItem& leased, int attempts, const std::string& error) {
+  return s.settle_outbox({{OutboxOutcome::kFailed, leased, attempts, 0, error}})[0];
+}
+
 class StoreTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
@@ -134,9 +146,9 @@ TEST_P(StoreTest, DeliveredRetryAndFailedTransitions) {
   store_->accept_delivery(delivery("d1"), rows({"a/x", "b/y", "c/z"}));
   auto claimed = store_->claim_due(1000, 10, 100000);
   ASSERT_EQ(claimed.size(), 3u);
-  store_->mark_delivered(claimed[0], 1, 1234);
-  store_->mark_retry(claimed[1], 1, 3000, "HTTP 503");
-  store_->mark_failed(claimed[2], 4, "deadline passed: HTTP 500");
+  mark_delivered(*store_, claimed[0], 1, 1234);
+  mark_retry(*store_, claimed[1], 1, 3000, "HTTP 503");
+  mark_failed(*store_, claimed[2], 4, "deadline passed: HTTP 500");
   auto items = store_->outbox_for("d1");
   EXPECT_EQ(items[0].status, OutboxStatus::kDelivered);
   EXPECT_EQ(items[0].delivered_ms, 1234);
@@ -1193,10 +1205,10 @@ TEST_P(StoreTest, MigrationV7KeepsTheRowsInFlight) {
   EXPECT_EQ(store_->schema_version(), 7);
   auto pending = store_->claim_due(1000, 10, 500);
   ASSERT_EQ(pending.size(), 1u);
-  EXPECT_TRUE(store_->mark_delivered(pending[0], 1, 1001));
+  EXPECT_TRUE(mark_delivered(*store_, pending[0], 1, 1001));
   auto expired = store_->claim_due(1500, 10, 500);
   ASSERT_EQ(expired.size(), 1u);
-  EXPECT_TRUE(store_->mark_failed(expired[0], 2, "gone"));
+  EXPECT_TRUE(mark_failed(*store_, expired[0], 2, "gone"));
   auto t = store_->claim_tasks(1000, 10, 500);
   ASSERT_EQ(t.size(), 1u);
   EXPECT_TRUE(store_->complete_task(t[0], 1));
@@ -1300,11 +1312,11 @@ TEST_P(StoreLateWriterTest, AWorkerWhoseRowWasTakenOverChangesNothing) {
   ASSERT_EQ(second.size(), 1u);
   EXPECT_NE(first[0].lease, second[0].lease);
   // Before the new holder records anything, the old one can neither finish nor reschedule it.
-  EXPECT_FALSE(store->mark_delivered(first[0], 1, 1025));
-  EXPECT_FALSE(store->mark_retry(first[0], 1, 5000, "late timeout"));
+  EXPECT_FALSE(mark_delivered(*store, first[0], 1, 1025));
+  EXPECT_FALSE(mark_retry(*store, first[0], 1, 5000, "late timeout"));
   EXPECT_EQ(store->outbox_for("d1")[0].status, OutboxStatus::kPending);
-  EXPECT_TRUE(store->mark_delivered(second[0], 2, 1030));
-  EXPECT_FALSE(store->mark_failed(first[0], 1, "late timeout"));
+  EXPECT_TRUE(mark_delivered(*store, second[0], 2, 1030));
+  EXPECT_FALSE(mark_failed(*store, first[0], 1, "late timeout"));
   auto row = store->outbox_for("d1")[0];
   EXPECT_EQ(row.status, OutboxStatus::kDelivered);
   EXPECT_EQ(row.attempts, 2);
@@ -1330,7 +1342,7 @@ TEST_P(StoreLateWriterTest, AWorkerWhoseRowWasTakenOverChangesNothing) {
   ASSERT_TRUE(store->accept_delivery({"d2", "push", "", "abc", 0, 1000, "{}", {}}, {o}));
   auto late = store->claim_due(1000, 1, 10);
   ASSERT_EQ(late.size(), 1u);
-  EXPECT_TRUE(store->mark_delivered(late[0], 1, 99999));
+  EXPECT_TRUE(mark_delivered(*store, late[0], 1, 99999));
 }
 
 // A group commit: the outcomes of several workers in one transaction, each applied only under
@@ -1436,7 +1448,7 @@ TEST_P(StoreReplicasTest, NoRowIsSentTwiceAtOnceAndOnlyItsHolderCompletesIt) {
         auto done = std::chrono::duration_cast<std::chrono::milliseconds>(
                         std::chrono::system_clock::now().time_since_epoch())
                         .count();
-        bool kept = store.mark_delivered(got[0], got[0].attempts + 1, done);
+        bool kept = mark_delivered(store, got[0], got[0].attempts + 1, done);
         std::lock_guard lock(mu);
         sends[got[0].id].push_back({start, end, now});
         if (kept)
@@ -1482,7 +1494,7 @@ TEST_P(StoreReplicasTest, NoRowIsSentTwiceAtOnceAndOnlyItsHolderCompletesIt) {
           std::lock_guard lock(mu);
           claimed[got[0].id]++;
         }
-        EXPECT_TRUE(replicas_[(w + 1) % 3]->mark_delivered(got[0], 1, 1));
+        EXPECT_TRUE(mark_delivered(*replicas_[(w + 1) % 3], got[0], 1, 1));
       }
     });
   for (auto& t : holders) t.join();
