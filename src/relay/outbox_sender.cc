@@ -187,6 +187,7 @@ bool OutboxSender::deliver_one() {
       settled_.clear();
     }
     if (batch.empty()) return true;
+    metrics_.inc("ootci_dispatch_commits_total", "");
     settle(batch);
     batch.clear();
   }
@@ -233,6 +234,7 @@ std::optional<OutboxItem> OutboxSender::next_item() {
       claiming_ = false;
       throw;
     }
+    if (!items.empty()) metrics_.inc("ootci_dispatch_claims_total", "");
     if (static_cast<int>(items.size()) < want) note_due(std::nullopt);
     lock.lock();
     claiming_ = false;
