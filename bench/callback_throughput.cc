@@ -38,7 +38,6 @@ Result run(const std::string& name, const std::string& store_kind, bool dry_run,
   write_file(dir + "/allowlist.yml", "L2:\n  - bench/backend\n");
   int port = free_port();
   RelayYaml y = wired_relay(port, fresh_store_uri(store_kind), *standin, &oidc);
-  y.app_id = 7;
   y.secret_env = "BENCH_SECRET";
   y.http_threads = 16;
   y.extra = fmt::format("callback: {{rate_limit_per_min: 1000000, dry_run: {}}}\n", dry_run);

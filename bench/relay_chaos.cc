@@ -109,7 +109,6 @@ Tally run(const std::string& mode, const Options& o) {
         "L2:\n  - bench/l2a\n  - bench/l2b\nL4:\n  - bench/l4a: '@a'\n  - bench/l4b: '@b'\n");
     int port = free_port();
     RelayYaml y = wired_relay(port, store, standin, &oidc);
-    y.app_id = 7;
     y.secret_env = "BENCH_SECRET";
     y.http_threads = 16;
     // request_timeout_ms under the targets' 1.5 s "timeouts": those are carried out but the

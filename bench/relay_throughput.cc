@@ -50,7 +50,6 @@ Result run(const Options& o, int workers) {
   for (int i = 0; i < o.targets; ++i) allow += fmt::format("  - bench/target{}\n", i);
   write_file(dir + "/allowlist.yml", allow);
   RelayYaml y = wired_relay(free_port(), fresh_store_uri(o.store), *standin);
-  y.app_id = 7;
   y.secret_env = "BENCH_SECRET";
   y.http_threads = 32;
   y.dispatch = fmt::format(

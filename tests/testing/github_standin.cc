@@ -91,15 +91,8 @@ bool GitHubStandin::apply_profile(httplib::Response& res, int* late_ms) {
   {
     std::lock_guard lock(mu_);
     p = profile_;
-    // splitmix64: reproducible draws for one seed, good enough for a fault schedule.
-    auto next = [&] {
-      uint64_t z = (rng_ += 0x9e3779b97f4a7c15ULL);
-      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-      z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-      return z ^ (z >> 31);
-    };
-    r1 = next();
-    r2 = next();
+    r1 = rng_();
+    r2 = rng_();
   }
   if (p.latency_ms > 0)
     std::this_thread::sleep_for(
@@ -116,7 +109,7 @@ bool GitHubStandin::apply_profile(httplib::Response& res, int* late_ms) {
 void GitHubStandin::set_profile(const TargetProfile& profile) {
   std::lock_guard lock(mu_);
   profile_ = profile;
-  rng_ = profile.seed;
+  rng_.seed(profile.seed);  // the same draws for the same seed
 }
 
 void GitHubStandin::record(RecordedDispatch d) {
@@ -128,9 +121,8 @@ void GitHubStandin::record(RecordedDispatch d) {
 }
 
 void GitHubStandin::start(int port) {
-  server_.new_task_queue = [] {
-    return new httplib::ThreadPool(192);
-  };  // 64 dispatch workers at 300 ms
+  // Enough threads for 64 dispatch workers and as many task workers waiting out 300 ms latency.
+  server_.new_task_queue = [] { return new httplib::ThreadPool(192); };
   server_.set_tcp_nodelay(true);
   server_.Get(R"(/repos/([^/]+/[^/]+)/installation)", [this](const httplib::Request& req,
                                                              httplib::Response& res) {

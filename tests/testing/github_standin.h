@@ -9,6 +9,7 @@
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <set>
 #include <string>
 #include <thread>
@@ -61,6 +62,7 @@ class GitHubStandin {
   void start(int port = 0);
   void stop();
   int port() const { return port_; }
+  int64_t app_id() const { return app_id_; }
   std::string url() const;
 
   // Generic-webhook receiver at /hooks/<name>, verifying X-Ootci-Signature-256 with `secret`.
@@ -123,7 +125,7 @@ class GitHubStandin {
   int token_requests_ = 0;
   int hang_all_ms_ = 0;
   TargetProfile profile_;
-  uint64_t rng_ = 1;
+  std::mt19937_64 rng_{1};
 };
 
 }  // namespace ootci

@@ -21,6 +21,7 @@ RelayYaml wired_relay(int port, const std::string& store, const GitHubStandin& g
   r.port = port;
   r.store = store;
   r.github_url = github.url();
+  r.app_id = github.app_id();
   if (oidc) {
     r.oidc_issuer = oidc->issuer();
     r.oidc_jwks_url = oidc->jwks_url();

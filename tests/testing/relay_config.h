@@ -17,7 +17,7 @@ struct RelayYaml {
   int port = 0;
   std::string store;
   std::string github_url;
-  int64_t app_id = 42;
+  int64_t app_id = 42;                     // wired_relay: the stand-in's
   std::string oidc_issuer, oidc_jwks_url;  // no oidc section when empty
   std::string secret_env = "TEST_WEBHOOK_SECRET";
   std::string upstream = "Codertocat/Hello-World";
