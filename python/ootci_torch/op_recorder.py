@@ -7,7 +7,9 @@ the recorder never changes the outcome of a run that counts.
 An op counts only when one of its tensor arguments, its device argument or its result is on the
 device, so the CPU reference computations inside a test do not pollute the set. An op is recorded
 before it runs, so one that raises (an unimplemented kernel) is in the set. Ops are named
-`aten::add.Tensor`, or `aten::ones` for a default overload.
+`aten::add.Tensor`, or `aten::ones` for a default overload. With each op come the dtypes of its
+tensors on the device, arguments and results, over all its calls: `aten::add.Tensor:float32`
+(`op_dtypes`), so a change that affects one dtype selects only the tests that ran the op with it.
 
 Two recorders, chosen by OOTCI_RECORDER:
 
@@ -78,9 +80,15 @@ def _observer_start(device):
 
 
 def _observer_stop():
-    """The ops recorded since _observer_start; raises if the observer failed on the way."""
+    """(ops, op:dtype pairs) recorded since _observer_start; raises if the observer failed on
+    the way."""
     import torch
-    return torch.ops.ootci_observer.stop()
+    ops, pairs = set(), set()
+    for entry in torch.ops.ootci_observer.stop():  # "aten::add.Tensor float32 int64"
+        op, *dtypes = entry.split(" ")
+        ops.add(op)
+        pairs.update(f"{op}:{d}" for d in dtypes)
+    return ops, pairs
 
 
 _OBSERVER_SOURCE = pathlib.Path(__file__).resolve().parent / "csrc" / "op_observer.cpp"
@@ -153,10 +161,12 @@ def _dispatch_key(device):
 
 
 class Recording:
-    """Context manager around one test phase; `ops` is the sorted list, or None if not recorded."""
+    """Context manager around one test phase; `ops` is the sorted list, or None if not recorded,
+    and `op_dtypes` the sorted "op:dtype" pairs."""
 
     def __init__(self):
         self.ops = None
+        self.op_dtypes = None
         self._mode = None
         self._observing = False
 
@@ -181,7 +191,8 @@ class Recording:
         if self._observing:
             self._observing = False
             try:
-                self.ops = sorted(_observer_stop())
+                ops, pairs = _observer_stop()
+                self.ops, self.op_dtypes = sorted(ops), sorted(pairs)
             except Exception:
                 self.ops = None  # it failed on the way: an incomplete set is not reported
             return False
@@ -198,5 +209,5 @@ class Recording:
         except Exception:
             pass
         if not mode.broken:
-            self.ops = sorted(mode.ops)
+            self.ops, self.op_dtypes = sorted(mode.ops), sorted(mode.op_dtypes)
         return False

@@ -42,6 +42,19 @@ def on_device(values, device) -> bool:
     return False
 
 
+def device_dtypes(values, device, found=None) -> set:
+    """torch's names ("float32") of the dtypes of the tensors on `device` among `values`."""
+    import torch
+    found = set() if found is None else found
+    for v in values:
+        if isinstance(v, torch.Tensor):
+            if v.device.type == device:
+                found.add(str(v.dtype).rsplit(".", 1)[-1])
+        elif isinstance(v, (list, tuple)):
+            device_dtypes(v, device, found)
+    return found
+
+
 def tensor_devices(values, found=None) -> set:
     """The device types of the tensors among `values` (nested lists and tuples too)."""
     found = set() if found is None else found
@@ -99,27 +112,24 @@ class OpRecordingMode(TorchDispatchMode):
         self.device = device
         self.device_key = _recorder._dispatch_key(device) or None
         self.ops = set()
+        self.op_dtypes = set()  # "aten::add.Tensor:float32"
         self.active = True  # False once the test is over: a mode left behind only passes through
         self.broken = False  # the recorder failed: its set is incomplete, so nothing is reported
         self.expanding = set()  # ops whose composite kernel is running under the mode
 
-    def _note(self, func, values) -> bool:
-        """True when there is nothing more to learn about this call."""
+    def _note(self, func, values):
+        """Records the op when `values` involve the device, with their dtypes there."""
         if not self.active or self.broken:
-            return True
+            return
         try:
             name = _names.get(func)
             if name is None:
                 name = _names[func] = _recorder.op_name(func)
-            if name in self.ops:
-                return True  # already recorded: skip the device check
             if on_device(values, self.device):
                 self.ops.add(name)
-                return True
+                self.op_dtypes.update(f"{name}:{d}" for d in device_dtypes(values, self.device))
         except Exception:
             self.broken = True
-            return True
-        return False
 
     def _composite_to_run(self, func, types, values):
         """(key, mutates) when this call should run its composite kernel under the mode."""
@@ -164,13 +174,13 @@ class OpRecordingMode(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         values = (args, tuple(kwargs.values()))
-        seen = self._note(func, values)
+        self._note(func, values)
         inside = self._composite_to_run(func, types, values)
         if inside is not None:
             out = self._try_composite(func, inside, args, kwargs)
             if out is not _PLAIN:
+                self._note(func, (out,))
                 return out
         out = func(*args, **kwargs)
-        if not seen:
-            self._note(func, (out,))
+        self._note(func, (out,))  # a result's dtype may differ from the arguments' (eq: bool)
         return out

@@ -9,10 +9,11 @@ Events: {"e": "collected", "tests": [id, ...]},
         {"e": "start", "id", "mode", "op", "dtype", "base"},
         {"e": "called", "id", "outcome", ...} (the call phase is over; teardown may still crash),
         {"e": "result", "id", "outcome", "duration", "mode", "op", "dtype", "base", "error_class",
-         "message", "ops"},
+         "message", "ops", "op_dtypes"},
         {"e": "collect_error", "message": text}
 "base" is the config name of the variant ("Class::method"). "ops" (only with OOTCI_RECORD_OPS=1)
-lists the ops the test called on the device during setup and call (op_recorder.py).
+lists the ops the test called on the device during setup and call (op_recorder.py), and
+"op_dtypes" the dtypes it called them with ("aten::add.Tensor:float32").
 
 OOTCI_RUN_ONLY names a file of test ids to run, OOTCI_RUN_ONLY_BASES one of "relpath::Class::method"
 lines whose variants run; with both, a test runs if either names it. OOTCI_RUN_SKIP ids never run.
@@ -34,6 +35,7 @@ _events = None
 _items = {}     # nodeid -> (test id, plan properties)
 _reports = {}   # nodeid -> [TestReport, ...]
 _ops = {}       # nodeid -> set of ops recorded so far (OOTCI_RECORD_OPS=1)
+_op_dtypes = {}  # nodeid -> set of "op:dtype" pairs recorded so far
 _record_ops = False
 
 
@@ -160,6 +162,7 @@ def _recorded(item):
         yield
     if rec.ops is not None:
         _ops.setdefault(item.nodeid, set()).update(rec.ops)
+        _op_dtypes.setdefault(item.nodeid, set()).update(rec.op_dtypes or ())
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -195,6 +198,7 @@ def pytest_runtest_logreport(report):
                      "error_class": error_class, "message": _text(message)}
             if _record_ops:
                 event["ops"] = sorted(_ops.get(report.nodeid, ()))
+                event["op_dtypes"] = sorted(_op_dtypes.get(report.nodeid, ()))
             _emit(event)
 
 
@@ -245,4 +249,5 @@ def pytest_runtest_logfinish(nodeid, location):
              "error_class": error_class, "message": _text(message)}
     if _record_ops:
         event["ops"] = sorted(_ops.pop(nodeid, ()))
+        event["op_dtypes"] = sorted(_op_dtypes.pop(nodeid, ()))
     _emit(event)

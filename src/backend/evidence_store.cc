@@ -69,6 +69,11 @@ CREATE TABLE discovered_files (
   PRIMARY KEY (relpath, file_hash, backend_rev)
 );
 )sql",
+      // The dtypes each op was called with on the device, "aten::add.Tensor:float32" pairs
+      // joined by spaces; '' for ops recorded before this column (any dtype).
+      R"sql(
+ALTER TABLE test_ops ADD COLUMN op_dtypes TEXT NOT NULL DEFAULT '';
+)sql",
   };
   return steps;
 }
@@ -94,7 +99,7 @@ constexpr const char* kInsertResultSql =
     "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
 // Ops as one space-separated text: they are read back per run, never queried one by one.
 constexpr const char* kInsertOpsSql =
-    "INSERT OR REPLACE INTO test_ops (run_id, test_id, ops) VALUES (?,?,?)";
+    "INSERT OR REPLACE INTO test_ops (run_id, test_id, ops, op_dtypes) VALUES (?,?,?,?)";
 
 // Mean duration per test over its newest `window` results in finished runs.
 // Mean of the last N results per test in finished runs. Results from whole (unsharded) runs are
@@ -176,7 +181,8 @@ class SqliteEvidenceStore : public EvidenceStore {
     tx.exec(kInsertResultSql,
             {run_id, t.test_id, t.file, t.cls, t.name, t.device, t.dtype, t.op, t.mode, t.outcome,
              t.duration_s, t.error_class, t.message, t.reruns, t.flaky, t.finished_ms, t.base});
-    if (!t.ops.empty()) tx.exec(kInsertOpsSql, {run_id, t.test_id, join_ops(t.ops)});
+    if (!t.ops.empty())
+      tx.exec(kInsertOpsSql, {run_id, t.test_id, join_ops(t.ops), join_ops(t.op_dtypes)});
   }
 
   // SQLite's own message ("FOREIGN KEY constraint failed") names neither the file nor the row.
@@ -365,13 +371,26 @@ class SqliteEvidenceStore : public EvidenceStore {
   }
 
   std::map<std::string, std::vector<std::string>> ops_of_run(const std::string& run_id) override {
+    return read_op_lists(run_id, "ops");
+  }
+
+  std::map<std::string, std::vector<std::string>> op_dtypes_of_run(
+      const std::string& run_id) override {
+    return read_op_lists(run_id, "op_dtypes");
+  }
+
+  // One space-separated column of test_ops per test id; tests whose list is empty are absent.
+  std::map<std::string, std::vector<std::string>> read_op_lists(const std::string& run_id,
+                                                                const std::string& column) {
     return read([&](SqlTx& tx) {
       std::map<std::string, std::vector<std::string>> out;
-      tx.each("SELECT test_id, ops FROM test_ops WHERE run_id = ?", {run_id}, [&](const SqlRow& r) {
-        std::vector<std::string>& ops = out[r.text(0)];
-        for (const std::string& op : split(r.text(1), ' '))
-          if (!op.empty()) ops.push_back(op);
-      });
+      tx.each("SELECT test_id, " + column + " FROM test_ops WHERE run_id = ?", {run_id},
+              [&](const SqlRow& r) {
+                std::vector<std::string> items;
+                for (const std::string& item : split(r.text(1), ' '))
+                  if (!item.empty()) items.push_back(item);
+                if (!items.empty()) out[r.text(0)] = std::move(items);
+              });
       return out;
     });
   }

@@ -33,6 +33,10 @@ struct TestResult {
   // Aten ops the variant called on the device ("aten::add.Tensor"), sorted; recorded only by
   // `ootci discover` (the op recorder), empty otherwise. Stored apart from the result row.
   std::vector<std::string> ops;
+  // The dtypes of the variant's tensors on the device per op, "aten::add.Tensor:float32"
+  // (arguments and results, over all calls), sorted; recorded with `ops`. Empty in evidence
+  // recorded before schema 3: the ops' dtypes are then unknown.
+  std::vector<std::string> op_dtypes;
 };
 
 // An upstream file whose variants `ootci discover` ran, keyed by what makes evidence stale: the
@@ -101,6 +105,9 @@ class EvidenceStore {
   // Execution evidence (`ootci discover`). record()/record_batch() store a result's ops too.
   // Ops per test id of one run (tests without recorded ops are absent).
   virtual std::map<std::string, std::vector<std::string>> ops_of_run(const std::string& run_id) = 0;
+  // "op:dtype" pairs per test id of one run (tests recorded without dtypes are absent).
+  virtual std::map<std::string, std::vector<std::string>> op_dtypes_of_run(
+      const std::string& run_id) = 0;
   virtual void mark_discovered(const DiscoveredFile& file) = 0;
   // The discovery of this exact file content on this backend revision, if any.
   virtual std::optional<DiscoveredFile> discovered(const std::string& relpath,

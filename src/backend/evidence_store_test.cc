@@ -316,7 +316,7 @@ TEST_F(EvidenceTest, RecordsTheSchemaVersionAndRefusesANewerOne) {
   sqlite3_stmt* s = nullptr;
   sqlite3_prepare_v2(db, "SELECT version FROM schema_version", -1, &s, nullptr);
   ASSERT_EQ(sqlite3_step(s), SQLITE_ROW);
-  EXPECT_EQ(sqlite3_column_int(s, 0), 2);
+  EXPECT_EQ(sqlite3_column_int(s, 0), 3);
   sqlite3_finalize(s);
   ASSERT_EQ(sqlite3_exec(db, "UPDATE schema_version SET version = 99", nullptr, nullptr, nullptr),
             SQLITE_OK);
@@ -326,7 +326,7 @@ TEST_F(EvidenceTest, RecordsTheSchemaVersionAndRefusesANewerOne) {
     FAIL() << "opened a database from a newer ootci";
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()),
-              path_ + ": evidence schema version 99 is newer than this ootci (2)");
+              path_ + ": evidence schema version 99 is newer than this ootci (3)");
   }
 }
 
@@ -388,6 +388,46 @@ TEST_F(EvidenceTest, OpsAndBaseNamesAreStoredWithTheResultAndForgottenWithIt) {
   EXPECT_EQ(store_->results("r-1")[0].base, "TestC::test_add");
   store_->forget("r-1", a.test_id);
   EXPECT_TRUE(store_->ops_of_run("r-1").empty());
+}
+
+TEST_F(EvidenceTest, OpDtypesAreStoredWithTheOps) {
+  store_->begin_run(run_info("r-1", 100));
+  TestResult a = result("a.py::C::test_add_privateuseone_float32", "passed");
+  a.ops = {"aten::add.Tensor", "aten::index_put_"};
+  a.op_dtypes = {"aten::add.Tensor:float32", "aten::index_put_:float32",
+                 "aten::index_put_:int64"};
+  TestResult b = result("a.py::C::test_sub", "passed");
+  b.ops = {"aten::sub.Tensor"};  // recorded without dtypes
+  store_->record_batch("r-1", {a, b});
+  auto pairs = store_->op_dtypes_of_run("r-1");
+  ASSERT_EQ(pairs.size(), 1u);
+  EXPECT_EQ(pairs[a.test_id], a.op_dtypes);
+  EXPECT_EQ(store_->ops_of_run("r-1").size(), 2u);
+}
+
+// Ops recorded by schema 2 keep their ops and gain an empty dtype list: dtypes unknown.
+TEST_F(EvidenceTest, MigratesAVersionTwoDatabaseKeepingItsOps) {
+  store_->begin_run(run_info("r-1", 100));
+  TestResult a = result("a.py::t", "passed");
+  a.ops = {"aten::add.Tensor"};
+  store_->record("r-1", a);
+  store_.reset();
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db,
+                         "ALTER TABLE test_ops DROP COLUMN op_dtypes; "
+                         "UPDATE schema_version SET version = 2",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  store_ = EvidenceStore::open(path_);
+  EXPECT_EQ(store_->ops_of_run("r-1").at("a.py::t"), a.ops);
+  EXPECT_TRUE(store_->op_dtypes_of_run("r-1").empty());
+  TestResult b = result("a.py::u", "passed");
+  b.ops = {"aten::mul.Tensor"};
+  b.op_dtypes = {"aten::mul.Tensor:float64"};
+  store_->record("r-1", b);
+  EXPECT_EQ(store_->op_dtypes_of_run("r-1").at("a.py::u"), b.op_dtypes);
 }
 
 TEST_F(EvidenceTest, ABatchMixingResultsWithAndWithoutOpsKeepsEveryRow) {

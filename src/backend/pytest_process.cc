@@ -112,6 +112,9 @@ TestResult result_from_event(const nlohmann::json& e) {
   r.ops = field<std::vector<std::string>>(e, "ops", {});
   std::sort(r.ops.begin(), r.ops.end());
   r.ops.erase(std::unique(r.ops.begin(), r.ops.end()), r.ops.end());
+  r.op_dtypes = field<std::vector<std::string>>(e, "op_dtypes", {});
+  std::sort(r.op_dtypes.begin(), r.op_dtypes.end());
+  r.op_dtypes.erase(std::unique(r.op_dtypes.begin(), r.op_dtypes.end()), r.op_dtypes.end());
   r.error_class = field<std::string>(e, "error_class", "");
   r.message = field<std::string>(e, "message", "");
   r.finished_ms = now_ms();

@@ -7,6 +7,7 @@
 #include "base/text.h"
 #include "select/changed.h"
 #include "select/code_evidence.h"
+#include "select/dtype_scope.h"
 #include "select/git.h"
 #include "select/source_text.h"
 
@@ -88,9 +89,47 @@ std::string fallback_kernel(const CodeEvidence& e) {
 
 struct SideChange {
   const CodeEvidence& evidence;
+  const std::map<std::string, std::string>& sources;
+  const CodeEvidence& other_side;
   const std::vector<std::pair<int, int>>& ranges;
   const char* side;  // "" for the new side, " (removed lines)" for the old one
 };
+
+bool registers(const CodeEvidence& e, const std::string& op) {
+  return std::any_of(e.registrations.begin(), e.registrations.end(),
+                     [&](const OpRegistration& r) { return r.kind != "fallback" && r.op == op; });
+}
+
+// The dtypes a change to `lines` of `path` can affect for `op` (dtype_scope.h): a kernel
+// registered (or unregistered) for some dtypes only, with every other handed to the fallback,
+// limits all of it; otherwise each changed line inside the kernel says, and any other line
+// (its registration, code outside the kernels) may affect every dtype.
+DtypeScope op_change_scope(const SideChange& side, const std::string& path,
+                           std::pair<int, int> lines, const std::string& op, bool whole_file) {
+  const OpRegistration* reg = registration_of(side.evidence, op, path);
+  if (!reg || reg->function_begin == 0) return {};
+  auto source = side.sources.find(reg->function_file);
+  if (source == side.sources.end()) return {};
+  SourceText text(source->second, SourceLanguage::kCpp);
+  if (!registers(side.other_side, op)) {
+    std::set<std::string> fallbacks;
+    for (const auto& r : side.evidence.registrations)
+      if (r.kind == "fallback" && !r.function.empty()) fallbacks.insert(r.function);
+    DtypeScope own = kernel_own_dtypes(text, reg->function_begin, reg->function_end, fallbacks);
+    if (!own.every_dtype()) return own;
+  }
+  if (whole_file || reg->function_file != path) return {};
+  DtypeScope out;
+  for (int line = lines.first; line <= lines.second; ++line) {
+    if (line < reg->function_begin || line > reg->function_end) return {};
+    DtypeScope at = dtype_scope_at(text, reg->function_begin, reg->function_end, line);
+    if (at.every_dtype()) return {};
+    out.dtypes.insert(at.dtypes.begin(), at.dtypes.end());
+    if (out.why.find(at.why) == std::string::npos)
+      out.why += (out.why.empty() ? "" : "; ") + at.why;
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -153,8 +192,9 @@ ChangeFacts backend_changes(const std::string& repo, const std::string& range,
         std::vector<std::string> op_reasons;
         bool fallback = false, header_outside_kernels = false;
         int fallback_line = 0;
-        for (const SideChange& side : {SideChange{evidence_b, new_lines, ""},
-                                       SideChange{evidence_a, old_lines, " (removed lines)"}}) {
+        for (const SideChange& side :
+             {SideChange{evidence_b, sources_b, evidence_a, new_lines, ""},
+              SideChange{evidence_a, sources_a, evidence_b, old_lines, " (removed lines)"}}) {
           for (const auto& r : side.ranges) {
             TouchedOps t = ops_touched(side.evidence, path, {r});
             if (t.touches_fallback && !fallback) {
@@ -163,7 +203,22 @@ ChangeFacts backend_changes(const std::string& repo, const std::string& range,
             }
             if (t.whole_file && is_header(path)) header_outside_kernels = true;
             for (const auto& op : t.ops) {
-              if (!ops.insert(op).second) continue;
+              DtypeScope scope = op_change_scope(side, path, r, op, t.whole_file);
+              bool first_change = ops.insert(op).second;
+              // A later range of the same op adds its dtypes (or every dtype) to the first one's.
+              if (!first_change) {
+                OpChange& c = facts.ops[op].back();
+                if (c.dtypes.empty()) continue;
+                if (scope.every_dtype()) {
+                  c.dtypes.clear();
+                  c.dtype_why.clear();
+                } else {
+                  c.dtypes.insert(scope.dtypes.begin(), scope.dtypes.end());
+                  if (c.dtype_why.find(scope.why) == std::string::npos)
+                    c.dtype_why += "; " + scope.why;
+                }
+                continue;
+              }
               const OpRegistration* reg = registration_of(side.evidence, op, path);
               std::string why =
                   d.is_added()     ? fmt::format("backend {} (new file) registers {}{}", path, op,
@@ -177,7 +232,7 @@ ChangeFacts backend_changes(const std::string& repo, const std::string& range,
                             path, r.first, side.side, op)
                       : fmt::format("backend {}:{}{} changes {}{}", path, r.first, side.side, op,
                                     kernel_of(reg));
-              facts.ops[op].push_back(why);
+              facts.ops[op].push_back({why, scope.dtypes, scope.why});
             }
           }
         }

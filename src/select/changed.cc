@@ -41,7 +41,8 @@ bool failed(const TestResult& r) {
 
 void ChangeFacts::merge(const ChangeFacts& other) {
   full_plan.insert(full_plan.end(), other.full_plan.begin(), other.full_plan.end());
-  for (const auto& [op, why] : other.ops) ops[op].insert(ops[op].end(), why.begin(), why.end());
+  for (const auto& [op, changes] : other.ops)
+    ops[op].insert(ops[op].end(), changes.begin(), changes.end());
   for (const auto& [f, why] : other.files) files[f].insert(files[f].end(), why.begin(), why.end());
 }
 
@@ -54,8 +55,20 @@ ChangedSelection select_from_facts(const ChangeFacts& facts, const std::vector<P
   ChangedSelection s;
   s.summary = facts.summary;
   nlohmann::json touched = nlohmann::json::array();
-  for (const auto& [op, _] : facts.ops) touched.push_back(op);
+  nlohmann::json touched_dtypes = nlohmann::json::object();
+  for (const auto& [op, changes] : facts.ops) {
+    touched.push_back(op);
+    std::set<std::string> dtypes;
+    bool every = false;
+    for (const auto& c : changes) {
+      every = every || c.dtypes.empty();
+      dtypes.insert(c.dtypes.begin(), c.dtypes.end());
+    }
+    if (!every) touched_dtypes[op] = dtypes;
+  }
   s.summary["touched_ops"] = touched;
+  // Ops whose changes can affect some dtypes only; an op not listed: every dtype.
+  s.summary["touched_dtypes"] = touched_dtypes;
   s.summary["full_plan"] = facts.full_plan;
   s.summary["plan_files"] = plan.size();
 
@@ -75,13 +88,14 @@ ChangedSelection select_from_facts(const ChangeFacts& facts, const std::vector<P
 
   size_t undiscovered = 0, stale = 0, unrecorded = 0;
   if (facts.full_plan.empty() && !facts.ops.empty()) {
-    // op family -> (touched op, why)
-    std::map<std::string, std::vector<std::pair<std::string, std::string>>> families;
-    for (const auto& [op, why] : facts.ops)
-      for (const auto& w : why) families[op_family(op)].emplace_back(op, w);
+    // op family -> the changes of its ops
+    std::map<std::string, std::vector<const OpChange*>> families;
+    for (const auto& [op, changes] : facts.ops)
+      for (const auto& c : changes) families[op_family(op)].push_back(&c);
     std::map<std::string, DiscoveredFile> discovered;
     for (auto& d : store.latest_discoveries()) discovered[d.relpath] = d;
     std::map<std::string, std::map<std::string, std::vector<std::string>>> ops_by_run;
+    std::map<std::string, std::map<std::string, std::vector<std::string>>> dtypes_by_run;
     std::map<std::string, std::vector<TestResult>> results_by_run;
 
     for (const auto& f : plan) {
@@ -107,19 +121,46 @@ ChangedSelection select_from_facts(const ChangeFacts& facts, const std::vector<P
       const std::string& run = d->second.run_id;
       if (!ops_by_run.count(run)) ops_by_run[run] = store.ops_of_run(run);
       if (!results_by_run.count(run)) results_by_run[run] = store.results(run);
+      if (!dtypes_by_run.count(run)) dtypes_by_run[run] = store.op_dtypes_of_run(run);
       const auto& ops = ops_by_run[run];
+      const auto& pairs = dtypes_by_run[run];
       std::string prefix = f.relpath + "::";
       for (auto it = ops.lower_bound(prefix); it != ops.end() && it->first.rfind(prefix, 0) == 0;
            ++it) {
-        std::set<std::string> done;  // touched ops already explained for this test
+        // op -> the dtypes the test ran it with; none recorded: unknown, so any dtype.
+        std::map<std::string, std::set<std::string>> ran_with;
+        if (auto p = pairs.find(it->first); p != pairs.end())
+          for (const auto& pair : p->second)
+            if (auto colon = pair.rfind(':');
+                colon != std::string::npos && colon > 0 && pair[colon - 1] != ':')
+              ran_with[pair.substr(0, colon)].insert(pair.substr(colon + 1));
+        std::set<const OpChange*> done;  // changes already explained for this test
         for (const auto& called : it->second) {
           auto fam = families.find(op_family(called));
           if (fam == families.end()) continue;
-          s.tests.insert(it->first);
-          for (const auto& [op, why] : fam->second) {
-            if (done.count(op + why)) continue;
-            done.insert(op + why);
-            add_reason(s.reasons[it->first], fmt::format("{}; the test called {}", why, called));
+          for (const OpChange* change : fam->second) {
+            std::string with;
+            if (!change->dtypes.empty()) {
+              auto ran = ran_with.find(called);
+              if (ran != ran_with.end()) {
+                std::vector<std::string> hit;
+                std::set_intersection(ran->second.begin(), ran->second.end(),
+                                      change->dtypes.begin(), change->dtypes.end(),
+                                      std::back_inserter(hit));
+                if (hit.empty()) continue;  // it never ran the op with a dtype the change affects
+                with = fmt::format(" with {}", fmt::join(hit, ", "));
+              } else {
+                with = " (its dtypes were not recorded)";
+              }
+            }
+            s.tests.insert(it->first);
+            if (!done.insert(change).second) continue;
+            std::string only = change->dtypes.empty() ? ""
+                                                      : fmt::format(", for {} only ({})",
+                                                                    fmt::join(change->dtypes, ", "),
+                                                                    change->dtype_why);
+            add_reason(s.reasons[it->first],
+                       fmt::format("{}{}; the test called {}{}", change->why, only, called, with));
           }
         }
       }
@@ -198,7 +239,14 @@ std::string format_changed_summary(const ChangedSelection& s) {
   const auto& ops = s.summary["touched_ops"];
   if (!ops.empty()) {
     std::vector<std::string> names;
-    for (const auto& op : ops) names.push_back(op.get<std::string>());
+    const auto& dtypes = s.summary.value("touched_dtypes", nlohmann::json::object());
+    for (const auto& op : ops) {
+      std::string name = op.get<std::string>();
+      if (dtypes.contains(name))
+        name += fmt::format(" ({} only)",
+                            fmt::join(dtypes[name].get<std::vector<std::string>>(), ", "));
+      names.push_back(name);
+    }
     out += fmt::format("touched ops: {}\n", fmt::join(names, ", "));
   }
   out += fmt::format("selected: {} whole files of {}, {} tests", s.files.size(),

@@ -13,10 +13,17 @@
 
 namespace ootci {
 
+// One change to an op's kernel, and the dtypes it can affect (docs/select.md, "Dtypes").
+struct OpChange {
+  std::string why;               // "backend csrc/kernels.cpp:78 changes aten::view (kernel ...)"
+  std::set<std::string> dtypes;  // torch names; empty: every dtype
+  std::string dtype_why;         // how the code limits it to those dtypes
+};
+
 // What one range of commits changed, in terms the selection understands.
 struct ChangeFacts {
   std::vector<std::string> full_plan;  // why every plan file must run (empty: not needed)
-  std::map<std::string, std::vector<std::string>> ops;    // touched op -> why
+  std::map<std::string, std::vector<OpChange>> ops;       // touched op -> its changes
   std::map<std::string, std::vector<std::string>> files;  // plan relpath to run whole -> why
   nlohmann::json summary = nlohmann::json::object();
   void merge(const ChangeFacts& other);  // everything but the summary
@@ -50,8 +57,9 @@ struct ChangedSelection {
 
 // The tests of the plan files that the facts reach: whole files for the full plan and changed
 // test files; for touched ops, every test whose latest discovery called an op of the same family
-// (op_family); a file never discovered, or changed since its discovery, runs whole (missing
-// evidence means running more, never less).
+// (op_family) with one of the change's dtypes (any dtype when the change is not limited to some,
+// or when the discovery recorded no dtypes); a file never discovered, or changed since its
+// discovery, runs whole (missing evidence means running more, never less).
 ChangedSelection select_from_facts(const ChangeFacts& facts, const std::vector<PlanFileRef>& plan,
                                    EvidenceStore& store);
 

@@ -148,6 +148,112 @@ TEST_F(SelectChanged, ANewKernelFileSelectsEveryVariantOfItsOp) {
             "test called aten::add_.Tensor");
 }
 
+// Tests of test_a.py that ran add with known dtypes (schema 3 evidence), beside the fixture's
+// tests recorded without dtypes.
+void record_add_dtypes(EvidenceStore& store) {
+  const std::string a = "test/test_a.py";
+  auto with = [&](const std::string& name, std::vector<std::string> ops,
+                  std::vector<std::string> pairs) {
+    TestResult r = result(a, name, std::move(ops));
+    r.op_dtypes = std::move(pairs);
+    return r;
+  };
+  store.record_batch("r-discover",
+                     {with("test_add_float32", {"aten::add.Tensor"}, {"aten::add.Tensor:float32"}),
+                      with("test_add_float64", {"aten::add.Tensor"}, {"aten::add.Tensor:float64"}),
+                      with("test_add_int64", {"aten::add_.Tensor", "aten::mul.Tensor"},
+                           {"aten::add_.Tensor:int64", "aten::mul.Tensor:float32"}),
+                      with("test_add_mixed", {"aten::add.out"},
+                           {"aten::add.out:float32", "aten::add.out:int64"})});
+}
+
+// Issue 20's acceptance: a fault in float32 add selects only the tests with float32 add evidence
+// (and those whose dtypes were never recorded), each with the (op, dtype) and the hunk.
+TEST_F(SelectChanged, AKernelForOneDtypeSelectsOnlyTestsThatRanItsOpWithThatDtype) {
+  record_add_dtypes(*store_);
+  fs::create_directories(repo_ + "/csrc/faults");
+  write_file(repo_ + "/csrc/faults/add.cpp",
+             "#include <ATen/native/CPUFallback.h>\n"
+             "#include <torch/library.h>\n"
+             "namespace ootci_ref {\n"
+             "void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack);\n"
+             "}\n"
+             "namespace faults {\n"
+             "void add_float32(const c10::OperatorHandle& op, torch::jit::Stack* stack) {\n"
+             "  const at::Tensor self = (*stack)[0].toTensor();\n"
+             "  if (self.scalar_type() != at::ScalarType::Float) return "
+             "ootci_ref::cpu_fallback(op, stack);\n"
+             "  at::native::cpu_fallback(op, stack);\n"
+             "  stack->back().toTensor().add_(1);\n"
+             "}\n"
+             "}  // namespace faults\n"
+             "TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {\n"
+             "  m.impl(\"add.Tensor\", "
+             "torch::CppFunction::makeFromBoxedFunction<&faults::add_float32>());\n"
+             "}\n");
+  ChangedSelection s = select(commit(repo_, "add: float32 on the device"));
+  EXPECT_EQ(
+      s.tests,
+      (Strings{"test/test_a.py::TestOps::test_add", "test/test_a.py::TestOps::test_add_float32",
+               "test/test_a.py::TestOps::test_add_inplace",
+               "test/test_a.py::TestOps::test_add_mixed", "test/test_a.py::TestOps::test_crash",
+               "test/test_b.py::TestOps::test_add"}));
+  EXPECT_EQ(s.reasons.at("test/test_a.py::TestOps::test_add_mixed"),
+            std::vector<std::string>{
+                "backend csrc/faults/add.cpp (new file) registers aten::add.Tensor (kernel "
+                "faults::add_float32), for float32 only (a kernel for float32 only: line 9 hands "
+                "every other dtype to the fallback cpu_fallback); the test called aten::add.out "
+                "with float32"});
+  EXPECT_NE(s.reasons.at("test/test_a.py::TestOps::test_add")[0].find(
+                "the test called aten::add.Tensor (its dtypes were not recorded)"),
+            std::string::npos);
+  EXPECT_EQ(s.summary["touched_dtypes"], (nlohmann::json{{"aten::add.Tensor", {"float32"}}}));
+  EXPECT_NE(format_changed_summary(s).find("touched ops: aten::add.Tensor (float32 only)"),
+            std::string::npos)
+      << format_changed_summary(s);
+}
+
+// A change inside a dtype branch of an existing kernel: that dtype only. The same kernel
+// changed outside the branch: every dtype.
+TEST_F(SelectChanged, AChangeInsideADtypeBranchOfAKernelSelectsThatDtype) {
+  record_add_dtypes(*store_);
+  fs::create_directories(repo_ + "/csrc/faults");
+  std::string kernel =
+      "#include <torch/library.h>\n"
+      "namespace faults {\n"
+      "at::Tensor add(const at::Tensor& self, const at::Tensor& other, const at::Scalar& a) {\n"
+      "  auto out = at::native::add(self.cpu(), other.cpu(), a);\n"
+      "  if (self.scalar_type() == at::kDouble) {\n"
+      "    out.mul_(1);\n"
+      "  }\n"
+      "  return out.to(self.device());\n"
+      "}\n"
+      "}  // namespace faults\n"
+      "TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {\n"
+      "  m.impl(\"add.Tensor\", TORCH_FN(faults::add));\n"
+      "}\n";
+  write_file(repo_ + "/csrc/faults/add.cpp", kernel);
+  base_ = commit(repo_, "add kernel");
+  write_file(repo_ + "/csrc/faults/add.cpp", replace(kernel, "out.mul_(1)", "out.mul_(2)"));
+  ChangedSelection s = select(commit(repo_, "float64 add: scale"));
+  EXPECT_TRUE(s.tests.count("test/test_a.py::TestOps::test_add_float64"));
+  EXPECT_FALSE(s.tests.count("test/test_a.py::TestOps::test_add_float32"));
+  EXPECT_FALSE(s.tests.count("test/test_a.py::TestOps::test_add_mixed"));
+  EXPECT_EQ(s.reasons.at("test/test_a.py::TestOps::test_add_float64")[0],
+            "backend csrc/faults/add.cpp:6 changes aten::add.Tensor (kernel faults::add), for "
+            "float64 only (inside `if (self.scalar_type() == at::kDouble)` at line 5); the test "
+            "called aten::add.Tensor with float64");
+
+  std::string before = read_file(repo_ + "/csrc/faults/add.cpp");
+  base_ = commit(repo_, "again");
+  write_file(repo_ + "/csrc/faults/add.cpp",
+             replace(before, "  return out.to(", "  out.add_(0);\n  return out.to("));
+  s = select(commit(repo_, "every dtype"));
+  EXPECT_TRUE(s.tests.count("test/test_a.py::TestOps::test_add_float32"));
+  EXPECT_TRUE(s.tests.count("test/test_a.py::TestOps::test_add_float64"));
+  EXPECT_TRUE(s.tests.count("test/test_a.py::TestOps::test_add_int64"));
+}
+
 TEST_F(SelectChanged, RemovedRegistrationsTouchTheirOpsFromTheOldSide) {
   write_kernels(replace(kernels(), "  m.impl(\"view\", TORCH_FN(at::native::view));\n", ""));
   ChangedSelection s = select(commit(repo_, "view falls back"));
@@ -315,12 +421,32 @@ TEST_F(UpstreamChanged, AKernelChangeTouchesItsOpsThroughDispatchEntries) {
   ChangeFacts f = changes();
   EXPECT_TRUE(f.full_plan.empty()) << f.full_plan[0];
   ASSERT_EQ(f.ops.size(), 2u);
-  EXPECT_EQ(f.ops.at("aten::add.out")[0],
+  EXPECT_EQ(f.ops.at("aten::add.out")[0].why,
             "upstream aten/src/ATen/native/BinaryOps.cpp:8 changes add_out, a kernel of "
             "aten::add.out");
-  EXPECT_EQ(f.ops.at("aten::mul.Tensor")[0],
+  EXPECT_EQ(f.ops.at("aten::mul.Tensor")[0].why,
             "upstream aten/src/ATen/native/BinaryOps.cpp:11 changes mul, a kernel of "
             "aten::mul.Tensor");
+}
+
+// Upstream CPU kernels dispatch on dtypes with AT_DISPATCH_* macros: a change inside one can
+// affect only the macro's dtypes.
+TEST_F(UpstreamChanged, AChangeInsideADispatchMacroTouchesOnlyItsDtypes) {
+  edit("aten/src/ATen/native/BinaryOps.cpp", "  return self;\n",
+       "  AT_DISPATCH_FLOATING_TYPES_AND(kHalf, self.scalar_type(), \"mul\", [&] {\n"
+       "    mul_kernel<scalar_t>(self, other);\n"
+       "  });\n"
+       "  return self;\n");
+  base_ = commit(repo_, "mul dispatches");
+  edit("aten/src/ATen/native/BinaryOps.cpp", "    mul_kernel<scalar_t>(self, other);\n",
+       "    mul_kernel<scalar_t>(self, other, /*fast=*/true);\n");
+  commit(repo_, "fast mul");
+  ChangeFacts f = changes();
+  ASSERT_EQ(f.ops.size(), 1u);
+  const OpChange& c = f.ops.at("aten::mul.Tensor")[0];
+  EXPECT_EQ(c.dtypes, (Strings{"float16", "float32", "float64"}));
+  EXPECT_EQ(c.dtype_why,
+            "inside AT_DISPATCH_FLOATING_TYPES_AND at line 11 (float16, float32, float64)");
 }
 
 TEST_F(UpstreamChanged, ANativeFunctionsEntryChangeTouchesThatOp) {

@@ -174,11 +174,14 @@ DiscoverReport discover(const DiscoverRequest& req) {
 
   auto store = EvidenceStore::open(req.evidence_path);
   std::map<std::string, std::vector<std::string>> ops = store->ops_of_run(ops_run.run_id);
+  std::map<std::string, std::vector<std::string>> op_dtypes =
+      store->op_dtypes_of_run(ops_run.run_id);
   std::vector<TestResult> with_ops;
   for (TestResult r : report.run->results) {
     auto it = ops.find(r.test_id);
     if (it == ops.end()) continue;
     r.ops = it->second;
+    if (auto d = op_dtypes.find(r.test_id); d != op_dtypes.end()) r.op_dtypes = d->second;
     with_ops.push_back(std::move(r));
   }
   store->record_batch(report.run->run_id, with_ops);

@@ -290,6 +290,12 @@ int SourceText::line_of(size_t offset) const {
   return static_cast<int>(it - line_starts_.begin());
 }
 
+size_t SourceText::line_start(int line) const {
+  if (line < 1) return 0;
+  if (line > line_count()) return masked_.size();
+  return line_starts_[line - 1];
+}
+
 std::string SourceText::masked_line(int line) const {
   if (line < 1 || line > line_count()) return "";
   size_t begin = line_starts_[static_cast<size_t>(line - 1)];

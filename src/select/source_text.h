@@ -20,7 +20,8 @@ class SourceText {
   // Comments become spaces; a string or character literal keeps its quotes (and a raw string its
   // R"delim( and )delim") with its contents blanked.
   const std::string& masked() const { return masked_; }
-  int line_of(size_t offset) const;  // 1-based
+  int line_of(size_t offset) const;   // 1-based
+  size_t line_start(int line) const;  // offset of a 1-based line's first character
   int line_count() const { return static_cast<int>(line_starts_.size()); }
   // Whether a 1-based line holds anything besides whitespace and comments (a C++ directive
   // counts as code), so comment-only edits can be told apart.

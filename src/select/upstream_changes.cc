@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "select/changed.h"
+#include "select/dtype_scope.h"
 #include "select/git.h"
 #include "select/native_functions.h"
 #include "select/source_text.h"
@@ -87,8 +88,10 @@ void yaml_changes(const std::string& text, const std::vector<std::pair<int, int>
                           : "";
       if (t.empty() || t[0] == '#') continue;
       if (auto op = nf.op_at(line))
-        facts.ops[*op].push_back(fmt::format("upstream {}:{}{} changes the entry of {}",
-                                             kNativeFunctions, line, side, *op));
+        facts.ops[*op].push_back({fmt::format("upstream {}:{}{} changes the entry of {}",
+                                              kNativeFunctions, line, side, *op),
+                                  {},
+                                  ""});
       else
         facts.full_plan.push_back(
             fmt::format("upstream {}:{}{} changes text outside any operator entry",
@@ -97,10 +100,20 @@ void yaml_changes(const std::string& text, const std::vector<std::pair<int, int>
   }
 }
 
-// The changed lines of a native C++ file -> the functions around them -> their ops.
+// A changed function of a native C++ file: where it first changed, and the dtypes its changed
+// lines can affect (dtype_scope.h) over both sides of the diff.
+struct ChangedFunction {
+  int line = 0;
+  const char* side = "";
+  bool every_dtype = false;
+  std::set<std::string> dtypes;
+  std::vector<std::string> dtype_whys;
+};
+
+// The changed lines of a native C++ file -> the functions around them.
 void native_source_changes(const std::string& path, const std::string& text,
-                           const std::vector<std::pair<int, int>>& ranges, const Native& native,
-                           const char* side, std::set<std::string>& reported, ChangeFacts& facts) {
+                           const std::vector<std::pair<int, int>>& ranges, const char* side,
+                           std::map<std::string, ChangedFunction>& changed, ChangeFacts& facts) {
   SourceText s(text, SourceLanguage::kCpp);
   std::vector<FunctionDefinition> defs = cpp_function_definitions(s);
   static const std::regex register_dispatch(
@@ -108,9 +121,11 @@ void native_source_changes(const std::string& path, const std::string& text,
   for (const auto& [first, last] : ranges) {
     for (int line = first; line <= last; ++line) {
       if (!s.is_code_line(line)) continue;
-      std::vector<std::string> functions;
+      std::vector<const FunctionDefinition*> around;
       for (const auto& d : defs)
-        if (d.first_line <= line && line <= d.last_line) functions.push_back(d.name);
+        if (d.first_line <= line && line <= d.last_line) around.push_back(&d);
+      std::vector<std::string> functions;
+      for (const auto* d : around) functions.push_back(d->name);
       std::string raw = s.masked_line(line);
       std::smatch m;
       if (functions.empty() && std::regex_search(raw, m, register_dispatch)) {
@@ -128,20 +143,51 @@ void native_source_changes(const std::string& path, const std::string& text,
             fmt::format("upstream {}:{}{} changes code outside any function", path, line, side));
         continue;
       }
+      // The outermost definition around the line is the kernel whose constructs decide.
+      DtypeScope scope;
+      if (!around.empty())
+        scope = dtype_scope_at(s, around.front()->first_line, around.front()->last_line, line);
       for (const auto& fn : functions) {
-        if (!reported.insert(fn).second) continue;
-        std::set<std::string> ops = native.ops_of_function(fn);
-        if (ops.empty()) {
-          facts.full_plan.push_back(
-              fmt::format("upstream {}:{}{} changes {}, which no native_functions.yaml entry names "
-                          "(a shared helper)",
-                          path, line, side, fn));
-          continue;
+        auto [it, fresh] = changed.try_emplace(fn);
+        ChangedFunction& c = it->second;
+        if (fresh) {
+          c.line = line;
+          c.side = side;
         }
-        for (const auto& op : ops)
-          facts.ops[op].push_back(
-              fmt::format("upstream {}:{}{} changes {}, a kernel of {}", path, line, side, fn, op));
+        if (scope.every_dtype()) {
+          c.every_dtype = true;
+        } else {
+          c.dtypes.insert(scope.dtypes.begin(), scope.dtypes.end());
+          if (std::find(c.dtype_whys.begin(), c.dtype_whys.end(), scope.why) == c.dtype_whys.end())
+            c.dtype_whys.push_back(scope.why);
+        }
       }
+    }
+  }
+}
+
+void report_functions(const std::string& path,
+                      const std::map<std::string, ChangedFunction>& changed, const Native& native,
+                      ChangeFacts& facts) {
+  for (const auto& [fn, c] : changed) {
+    std::set<std::string> ops = native.ops_of_function(fn);
+    if (ops.empty()) {
+      facts.full_plan.push_back(
+          fmt::format("upstream {}:{}{} changes {}, which no native_functions.yaml entry names "
+                      "(a shared helper)",
+                      path, c.line, c.side, fn));
+      continue;
+    }
+    for (const auto& op : ops) {
+      OpChange change{
+          fmt::format("upstream {}:{}{} changes {}, a kernel of {}", path, c.line, c.side, fn, op),
+          {},
+          ""};
+      if (!c.every_dtype) {
+        change.dtypes = c.dtypes;
+        change.dtype_why = fmt::format("{}", fmt::join(c.dtype_whys, "; "));
+      }
+      facts.ops[op].push_back(change);
     }
   }
 }
@@ -212,9 +258,10 @@ ChangeFacts upstream_changes(const std::string& repo, const std::string& range,
         yaml_changes(text_b, d.added, now, "", facts);
         yaml_changes(text_a, d.removed, before, " (removed lines)", facts);
       } else {
-        std::set<std::string> reported;  // functions, once per file
-        native_source_changes(path, text_b, d.added, lookup, "", reported, facts);
-        native_source_changes(path, text_a, d.removed, lookup, " (removed lines)", reported, facts);
+        std::map<std::string, ChangedFunction> changed;  // functions, once per file
+        native_source_changes(path, text_b, d.added, "", changed, facts);
+        native_source_changes(path, text_a, d.removed, " (removed lines)", changed, facts);
+        report_functions(path, changed, lookup, facts);
       }
     }
   }

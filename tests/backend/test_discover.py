@@ -27,13 +27,15 @@ class Discovery:
         self.run_id = m.group(1) if m else None
 
     def results(self):
-        """{"Class::name": (outcome, error_class, message, mode, base, ops)} of this run."""
+        """{"Class::name": (outcome, error_class, message, mode, base, ops, op_dtypes)}."""
         db = sqlite3.connect(self.ws.path / ".ootci" / "evidence.db")
-        ops = dict(db.execute("SELECT test_id, ops FROM test_ops WHERE run_id = ?", (self.run_id,)))
+        ops = {t: (o, d) for t, o, d in db.execute(
+            "SELECT test_id, ops, op_dtypes FROM test_ops WHERE run_id = ?", (self.run_id,))}
         rows = db.execute("SELECT test_id, outcome, error_class, message, mode, base FROM results "
                           "WHERE run_id = ?", (self.run_id,)).fetchall()
         return {"::".join(r[0].split("::")[1:]) or r[0]:
-                r[1:] + (set((ops.get(r[0]) or "").split()),) for r in rows}
+                r[1:] + tuple(set(text.split()) for text in ops.get(r[0], ("", "")))
+                for r in rows}
 
 
 def discover(ws, *args, timeout=900):
@@ -116,6 +118,12 @@ def test_discover_keeps_raw_outcomes_bases_and_device_ops_and_reruns_only_what_c
     view_empty = results["TestOldViewOpsPRIVATEUSEONE::test_view_empty_privateuseone"]
     assert view_empty[0] == "passed"
     assert {"aten::view", "aten::randn"} <= view_empty[5]
+    # And the dtypes it called them with: a float32 variant ran add with float32, its int64
+    # sibling never ran add.
+    assert "aten::view:float32" in view_empty[6], view_empty[6]
+    float32 = results["TestOldViewOpsPRIVATEUSEONE::test_broadcast_to_privateuseone_float32"]
+    assert any(p.startswith("aten::add") and p.endswith(":float32") for p in float32[6]), float32
+    assert {p.rsplit(":", 1)[0] for p in float32[6]} <= float32[5]
 
     # Variants that reach the switched-off op fail naming it, and have it among their ops.
     switched_off = {t: r for t, r in results.items()
@@ -189,11 +197,14 @@ RECORDER_PROBE = textwrap.dedent("""
         on_device = torch.ones(2, 3, device=device)    # a factory: only device= names the device
         moved = cpu.to(device)                         # CPU input, device result
         both = on_device.mul(moved)
+        picked = both.index_select(0, torch.tensor([1], device=device))  # float32 and int64
+        same = on_device.eq(moved)                     # float32 in, bool out
         try:
             both.add(1)                                # switched off: raises, still recorded
         except NotImplementedError:
             out["raised"] = True
     out["ops"] = rec.ops
+    out["op_dtypes"] = rec.op_dtypes
     if sys.argv[1] == "composite":
         # Device ops that only composite kernels reach: masked_fill.Scalar runs masked_fill_,
         # logsumexp runs sum, amax and exp; the results are the plain run's.
@@ -253,6 +264,12 @@ def test_recorder_records_only_device_ops_and_never_fails_a_test(ws, recorder):
             "aten::_copy_from"} <= ops, ops
     assert not ops & {"aten::cumsum", "aten::arange.start", "aten::arange.start_out"}, ops
     assert out["ops"] == sorted(out["ops"])
+    # Each op with the dtypes of its tensors on the device, arguments and results.
+    pairs = set(out["op_dtypes"])
+    assert {"aten::mul.Tensor:float32", "aten::index_select:float32", "aten::index_select:int64",
+            "aten::eq.Tensor:float32", "aten::eq.Tensor:bool", "aten::ones:float32"} <= pairs, pairs
+    assert not {"aten::mul.Tensor:int64", "aten::mul.Tensor:bool"} & pairs, pairs
+    assert {p.rsplit(":", 1)[0] for p in pairs} <= ops
     # A recorder that fails records nothing, and the computation is unchanged.
     assert out["broken"] == [None, 6.0]
 

@@ -1,15 +1,18 @@
 // The op observer behind ootci_torch.op_recorder (docs/select.md): a global RecordFunction
 // callback that records which ops are called with a tensor, a device or a result on one device
-// type. Unlike a TorchDispatchMode it takes no part in dispatch, so a test runs the same kernels
+// type, and with which dtypes of the device's tensors (arguments and results). Unlike a
+// TorchDispatchMode it takes no part in dispatch, so a test runs the same kernels
 // and takes the same branches as in a plain run, and it sees every call the dispatcher makes
 // from the top: inside composite kernels, inside the backend's own kernels and in autograd's
 // backward on its device threads.
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/ivalue.h>
 #include <ATen/record_function.h>
 #include <c10/core/DispatchKey.h>
 #include <torch/library.h>
 
 #include <atomic>
+#include <map>
 #include <mutex>
 #include <set>
 #include <string>
@@ -21,7 +24,8 @@ namespace {
 
 struct State {
   std::mutex mutex;
-  std::set<std::string> ops;
+  // op -> the dtypes of its tensors on the device, over every recorded call.
+  std::map<std::string, std::set<std::string>> ops;
   // op name -> recorded: false for an op that decomposes (CompositeImplicitAutograd) without a
   // kernel of the device's own, whose parts are recorded as they run (as a dispatch mode sees it).
   std::unordered_map<std::string, bool> counts;
@@ -38,23 +42,43 @@ State& state() {
 
 std::atomic<int> g_device{-1};  // the c10::DeviceType recorded, -1 when not recording
 
-bool on_device(const c10::IValue& v, c10::DeviceType type) {
-  if (v.isTensor()) {
-    const at::Tensor& t = v.toTensor();
-    return t.defined() && t.device().type() == type;
+// torch's name of a dtype ("float32"), as test ids and configs spell it.
+const char* torch_dtype_name(c10::ScalarType t) {
+  switch (t) {
+    case c10::ScalarType::Bool: return "bool";
+    case c10::ScalarType::Byte: return "uint8";
+    case c10::ScalarType::Char: return "int8";
+    case c10::ScalarType::Short: return "int16";
+    case c10::ScalarType::Int: return "int32";
+    case c10::ScalarType::Long: return "int64";
+    case c10::ScalarType::Half: return "float16";
+    case c10::ScalarType::BFloat16: return "bfloat16";
+    case c10::ScalarType::Float: return "float32";
+    case c10::ScalarType::Double: return "float64";
+    case c10::ScalarType::ComplexHalf: return "complex32";
+    case c10::ScalarType::ComplexFloat: return "complex64";
+    case c10::ScalarType::ComplexDouble: return "complex128";
+    default: return c10::toString(t);  // quantized and other rare types, as c10 names them
   }
+}
+
+// Whether `v` involves the device (a tensor on it, also inside a list, or the device itself);
+// the dtypes of its tensors on the device are added to `dtypes`.
+bool on_device(const c10::IValue& v, c10::DeviceType type, std::set<std::string>& dtypes) {
+  auto tensor = [&](const at::Tensor& t) {
+    if (!t.defined() || t.device().type() != type) return false;
+    dtypes.insert(torch_dtype_name(t.scalar_type()));
+    return true;
+  };
+  if (v.isTensor()) return tensor(v.toTensor());
   if (v.isDevice()) return v.toDevice().type() == type;
+  bool found = false;
   if (v.isTensorList()) {
-    for (const at::Tensor& t : v.toTensorVector())
-      if (t.defined() && t.device().type() == type) return true;
-    return false;
+    for (const at::Tensor& t : v.toTensorVector()) found = tensor(t) || found;
+  } else if (v.isList()) {  // Tensor?[] (index) and other lists
+    for (const c10::IValue& e : v.toListRef()) found = on_device(e, type, dtypes) || found;
   }
-  if (v.isList()) {  // Tensor?[] (index) and other lists
-    for (const c10::IValue& e : v.toListRef())
-      if (on_device(e, type)) return true;
-    return false;
-  }
-  return false;
+  return found;
 }
 
 bool counts(State& s, const c10::OperatorName& name, const std::string& full) {
@@ -75,8 +99,8 @@ void note(const at::RecordFunction& fn, c10::ArrayRef<const c10::IValue> values)
   try {
     auto type = static_cast<c10::DeviceType>(device);
     bool found = false;
-    for (const c10::IValue& v : values)
-      if ((found = on_device(v, type))) break;
+    std::set<std::string> dtypes;
+    for (const c10::IValue& v : values) found = on_device(v, type, dtypes) || found;
     if (!found) return;
     auto name = fn.operator_name();
     if (!name) return;
@@ -84,7 +108,7 @@ void note(const at::RecordFunction& fn, c10::ArrayRef<const c10::IValue> values)
         name->overload_name.empty() ? name->name : name->name + "." + name->overload_name;
     State& s = state();
     std::lock_guard<std::mutex> lock(s.mutex);
-    if (counts(s, *name, full)) s.ops.insert(std::move(full));
+    if (counts(s, *name, full)) s.ops[full].insert(dtypes.begin(), dtypes.end());
   } catch (...) {
     State& s = state();
     std::lock_guard<std::mutex> lock(s.mutex);
@@ -124,7 +148,8 @@ void start(c10::string_view device_type, c10::string_view dispatch_key) {
   g_device = static_cast<int>(device.type());
 }
 
-// Stops recording; the sorted op names, or an error when the observer failed on the way.
+// Stops recording; per op "aten::add.Tensor float32 int64" (its name, then the dtypes of its
+// tensors on the device), sorted, or an error when the observer failed on the way.
 std::vector<std::string> stop() {
   g_device = -1;
   State& s = state();
@@ -134,7 +159,12 @@ std::vector<std::string> stop() {
   }
   std::lock_guard<std::mutex> lock(s.mutex);
   TORCH_CHECK(!s.failed, "ootci op observer: failed while recording; its op set is incomplete");
-  std::vector<std::string> out(s.ops.begin(), s.ops.end());
+  std::vector<std::string> out;
+  for (const auto& [op, dtypes] : s.ops) {
+    std::string entry = op;
+    for (const std::string& d : dtypes) entry += " " + d;
+    out.push_back(std::move(entry));
+  }
   s.ops.clear();
   return out;
 }
