@@ -394,8 +394,7 @@ TEST_F(EvidenceTest, OpDtypesAreStoredWithTheOps) {
   store_->begin_run(run_info("r-1", 100));
   TestResult a = result("a.py::C::test_add_privateuseone_float32", "passed");
   a.ops = {"aten::add.Tensor", "aten::index_put_"};
-  a.op_dtypes = {"aten::add.Tensor:float32", "aten::index_put_:float32",
-                 "aten::index_put_:int64"};
+  a.op_dtypes = {"aten::add.Tensor:float32", "aten::index_put_:float32", "aten::index_put_:int64"};
   TestResult b = result("a.py::C::test_sub", "passed");
   b.ops = {"aten::sub.Tensor"};  // recorded without dtypes
   store_->record_batch("r-1", {a, b});

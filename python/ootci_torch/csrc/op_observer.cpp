@@ -45,20 +45,34 @@ std::atomic<int> g_device{-1};  // the c10::DeviceType recorded, -1 when not rec
 // torch's name of a dtype ("float32"), as test ids and configs spell it.
 const char* torch_dtype_name(c10::ScalarType t) {
   switch (t) {
-    case c10::ScalarType::Bool: return "bool";
-    case c10::ScalarType::Byte: return "uint8";
-    case c10::ScalarType::Char: return "int8";
-    case c10::ScalarType::Short: return "int16";
-    case c10::ScalarType::Int: return "int32";
-    case c10::ScalarType::Long: return "int64";
-    case c10::ScalarType::Half: return "float16";
-    case c10::ScalarType::BFloat16: return "bfloat16";
-    case c10::ScalarType::Float: return "float32";
-    case c10::ScalarType::Double: return "float64";
-    case c10::ScalarType::ComplexHalf: return "complex32";
-    case c10::ScalarType::ComplexFloat: return "complex64";
-    case c10::ScalarType::ComplexDouble: return "complex128";
-    default: return c10::toString(t);  // quantized and other rare types, as c10 names them
+    case c10::ScalarType::Bool:
+      return "bool";
+    case c10::ScalarType::Byte:
+      return "uint8";
+    case c10::ScalarType::Char:
+      return "int8";
+    case c10::ScalarType::Short:
+      return "int16";
+    case c10::ScalarType::Int:
+      return "int32";
+    case c10::ScalarType::Long:
+      return "int64";
+    case c10::ScalarType::Half:
+      return "float16";
+    case c10::ScalarType::BFloat16:
+      return "bfloat16";
+    case c10::ScalarType::Float:
+      return "float32";
+    case c10::ScalarType::Double:
+      return "float64";
+    case c10::ScalarType::ComplexHalf:
+      return "complex32";
+    case c10::ScalarType::ComplexFloat:
+      return "complex64";
+    case c10::ScalarType::ComplexDouble:
+      return "complex128";
+    default:
+      return c10::toString(t);  // quantized and other rare types, as c10 names them
   }
 }
 
