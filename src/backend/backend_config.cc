@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <regex>
@@ -273,6 +274,74 @@ class BackendReader {
       else
         s.labels = *v;
     }
+    if (auto t = m.map("tolerance")) {
+      read_tolerance(*t, s.tolerance);
+      t->finish();
+    }
+  }
+
+  // select.tolerance: the factor and the reference precision of each floating dtype.
+  static void read_tolerance(YamlMap& m, ToleranceSettings& t) {
+    if (auto f = m.number("factor")) {
+      if (!(*f > 0) || !std::isfinite(*f))
+        m.fail(m.raw("factor"), m.child_path("factor"), "expected a number above 0");
+      else
+        t.factor = *f;
+    }
+    std::optional<YamlMap> refs = m.map("reference");
+    if (!refs) return;
+    YamlMap& r = *refs;
+    for (const std::string& key : r.keys()) {
+      std::string path = r.child_path(key);
+      YAML::Node value = r.raw(key);
+      std::optional<std::string> dtype = floating_dtype(key);
+      if (!dtype) {
+        r.fail(value, path,
+               fmt::format("unknown floating dtype '{}' (expected one of {})", key,
+                           alternatives(kFloatingDtypes)));
+        continue;
+      }
+      ToleranceSettings::Reference ref;
+      if (value.IsScalar()) {
+        std::optional<std::string> of = floating_dtype(value.Scalar());
+        if (!of) {
+          r.fail(value, path,
+                 fmt::format("unknown floating dtype '{}' (expected one of {}, or {{atol, rtol}})",
+                             value.Scalar(), alternatives(kFloatingDtypes)));
+          continue;
+        }
+        ref.dtype = *of;
+      } else if (value.IsMap()) {
+        YamlMap numbers = *r.map(key);
+        ref.atol = numbers.number("atol");
+        ref.rtol = numbers.number("rtol");
+        numbers.finish();
+        for (auto [name, v] : {std::pair{"atol", ref.atol}, std::pair{"rtol", ref.rtol}}) {
+          if (!v)
+            numbers.fail(value, path, fmt::format("missing required key '{}'", name));
+          else if (!(*v >= 0) || !std::isfinite(*v))
+            numbers.fail(numbers.raw(name), numbers.child_path(name),
+                         "expected a number of at least 0");
+        }
+        if (ref.rtol && *ref.rtol == 0)
+          numbers.fail(numbers.raw("rtol"), numbers.child_path("rtol"),
+                       "expected a number above 0 (the factor multiplies it)");
+      } else {
+        r.fail(value, path, "expected a dtype name or a mapping {atol, rtol}");
+        continue;
+      }
+      t.reference[*dtype] = ref;
+    }
+  }
+
+  static inline const std::vector<std::string> kFloatingDtypes = {
+      "float16", "bfloat16", "float32", "float64", "complex32", "complex64", "complex128"};
+  // The canonical name of a floating or complex dtype ("half" is float16), else nullopt.
+  static std::optional<std::string> floating_dtype(const std::string& name) {
+    std::string n = name == "half" ? "float16" : name;
+    if (std::find(kFloatingDtypes.begin(), kFloatingDtypes.end(), n) == kFloatingDtypes.end())
+      return std::nullopt;
+    return n;
   }
 
   // attribute: the three targets (backend, tests, core) and the probe budget.

@@ -66,6 +66,19 @@ struct ReportSettings {
   std::string artifact_url;
 };
 
+// select.tolerance: when propose writes a precision override instead of an xfail for a variant
+// that fails only by a numeric mismatch (docs/select.md, "Tolerance proposals").
+struct ToleranceSettings {
+  double factor = 4;  // the greatest relative error allowed, in reference rtols
+  // dtype -> its reference precision: torch's default tolerance of `dtype`, or explicit numbers.
+  // Overrides the built-in map entry by entry.
+  struct Reference {
+    std::string dtype;
+    std::optional<double> atol, rtol;
+  };
+  std::map<std::string, Reference> reference;
+};
+
 // How `ootci select propose` consults an external agent (the `select:` section; docs/select.md).
 struct SelectSettings {
   // argv of a command that reads one file's evidence bundle (JSON) on stdin and prints bucket
@@ -74,6 +87,7 @@ struct SelectSettings {
   int agent_timeout_s = 300;  // per upstream file
   // test_suite_config.labels of a config propose creates: Spyre's CI selects files by label.
   std::vector<std::string> labels{"unit"};
+  ToleranceSettings tolerance;
 };
 
 // How `ootci attribute` materializes each moving target at a revision and how much it may probe

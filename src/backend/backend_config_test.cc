@@ -339,6 +339,61 @@ select:
             }));
 }
 
+TEST(BackendConfig, SelectTolerance) {
+  std::string path = write_config(R"(backend: {name: ref, device_type: privateuseone}
+test_configs: [c.yaml]
+select:
+  tolerance:
+    factor: 2.5
+    reference:
+      float32: float16
+      half: {atol: 1e-4, rtol: 2e-3}
+)");
+  BackendConfigResult r = load_backend_config(path, fake_env({{"TORCH_ROOT", "/t"}}));
+  ASSERT_TRUE(r.config) << r.errors[0];
+  const ToleranceSettings& t = r.config->select.tolerance;
+  EXPECT_DOUBLE_EQ(t.factor, 2.5);
+  ASSERT_EQ(t.reference.size(), 2u);
+  EXPECT_EQ(t.reference.at("float32").dtype, "float16");
+  EXPECT_EQ(t.reference.at("float16").dtype, "");  // "half" is float16
+  EXPECT_DOUBLE_EQ(*t.reference.at("float16").atol, 1e-4);
+  EXPECT_DOUBLE_EQ(*t.reference.at("float16").rtol, 2e-3);
+
+  path = write_config(R"(backend: {name: ref, device_type: privateuseone}
+test_configs: [c.yaml]
+select:
+  tolerance:
+    factor: 0
+    reference:
+      int64: float32
+      float32: float8
+      float64: {atol: 1e-7}
+      bfloat16: {atol: -1, rtol: 0}
+      complex64: [1, 2]
+    margin: 2
+)");
+  r = load_backend_config(path, fake_env({{"TORCH_ROOT", "/t"}}));
+  EXPECT_FALSE(r.config);
+  EXPECT_EQ(r.errors,
+            (Lines{
+                path + ":5:13: select.tolerance.factor: expected a number above 0",
+                path + ":7:14: select.tolerance.reference.int64: unknown floating dtype 'int64' "
+                       "(expected one of float16, bfloat16, float32, float64, complex32, "
+                       "complex64 or complex128)",
+                path + ":8:16: select.tolerance.reference.float32: unknown floating dtype "
+                       "'float8' (expected one of float16, bfloat16, float32, float64, "
+                       "complex32, complex64 or complex128, or {atol, rtol})",
+                path + ":9:16: select.tolerance.reference.float64: missing required key 'rtol'",
+                path + ":10:24: select.tolerance.reference.bfloat16.atol: expected a number of "
+                       "at least 0",
+                path + ":10:34: select.tolerance.reference.bfloat16.rtol: expected a number "
+                       "above 0 (the factor multiplies it)",
+                path + ":11:18: select.tolerance.reference.complex64: expected a dtype name or a "
+                       "mapping {atol, rtol}",
+                path + ":12:5: select.tolerance.margin: unknown key",
+            }));
+}
+
 TEST(BackendConfig, AttributeSection) {
   std::string path = write_config(R"(backend: {name: ref, device_type: privateuseone}
 test_configs: [c.yaml]

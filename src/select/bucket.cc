@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <regex>
@@ -130,6 +131,33 @@ std::string newest_skip_message(const VariantEvidence& v) {
   return "";
 }
 
+// Failures that are all torch's numeric mismatch (an xfailed result carries only the plan's
+// reason, so it is left out), judged against the dtype's reference precision. Passes in other
+// runs do not make it flaky: a run under the precision an earlier proposal wrote passes, and the
+// same failures then give the same proposal again.
+std::optional<Bucket> numeric_mismatch(const VariantEvidence& v, const TolerancePolicy& policy,
+                                       bool every_run) {
+  std::string dtype = unambiguous_dtype(v);
+  if (dtype.empty()) return std::nullopt;
+  std::vector<Mismatch> found;
+  const TestResult* first = nullptr;
+  for (const TestResult* r : failures_of(v)) {
+    if (r->outcome == "xfailed") continue;
+    std::optional<Mismatch> m = parse_mismatch(r->message);
+    if (!m) return std::nullopt;
+    found.push_back(*m);
+    if (!first) first = r;
+  }
+  std::optional<ToleranceVerdict> verdict = judge_tolerance(found, dtype, policy, every_run);
+  if (!verdict) return std::nullopt;
+  std::string quote = quote_error(first->error_class, first->message);
+  if (!verdict->within) return make(TestMode::xfail, Cause::numeric, verdict->text, quote);
+  Bucket b = make(TestMode::mandatory_success, Cause::tolerance, verdict->text, quote);
+  b.dtype = dtype;
+  b.precision = verdict->proposed;
+  return b;
+}
+
 // A deterministic failure: which op or dtype it lacks, if the evidence says.
 Bucket failing_every_time(const VariantEvidence& v, const Capabilities& caps) {
   std::vector<const TestResult*> failures = failures_of(v);
@@ -239,7 +267,8 @@ std::optional<Bucket> regression(const VariantEvidence& v, const std::string& se
   return b;
 }
 
-Bucket bucket_one(const VariantEvidence& v, const Capabilities& caps, size_t fixed_after) {
+Bucket bucket_one(const VariantEvidence& v, const Capabilities& caps, size_t fixed_after,
+                  const TolerancePolicy& policy) {
   if (auto b = not_admitted(v, caps)) return *b;
   Counts c = count(v);
   size_t n = c.ran();
@@ -268,6 +297,8 @@ Bucket bucket_one(const VariantEvidence& v, const Capabilities& caps, size_t fix
                          runs_word(n), c.upstream_xfail);
     return make(TestMode::mandatory_success, Cause::passed, text);
   }
+  if (c.fail > 0)
+    if (auto b = numeric_mismatch(v, policy, c.fail == n)) return *b;
   // Failures, then only passes in the newest runs: fixed, as rebucket would promote it.
   size_t fixed = seq.find_first_not_of('P');
   if (fixed >= fixed_after && seq.find_first_not_of('F', fixed) == std::string::npos)
@@ -416,10 +447,10 @@ Seen classify(const TestResult& r) {
 }
 
 std::vector<Bucket> bucket_variants(const BaseEvidence& base, const Capabilities& caps,
-                                    size_t fixed_after) {
+                                    size_t fixed_after, const TolerancePolicy& tolerance) {
   std::vector<Bucket> out;
   out.reserve(base.variants.size());
-  for (const auto& v : base.variants) out.push_back(bucket_one(v, caps, fixed_after));
+  for (const auto& v : base.variants) out.push_back(bucket_one(v, caps, fixed_after, tolerance));
   mark_dtype_specific(base, out);
   return out;
 }
@@ -545,6 +576,8 @@ class MethodEntries {
     if (std::all_of(active_.begin(), active_.end(),
                     [](const Item* i) { return i->b->mode == TestMode::skip; }))
       return all_skipped();
+    place_tolerances();  // 0.
+    if (routed_.empty()) return decisions();
     exclude_skipped_dtypes();
     exclude_skipped_ops();
     mode_ = majority(routed_);
@@ -639,6 +672,58 @@ class MethodEntries {
     ops_exclude_.insert(formatted);
     take(members, excluded_);
     return true;
+  }
+
+  // 0. Tolerance proposals: a dtype whose variants fail only within tolerance or pass gets a
+  // mandatory_success entry of its own whose edits.dtypes.include carries the precision (the
+  // greatest any of them needs; it only loosens the passing ones). Where no such entry fits, they
+  // run as xfail and the reason says why.
+  void place_tolerances() {
+    std::set<std::string> dtypes;
+    for (const Item* i : routed_)
+      if (i->b->cause == Cause::tolerance) dtypes.insert(i->b->dtype);
+    for (const auto& dtype : dtypes) {
+      Items members = of_dtype(dtype);
+      Items maybe = routed_where([&](const Item* i) { return may_have_dtype(*i->v, dtype); });
+      std::string why;
+      if (maybe.size() != members.size() || !all_accept(members, TestMode::mandatory_success))
+        why = fmt::format("other {} variants of the test fail for other reasons", dtype);
+      else if (!may_restrict(dtype, TestMode::mandatory_success))
+        why = std::any_of(items_.begin(), items_.end(),
+                          [](const Item& i) { return !i.v->op.empty(); })
+                  ? fmt::format(
+                        "an @ops test: an included {} would reach every op of the test, and a "
+                        "precision per op and dtype lives in global.supported_ops, which ootci "
+                        "does not write",
+                        dtype)
+                  : fmt::format("an entry for {} alone would also decide variants of other dtypes",
+                                dtype);
+      if (!why.empty()) {
+        for (const Item* i : members)
+          if (i->b->cause == Cause::tolerance) demote(i, why);
+        continue;
+      }
+      Precision p{0.0, 0.0};
+      for (const Item* i : members)
+        if (i->b->precision) {
+          p.atol = std::max(*p.atol, i->b->precision->atol);
+          p.rtol = std::max(*p.rtol, i->b->precision->rtol);
+        }
+      include_precision_[dtype] = p;
+      restricted_dtypes_[TestMode::mandatory_success].insert(dtype);
+      take(members, restricted_[TestMode::mandatory_success]);
+    }
+  }
+
+  // A tolerance proposal no entry can carry: xfail, with the numbers and why.
+  void demote(const Item* item, const std::string& why) {
+    Bucket b = *item->b;
+    b.mode = TestMode::xfail;
+    b.label = to_string(b.mode);
+    b.cause = Cause::numeric;
+    b.text += fmt::format(", but no config entry can carry it ({})", why);
+    b.precision.reset();
+    items_[static_cast<size_t>(item - items_.data())].b = &demoted_.emplace_back(std::move(b));
   }
 
   // 1. A dtype whose every variant crashes, hangs or never runs: excluded (Spyre's idiom).
@@ -794,6 +879,9 @@ class MethodEntries {
       d.mode = mode;
       d.dtypes_include.assign(restricted_dtypes_.at(mode).begin(),
                               restricted_dtypes_.at(mode).end());
+      for (const auto& dtype : d.dtypes_include)
+        if (auto it = include_precision_.find(dtype); it != include_precision_.end())
+          d.dtype_precision[dtype] = it->second;
       Summary s = summarize(buckets_of(items), mode);
       d.reason = join_reason(s.label,
                              fmt::format("for {}: {}", fmt::join(d.dtypes_include, ", "), s.body)) +
@@ -807,6 +895,10 @@ class MethodEntries {
     Summary s = summarize(buckets_of(routed_), head.mode);
     head.reason =
         join_reason(s.label, s.body) + conservative_note(routed_, head.mode) + excluded_part();
+    if (routed_.empty() && excluded_.empty())
+      head.reason = to_string(head.mode) +
+                    ": every variant that ran is decided by a dtype entry above; this entry "
+                    "decides those no run ran";
     for (auto& n : named(head)) out.push_back(std::move(n));
     return out;
   }
@@ -819,6 +911,8 @@ class MethodEntries {
   std::set<std::string> dtypes_exclude_, ops_exclude_;
   std::map<TestMode, std::set<std::string>> restricted_dtypes_;
   std::map<TestMode, Items> restricted_;
+  std::map<std::string, Precision> include_precision_;  // of a dtype entry: tolerance proposals
+  std::deque<Bucket> demoted_;                          // stable: items point at them
 };
 
 }  // namespace

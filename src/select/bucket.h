@@ -10,6 +10,7 @@
 
 #include "backend/suite_config.h"
 #include "select/decisions.h"
+#include "select/tolerance.h"
 #include "select/variant_evidence.h"
 
 namespace ootci {
@@ -37,6 +38,8 @@ enum class Cause {
   missing_dtype,   // an error names a dtype the device does not support
   dtype_specific,  // fails only for this dtype; other dtypes of the same test pass
   supported_ops,   // fails although every op it called has a device kernel: xfail_strict
+  tolerance,       // fails only by a numeric mismatch within the factor: a precision override
+  numeric,         // fails only by a numeric mismatch beyond the factor (or NaN)
   failure,         // fails every time, for no reason selection can name
   agent,           // an external agent's proposal, checked against the evidence
 };
@@ -48,7 +51,10 @@ struct Bucket {
   std::string text;      // "aten::transpose.int is not implemented on the device"
   std::string evidence;  // the error it quotes, "NotImplementedError: ...", or ""
   std::string op;        // for missing_op: the aten op
-  std::string dtype;     // for missing_dtype and dtype_specific
+  std::string dtype;     // for missing_dtype, dtype_specific and tolerance
+  // For tolerance: the atol/rtol that make it pass. It runs mandatory_success only in an entry
+  // that carries them (edits.dtypes.include with precision), else it is an xfail.
+  std::optional<Tolerance> precision;
   // "<label>: <text> (<evidence>)", or the kept text verbatim.
   std::string reason() const;
   // Ran on the device in no run: it takes its test's bucket instead of getting its own.
@@ -67,8 +73,12 @@ Seen classify(const TestResult& result);
 // before: mandatory_success (fixed); passed and failed otherwise, or passed only on a rerun: xfail
 // (flaky); failed every time: xfail naming the missing op or dtype, xfail_strict when every
 // recorded op has a device kernel, xfail naming the dtype when only that dtype fails, else xfail.
+// Before the fixed and flaky rules, failures that are all torch's numeric mismatch are judged by
+// `tolerance` (tolerance proposals): mandatory_success with a precision within its factor, else
+// xfail with the numbers.
 std::vector<Bucket> bucket_variants(const BaseEvidence& base, const Capabilities& caps,
-                                    size_t fixed_after = 2);
+                                    size_t fixed_after = 2,
+                                    const TolerancePolicy& tolerance = tolerance_policy());
 
 // The decisions that reproduce a file's buckets under Spyre's matching (docs/select.md, "From
 // variants to config entries"): one pool per method name, since Spyre drops the class, each

@@ -750,3 +750,183 @@ TEST(BucketHelpers, NamesAndQuotes) {
 
 }  // namespace
 }  // namespace ootci
+
+namespace ootci {
+namespace {
+
+// Tolerance proposals: a float32 computed through bfloat16 fails only by torch's numeric
+// mismatch, within 4x bfloat16's default rtol (0.016).
+constexpr const char* kNotClose =
+    "Tensor-likes are not close!\n\nMismatched elements: 30 / 30 (100.0%)\n"
+    "Greatest absolute difference: 0.0066814422607421875 at index (2, 1) (up to 1e-05 allowed)\n"
+    "Greatest relative difference: 0.003027697668790597 at index (7, 2) (up to 1.3e-06 allowed)";
+// One mantissa bit left: 20% off, beyond 4 x 0.016.
+constexpr const char* kFarOff =
+    "Scalars are not close!\n\nAbsolute difference: 0.5 (up to 1e-05 allowed)\n"
+    "Relative difference: 0.199 (up to 1.3e-06 allowed)";
+
+TEST(Tolerance, WithinTheFactorAVariantRunsWithAPrecisionInItsDtypeEntry) {
+  BaseEvidence base{
+      "TestX::test_m",
+      {variant("test_m_privateuseone_float32", "float32",
+               {{"failed", "AssertionError", kNotClose}, {"failed", "AssertionError", kNotClose}}),
+       variant("test_m_privateuseone_float64", "float64", {{"passed", "", ""}, {"passed", "", ""}}),
+       variant("test_m_privateuseone_int64", "int64", {{"passed", "", ""}, {"passed", "", ""}})}};
+  std::vector<Bucket> buckets = bucket_variants(base, reference_caps());
+  EXPECT_EQ(buckets[0].cause, Cause::tolerance);
+  EXPECT_EQ(buckets[0].mode, TestMode::mandatory_success);
+  ASSERT_TRUE(buckets[0].precision);
+  EXPECT_DOUBLE_EQ(buckets[0].precision->rtol, 0.0038);
+  EXPECT_DOUBLE_EQ(buckets[0].precision->atol, 1e-05);
+
+  // The narrowest level a config has for it: the test's float32 (edits.dtypes.include with a
+  // precision); the other dtypes keep the test's plain entry and torch's own tolerances.
+  std::vector<NameDecision> d = represent_base(base, buckets);
+  ASSERT_EQ(d.size(), 2u);
+  const NameDecision* f32 = restricted(d, "TestX::test_m");
+  ASSERT_TRUE(f32);
+  EXPECT_EQ(f32->mode, TestMode::mandatory_success);
+  EXPECT_EQ(f32->dtypes_include, std::vector<std::string>{"float32"});
+  ASSERT_EQ(f32->dtype_precision.count("float32"), 1u);
+  EXPECT_EQ(f32->dtype_precision.at("float32"), (Precision{1e-05, 0.0038}));
+  EXPECT_EQ(f32->reason,
+            "mandatory_success: for float32: fails only by a numeric mismatch in every run: max "
+            "abs error 0.0066814422607421875, max rel error 0.003027697668790597 (allowed atol "
+            "1e-05, rtol 1.3e-06); within 4x float32's reference precision (bfloat16's default "
+            "rtol 0.016, atol 1e-05), so it runs with atol 1e-05, rtol 0.0038 (AssertionError: "
+            "Tensor-likes are not close!)");
+  const NameDecision* head = unrestricted(d, "TestX::test_m");
+  ASSERT_TRUE(head);
+  EXPECT_EQ(head->mode, TestMode::mandatory_success);
+  EXPECT_TRUE(head->dtype_precision.empty());
+  std::map<std::string, TestMode> m = modes(base, d);
+  EXPECT_EQ(m["test_m_privateuseone_float32"], TestMode::mandatory_success);
+  EXPECT_EQ(DecisionIndex(d).governing(base.base, base.variants[0]), f32);
+  EXPECT_EQ(DecisionIndex(d).governing(base.base, base.variants[1]), head);
+}
+
+TEST(Tolerance, ATestWhoseOnlyDtypeNeedsAToleranceStillHasAPlainEntry) {
+  BaseEvidence base{"TestX::test_m",
+                    {variant("test_m_privateuseone_float32", "float32",
+                             {{"failed", "AssertionError", kNotClose}})}};
+  std::vector<NameDecision> d = represent_base(base, bucket_variants(base, reference_caps()));
+  ASSERT_EQ(d.size(), 2u);
+  ASSERT_TRUE(restricted(d, "TestX::test_m"));
+  EXPECT_EQ(restricted(d, "TestX::test_m")->dtype_precision.count("float32"), 1u);
+  ASSERT_TRUE(unrestricted(d, "TestX::test_m"));
+  EXPECT_EQ(unrestricted(d, "TestX::test_m")->reason,
+            "mandatory_success: every variant that ran is decided by a dtype entry above; this "
+            "entry decides those no run ran");
+}
+
+TEST(Tolerance, BeyondTheFactorItStaysXfailWithTheNumbers) {
+  BaseEvidence base{
+      "TestX::test_m",
+      {variant("test_m_privateuseone_float32", "float32", {{"failed", "AssertionError", kFarOff}}),
+       variant("test_m_privateuseone_float64", "float64", {{"passed", "", ""}})}};
+  std::vector<Bucket> buckets = bucket_variants(base, reference_caps());
+  EXPECT_EQ(buckets[0].cause, Cause::numeric);
+  EXPECT_EQ(buckets[0].mode, TestMode::xfail);
+  EXPECT_FALSE(buckets[0].precision);
+  EXPECT_EQ(buckets[0].reason(),
+            "xfail: fails only by a numeric mismatch in every run: max abs error 0.5, max rel "
+            "error 0.199 (allowed atol 1e-05, rtol 1.3e-06); beyond 4x float32's reference "
+            "precision (bfloat16's default rtol 0.016, atol 1e-05), that is rtol 0.064: no "
+            "tolerance proposed (AssertionError: Scalars are not close!)");
+  std::vector<NameDecision> d = represent_base(base, buckets);
+  ASSERT_TRUE(restricted(d, "TestX::test_m"));
+  EXPECT_EQ(restricted(d, "TestX::test_m")->mode, TestMode::xfail);
+  EXPECT_TRUE(restricted(d, "TestX::test_m")->dtype_precision.empty());
+
+  // A larger factor in ootci.yaml makes the same error a tolerance.
+  ToleranceSettings wide;
+  wide.factor = 20;
+  buckets = bucket_variants(base, reference_caps(), 2, tolerance_policy(wide));
+  EXPECT_EQ(buckets[0].cause, Cause::tolerance);
+}
+
+TEST(Tolerance, APassUnderTheProposedPrecisionKeepsTheProposal) {
+  // Newest first: passed in the run of the proposal (with its precision), failed in discovery.
+  // Not flaky, and not "fixed": the same proposal again, worded without run counts.
+  BaseEvidence base{
+      "TestX::test_m",
+      {variant("test_m_privateuseone_float32", "float32",
+               {{"passed", "", ""}, {"passed", "", ""}, {"failed", "AssertionError", kNotClose}})}};
+  Bucket b = bucket_variants(base, reference_caps())[0];
+  EXPECT_EQ(b.cause, Cause::tolerance);
+  ASSERT_TRUE(b.precision);
+  EXPECT_DOUBLE_EQ(b.precision->rtol, 0.0038);
+  EXPECT_EQ(b.text.rfind("fails only by a numeric mismatch in the runs it fails: max abs", 0), 0u)
+      << b.text;
+
+  // A later run under that precision failing at a later comparison (a test stops at its first
+  // failing one) raises the proposal to cover both.
+  base.variants[0] =
+      variant("test_m_privateuseone_float32", "float32",
+              {{"failed", "AssertionError",
+                "Tensor-likes are not close!\n\nMismatched elements: 2 / 25 (8.0%)\n"
+                "Greatest absolute difference: 0.0003859326243400574 at index (4, 4) (up to "
+                "1e-05 allowed)\nGreatest relative difference: 0.010124349361029964 at index "
+                "(2, 3) (up to 0.0038 allowed)"},
+               {"failed", "AssertionError", kNotClose}});
+  b = bucket_variants(base, reference_caps())[0];
+  EXPECT_EQ(b.cause, Cause::tolerance);
+  EXPECT_DOUBLE_EQ(b.precision->rtol, 0.013);
+}
+
+TEST(Tolerance, AnyOtherFailureInAnyRunKeepsTheUsualRules) {
+  BaseEvidence base{"TestX::test_m",
+                    {variant("test_m_privateuseone_float32", "float32",
+                             {{"failed", "AssertionError", kNotClose},
+                              {"failed", "RuntimeError", "something else"}})}};
+  EXPECT_EQ(bucket_variants(base, reference_caps())[0].cause, Cause::failure);
+  // An integer dtype has no reference precision.
+  BaseEvidence ints{
+      "TestX::test_m",
+      {variant("test_m_privateuseone_int64", "int64", {{"failed", "AssertionError", kNotClose}})}};
+  EXPECT_EQ(bucket_variants(ints, reference_caps())[0].cause, Cause::failure);
+}
+
+TEST(Tolerance, AnOpsTestGetsNoDtypeEntryAndSaysWhy) {
+  // An include would add float32 to every op of the test; the precision per op and dtype lives
+  // in global.supported_ops, which propose does not write: an xfail, with the numbers.
+  BaseEvidence base{
+      "TestX::test_u",
+      {variant("test_u_mul_privateuseone_float32", "float32",
+               {{"failed", "AssertionError", kNotClose}}, {}, "mul"),
+       variant("test_u_add_privateuseone_float32", "float32", {{"passed", "", ""}}, {}, "add")}};
+  std::vector<Bucket> buckets = bucket_variants(base, reference_caps());
+  std::vector<NameDecision> d = represent_base(base, buckets);
+  for (const auto& x : d) EXPECT_TRUE(x.dtype_precision.empty());
+  std::map<std::string, TestMode> m = modes(base, d);
+  EXPECT_EQ(m["test_u_add_privateuseone_float32"], TestMode::mandatory_success);
+  EXPECT_EQ(m["test_u_mul_privateuseone_float32"], TestMode::skip);  // ops.exclude, as a failure
+  const NameDecision* head = unrestricted(d, "TestX::test_u");
+  ASSERT_TRUE(head);
+  EXPECT_NE(head->reason.find("max rel error 0.003027697668790597"), std::string::npos)
+      << head->reason;
+  EXPECT_NE(head->reason.find("but no config entry can carry it (an @ops test"), std::string::npos)
+      << head->reason;
+}
+
+TEST(Tolerance, OtherFailuresOfTheDtypeKeepItsVariantsOutOfAPrecisionEntry) {
+  BaseEvidence a{"TestA::test_m",
+                 {variant("test_m_privateuseone_float32", "float32",
+                          {{"failed", "AssertionError", kNotClose}})}};
+  BaseEvidence b{
+      "TestB::test_m",
+      {variant("test_m_privateuseone_float32", "float32", {{"failed", "RuntimeError", "boom"}})}};
+  std::vector<Bucket> ba = bucket_variants(a, reference_caps());
+  std::vector<Bucket> bb = bucket_variants(b, reference_caps());
+  std::vector<NameDecision> d = represent_method({&a, &b}, {&ba, &bb}, std::nullopt);
+  for (const auto& x : d) {
+    EXPECT_TRUE(x.dtype_precision.empty());
+    EXPECT_NE(x.mode, TestMode::mandatory_success) << x.reason;
+  }
+  EXPECT_NE(d.back().reason.find("other float32 variants of the test fail for other reasons"),
+            std::string::npos)
+      << d.back().reason;
+}
+
+}  // namespace
+}  // namespace ootci

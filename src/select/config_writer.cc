@@ -13,6 +13,7 @@
 #include "base/file_text.h"
 #include "base/text.h"
 #include "base/yaml_doc.h"
+#include "select/tolerance.h"
 
 namespace ootci {
 
@@ -175,7 +176,18 @@ void render_entry(const std::vector<const NameDecision*>& names, const std::stri
   }
   if (!d.dtypes_include.empty() || !d.dtypes_exclude.empty()) {
     out.push_back(in + "    dtypes:");
+    const auto includes_at = static_cast<std::ptrdiff_t>(out.size());
     list("include", d.dtypes_include);
+    for (const auto& [dtype, p] : d.dtype_precision) {
+      // Under its `- name:` line: the include's precision (Spyre's per-test, per-dtype one).
+      std::string name_line = in + "        - name: " + yaml_scalar(dtype);
+      auto at = std::find(out.begin() + includes_at, out.end(), name_line);
+      if (at == out.end()) continue;
+      std::vector<std::string> lines = {in + "          precision:"};
+      if (p.atol) lines.push_back(in + "            atol: " + format_number(*p.atol));
+      if (p.rtol) lines.push_back(in + "            rtol: " + format_number(*p.rtol));
+      out.insert(at + 1, lines.begin(), lines.end());
+    }
     list("exclude", d.dtypes_exclude);
   }
 }
@@ -361,7 +373,10 @@ ExistingConfig read_existing_config(const std::string& path) {
       d.mode = r.mode;
       d.ops_exclude = r.ops_exclude;
       d.dtypes_exclude = r.dtypes_exclude;
-      for (const auto& include : r.dtypes_include) d.dtypes_include.push_back(include.name);
+      for (const auto& include : r.dtypes_include) {
+        d.dtypes_include.push_back(include.name);
+        if (include.precision) d.dtype_precision[include.name] = *include.precision;
+      }
       std::sort(d.ops_exclude.begin(), d.ops_exclude.end());
       std::sort(d.dtypes_exclude.begin(), d.dtypes_exclude.end());
       std::sort(d.dtypes_include.begin(), d.dtypes_include.end());

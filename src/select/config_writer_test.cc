@@ -134,6 +134,40 @@ TEST(ConfigWriter, NamesAreBasesAndADtypeEntryComesBeforeItsMethodsOther) {
   EXPECT_EQ(back.layout.entries[2].reason, expected[4].reason);
 }
 
+TEST(ConfigWriter, AToleranceProposalIsThePrecisionOfItsIncludedDtype) {
+  NameDecision f32 = name("TestBinaryUfuncs::test_rdiv", TestMode::mandatory_success,
+                          "mandatory_success: for float32: fails only by a numeric mismatch", {},
+                          {"float16", "float32"});
+  f32.dtype_precision["float32"] = Precision{1e-05, 0.0043};
+  std::vector<NameDecision> decisions = {
+      f32, name("TestBinaryUfuncs::test_rdiv", TestMode::mandatory_success,
+                "mandatory_success: passed in every run")};
+  std::string path = make_temp_dir() + "/test_binary_ufuncs.yaml";
+  std::string text = render_config("test/test_binary_ufuncs.py", kUnit, decisions, nullptr, false);
+  EXPECT_NE(text.find("              include:\n"
+                      "                - name: float16\n"
+                      "                - name: float32\n"
+                      "                  precision:\n"
+                      "                    atol: 1e-05\n"
+                      "                    rtol: 0.0043\n"),
+            std::string::npos)
+      << text;
+  write_file(path, text);
+  SuiteConfigResult parsed = load_suite_config(path);
+  ASSERT_TRUE(parsed.ok()) << parsed.errors[0];
+  const auto& include = parsed.config.files[0].rules[0].dtypes_include;
+  ASSERT_EQ(include.size(), 2u);
+  EXPECT_FALSE(include[0].precision);
+  ASSERT_TRUE(include[1].precision);
+  EXPECT_EQ(*include[1].precision, (Precision{1e-05, 0.0043}));
+
+  // Read back, the precision is part of the entry: a new one is a change to it.
+  ExistingConfig back = read_existing_config(path);
+  EXPECT_TRUE(diff_decisions(decisions, back.generated).empty());
+  decisions[0].dtype_precision["float32"].rtol = 0.005;
+  EXPECT_EQ(diff_decisions(back.generated, decisions).changed.size(), 1u);
+}
+
 TEST(ConfigWriter, LabelsComeFromSelectLabelsAndAnExistingFileKeepsItsOwn) {
   std::string path = make_temp_dir() + "/t.yaml";
   std::string text = render_config("test/test_x.py", {"unit", "trunk"}, proposal(), nullptr, false);

@@ -26,12 +26,15 @@ struct NameDecision {
   // Non-empty: a dtype-restricted entry, which Spyre picks for variants of these dtypes and which
   // is written before the method's unrestricted entry. Sorted.
   std::vector<std::string> dtypes_include;
+  // The precision an included dtype carries (tolerance proposals), by dtype.
+  std::map<std::string, Precision> dtype_precision;
   std::string reason;
   bool restricted() const { return !dtypes_include.empty(); }
   // Whether two names belong in one entry (same mode, edits and reason).
   bool same_settings(const NameDecision& o) const {
     return mode == o.mode && ops_exclude == o.ops_exclude && dtypes_exclude == o.dtypes_exclude &&
-           dtypes_include == o.dtypes_include && reason == o.reason;
+           dtypes_include == o.dtypes_include && dtype_precision == o.dtype_precision &&
+           reason == o.reason;
   }
 };
 

@@ -22,6 +22,7 @@
 #include "select/bucket_changes.h"
 #include "select/code_evidence.h"
 #include "select/config_writer.h"
+#include "select/tolerance.h"
 #include "select/variant_evidence.h"
 
 namespace ootci {
@@ -130,7 +131,8 @@ std::vector<BucketChange> bucket_changes(const std::string& relpath, const Confi
 FileOutcome propose_file(const ProposeRequest& req, const FileEvidence& f, const Capabilities& caps,
                          std::ostream& out, std::ostream& err) {
   std::vector<std::vector<Bucket>> buckets;
-  for (const BaseEvidence& b : f.bases) buckets.push_back(bucket_variants(b, caps));
+  TolerancePolicy tolerance = tolerance_policy(req.backend.select.tolerance);
+  for (const BaseEvidence& b : f.bases) buckets.push_back(bucket_variants(b, caps, 2, tolerance));
 
   std::vector<AgentVerdict> verdicts;
   const SelectSettings& agent = req.backend.select;
