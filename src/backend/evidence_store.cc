@@ -355,6 +355,29 @@ class SqliteEvidenceStore : public EvidenceStore {
     });
   }
 
+  std::map<std::string, int> breakages(int window) override {
+    return read([&](SqlTx& tx) {
+      std::map<std::string, int> out;
+      std::string test, before;  // the previous row's test and outcome
+      // Oldest first within each test, so a pass followed by a failure is a breakage.
+      tx.each(
+          "SELECT test_id, outcome FROM ("
+          "  SELECT r.test_id, r.outcome, r.finished_ms, r.run_id,"
+          "    ROW_NUMBER() OVER (PARTITION BY r.test_id ORDER BY r.finished_ms DESC,"
+          "      r.run_id DESC) AS n"
+          "  FROM results r JOIN runs u ON u.id = r.run_id WHERE u.status = 'finished'"
+          ") WHERE n <= ? ORDER BY test_id, finished_ms, run_id",
+          {window}, [&](const SqlRow& r) {
+            std::string id = r.text(0), outcome = r.text(1);
+            bool failing = outcome == "failed" || outcome == "error";
+            if (id == test && before == "passed" && failing) ++out[id];
+            test = std::move(id);
+            before = std::move(outcome);
+          });
+      return out;
+    });
+  }
+
   std::map<std::string, FileOutcomes> file_outcomes(const std::string& run_id) override {
     return read([&](SqlTx& tx) {
       std::map<std::string, FileOutcomes> out;

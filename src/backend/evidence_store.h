@@ -99,6 +99,10 @@ class EvidenceStore {
   // sum of those means.
   virtual std::map<std::string, double> test_durations(int window = 5) = 0;
   virtual std::map<std::string, double> file_durations(int window = 5) = 0;
+  // Per test id: how often its newest `window` results in finished runs went from passing to
+  // failing (failed or error right after a pass): the history of it catching a breakage. A test
+  // that always fails never counts.
+  virtual std::map<std::string, int> breakages(int window = 20) = 0;
   // Per file of one run: results per outcome and the summed duration (a trend point).
   virtual std::map<std::string, FileOutcomes> file_outcomes(const std::string& run_id) = 0;
 

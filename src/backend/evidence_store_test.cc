@@ -288,6 +288,23 @@ TEST_F(EvidenceTest, DurationsAreMeansOverTheLastResultsInFinishedRuns) {
 
 // Shard runs must not move tests between shards of the same matrix: while a test has results
 // from whole runs, its duration comes from those alone.
+TEST_F(EvidenceTest, BreakagesCountPassesFollowedByFailuresInTheWindow) {
+  finished_run("r-1", 100,
+               {result("a.py::flip", "passed"), result("a.py::always", "failed"),
+                result("a.py::once", "passed")});
+  finished_run("r-2", 200,
+               {result("a.py::flip", "failed"), result("a.py::always", "failed"),
+                result("a.py::once", "error")});
+  finished_run("r-3", 300,
+               {result("a.py::flip", "passed"), result("a.py::always", "failed"),
+                result("a.py::once", "passed")});
+  finished_run("r-4", 400, {result("a.py::flip", "failed")});
+  auto all = store_->breakages(20);
+  EXPECT_EQ(all, (std::map<std::string, int>{{"a.py::flip", 2}, {"a.py::once", 1}}));
+  // The window holds each test's newest results: flip's last two, once's last two.
+  EXPECT_EQ(store_->breakages(2), (std::map<std::string, int>{{"a.py::flip", 1}}));
+}
+
 TEST_F(EvidenceTest, DurationsPreferWholeRunsOverShardRuns) {
   finished_run("r-whole", 100, {result("a.py::t", "passed", 2, 100)});
   RunInfo shard = run_info("r-shard", 200);

@@ -7,6 +7,7 @@
 #include "backend/evidence_path.h"
 #include "base/atomic_file.h"
 #include "cli/commands.h"
+#include "select/budget.h"
 #include "select/changed.h"
 
 namespace ootci {
@@ -19,6 +20,8 @@ struct ChangedArgs {
   std::string dispatch_key = "PrivateUse1";
   std::string evidence;
   std::string output;
+  std::string budget;
+  bool ignore_dtypes = false;
 };
 
 void changed_command(const ChangedArgs& a) {
@@ -30,6 +33,8 @@ void changed_command(const ChangedArgs& a) {
   req.backend_repo = a.backend_repo;
   req.upstream_repo = a.upstream_repo;
   req.dispatch_key = a.dispatch_key;
+  req.ignore_dtypes = a.ignore_dtypes;
+  if (!a.budget.empty()) req.budget = parse_budget(a.budget);
   ChangedSelection selection = select_changed(req);
   write_file_atomically(a.output, selection.to_json().dump(2) + "\n");
   std::cout << format_changed_summary(selection) << fmt::format("selection: {}\n", a.output);
@@ -54,6 +59,11 @@ void add_select_changed_commands(CLI::App& select) {
                   "the backend's dispatch key (default: PrivateUse1)");
   cmd->add_option("--evidence", args.evidence, "evidence database (default: workspace)");
   cmd->add_option("-o,--output", args.output, "selection JSON to write")->required();
+  cmd->add_option("--budget", args.budget,
+                  "keep the tests with the strongest evidence within this share of the full "
+                  "plan's test time, e.g. 10% (default: everything the evidence reaches)");
+  cmd->add_flag("--ignore-dtypes", args.ignore_dtypes,
+                "select by op alone, ignoring the dtypes of changes and evidence (to compare)");
   cmd->callback([] { changed_command(args); });
 }
 

@@ -9,6 +9,7 @@
 #include "base/error.h"
 #include "base/file_text.h"
 #include "base/sha256.h"
+#include "select/budget.h"
 #include "select/native_functions.h"
 
 namespace ootci {
@@ -17,6 +18,12 @@ namespace {
 // At most this many reasons per selected test or file: the first ones say why, the count says
 // how much more.
 constexpr size_t kMaxReasons = 8;
+
+// Keeps the strongest evidence seen for a test or file.
+void note_evidence(ChangedSelection& s, const std::string& id, Evidence e) {
+  auto [it, fresh] = s.evidence.emplace(id, e);
+  if (!fresh && e < it->second) it->second = e;
+}
 
 void add_reason(std::vector<std::string>& reasons, const std::string& why) {
   if (std::find(reasons.begin(), reasons.end(), why) != reasons.end()) return;
@@ -46,12 +53,31 @@ void ChangeFacts::merge(const ChangeFacts& other) {
   for (const auto& [f, why] : other.files) files[f].insert(files[f].end(), why.begin(), why.end());
 }
 
+std::string to_string(Evidence e) {
+  switch (e) {
+    case Evidence::test_changed:
+      return "test changed";
+    case Evidence::op_and_dtype:
+      return "op and dtype";
+    case Evidence::op:
+      return "op";
+    case Evidence::op_any_dtype:
+      return "op, dtypes not recorded";
+    case Evidence::unknown:
+      return "no evidence";
+  }
+  return "";
+}
+
 nlohmann::json ChangedSelection::to_json() const {
-  return {{"files", files}, {"tests", tests}, {"reasons", reasons}, {"summary", summary}};
+  nlohmann::json strength = nlohmann::json::object();
+  for (const auto& [id, e] : evidence) strength[id] = to_string(e);
+  return {{"files", files},       {"tests", tests},     {"reasons", reasons},
+          {"evidence", strength}, {"dropped", dropped}, {"summary", summary}};
 }
 
 ChangedSelection select_from_facts(const ChangeFacts& facts, const std::vector<PlanFileRef>& plan,
-                                   EvidenceStore& store) {
+                                   EvidenceStore& store, bool ignore_dtypes) {
   ChangedSelection s;
   s.summary = facts.summary;
   nlohmann::json touched = nlohmann::json::array();
@@ -75,6 +101,7 @@ ChangedSelection select_from_facts(const ChangeFacts& facts, const std::vector<P
   if (!facts.full_plan.empty()) {
     for (const auto& f : plan) {
       s.files.insert(f.relpath);
+      note_evidence(s, f.relpath, Evidence::unknown);
       for (const auto& why : facts.full_plan) add_reason(s.reasons[f.relpath], "full plan: " + why);
     }
   } else {
@@ -82,6 +109,7 @@ ChangedSelection select_from_facts(const ChangeFacts& facts, const std::vector<P
       auto it = facts.files.find(f.relpath);
       if (it == facts.files.end()) continue;
       s.files.insert(f.relpath);
+      note_evidence(s, f.relpath, Evidence::test_changed);
       for (const auto& why : it->second) add_reason(s.reasons[f.relpath], why);
     }
   }
@@ -104,6 +132,7 @@ ChangedSelection select_from_facts(const ChangeFacts& facts, const std::vector<P
       if (d == discovered.end()) {
         ++undiscovered;
         s.files.insert(f.relpath);
+        note_evidence(s, f.relpath, Evidence::unknown);
         add_reason(s.reasons[f.relpath],
                    "no execution evidence: the file was never discovered (ootci discover), so it "
                    "runs whole");
@@ -112,6 +141,7 @@ ChangedSelection select_from_facts(const ChangeFacts& facts, const std::vector<P
       if (d->second.file_hash != file_sha256(f.path)) {
         ++stale;
         s.files.insert(f.relpath);
+        note_evidence(s, f.relpath, Evidence::unknown);
         add_reason(s.reasons[f.relpath],
                    fmt::format("stale execution evidence: the file changed since its discovery "
                                "(run {}), so it runs whole",
@@ -140,7 +170,8 @@ ChangedSelection select_from_facts(const ChangeFacts& facts, const std::vector<P
           if (fam == families.end()) continue;
           for (const OpChange* change : fam->second) {
             std::string with;
-            if (!change->dtypes.empty()) {
+            Evidence strength = Evidence::op;
+            if (!change->dtypes.empty() && !ignore_dtypes) {
               auto ran = ran_with.find(called);
               if (ran != ran_with.end()) {
                 std::vector<std::string> hit;
@@ -149,16 +180,20 @@ ChangedSelection select_from_facts(const ChangeFacts& facts, const std::vector<P
                                       std::back_inserter(hit));
                 if (hit.empty()) continue;  // it never ran the op with a dtype the change affects
                 with = fmt::format(" with {}", fmt::join(hit, ", "));
+                strength = Evidence::op_and_dtype;
               } else {
                 with = " (its dtypes were not recorded)";
+                strength = Evidence::op_any_dtype;
               }
             }
             s.tests.insert(it->first);
+            note_evidence(s, it->first, strength);
             if (!done.insert(change).second) continue;
-            std::string only = change->dtypes.empty() ? ""
-                                                      : fmt::format(", for {} only ({})",
-                                                                    fmt::join(change->dtypes, ", "),
-                                                                    change->dtype_why);
+            std::string only =
+                change->dtypes.empty() || ignore_dtypes
+                    ? ""
+                    : fmt::format(", for {} only ({})", fmt::join(change->dtypes, ", "),
+                                  change->dtype_why);
             add_reason(s.reasons[it->first],
                        fmt::format("{}{}; the test called {}{}", change->why, only, called, with));
           }
@@ -170,6 +205,7 @@ ChangedSelection select_from_facts(const ChangeFacts& facts, const std::vector<P
         if (r.file != f.relpath || r.name.empty() || !failed(r) || ops.count(r.test_id)) continue;
         ++unrecorded;
         s.tests.insert(r.test_id);
+        note_evidence(s, r.test_id, Evidence::unknown);
         add_reason(s.reasons[r.test_id],
                    fmt::format("no ops recorded: it {} in discovery ({}), so it may call any op",
                                r.outcome == "error" ? "errored" : "failed",
@@ -215,7 +251,9 @@ ChangedSelection select_changed(const ChangedRequest& req) {
     facts.summary["upstream"] = u.summary;
   }
   auto store = EvidenceStore::open(req.evidence_path);
-  return select_from_facts(facts, files, *store);
+  ChangedSelection s = select_from_facts(facts, files, *store, req.ignore_dtypes);
+  if (req.budget > 0) apply_budget(s, files, *store, req.budget);
+  return s;
 }
 
 std::string format_changed_summary(const ChangedSelection& s) {
@@ -261,6 +299,29 @@ std::string format_changed_summary(const ChangedSelection& s) {
   if (!fail_open.empty())
     out += fmt::format(" (run for lack of evidence: {})", fmt::join(fail_open, ", "));
   out += "\n";
+  if (s.summary.contains("budget")) {
+    const auto& b = s.summary["budget"];
+    auto side = [](const nlohmann::json& j) {
+      std::vector<std::string> kinds;
+      for (const auto& [kind, n] : j["by_evidence"].items())
+        kinds.push_back(fmt::format("{} {}", n.get<size_t>(), kind));
+      return fmt::format("{} tests and {} files ({:.1f} s{}{})", j["tests"].get<size_t>(),
+                         j["files"].get<size_t>(), j["seconds"].get<double>(),
+                         kinds.empty() ? "" : "; by evidence: ", fmt::join(kinds, ", "));
+    };
+    out += fmt::format("budget {:.0f}% of {:.1f} s of test time: kept {}; dropped {}\n",
+                       100 * b["share"].get<double>(), b["plan_seconds"].get<double>(),
+                       side(b["kept"]), side(b["dropped"]));
+    if (b["recall_at_risk"].is_null())
+      out += "recall at risk: no breakages in the selected tests' history to estimate it from\n";
+    else
+      out += fmt::format(
+          "recall at risk, from history: the dropped tests went from passing to failing {} "
+          "times in their last {} results, the kept ones {} times: about {:.0f}% of what the "
+          "selection would catch\n",
+          b["dropped"]["breakages"].get<int>(), b["history_window"].get<int>(),
+          b["kept"]["breakages"].get<int>(), 100 * b["recall_at_risk"].get<double>());
+  }
   return out;
 }
 

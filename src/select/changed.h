@@ -46,12 +46,26 @@ struct PlanFileRef {
   std::string path;  // absolute, to tell whether its discovery is stale
 };
 
+// How directly the evidence ties a selected test or file to the change, strongest first: the
+// order in which `select changed --budget` keeps them.
+enum class Evidence {
+  test_changed,  // the upstream test file itself changed
+  op_and_dtype,  // it ran a changed op with a dtype the change can affect
+  op,            // it ran a changed op (the change can affect every dtype)
+  op_any_dtype,  // it ran a changed op; its dtypes were not recorded
+  unknown,       // no evidence either way: never discovered, stale, crashed, or the full plan
+};
+std::string to_string(Evidence e);
+
 struct ChangedSelection {
   std::set<std::string> files;                              // relpaths run whole
   std::set<std::string> tests;                              // variant ids
   std::map<std::string, std::vector<std::string>> reasons;  // test id or relpath -> why
+  std::map<std::string, Evidence> evidence;                 // test id or relpath -> strongest
+  std::set<std::string> dropped;  // selected, then left out by --budget (ids and relpaths)
   nlohmann::json summary = nlohmann::json::object();
-  // {"files": [...], "tests": [...], "reasons": {...}, "summary": {...}}: `ootci run --select`.
+  // {"files": [...], "tests": [...], "reasons": {...}, "evidence": {...}, "dropped": [...],
+  // "summary": {...}}: `ootci run --select` reads files and tests.
   nlohmann::json to_json() const;
 };
 
@@ -60,8 +74,9 @@ struct ChangedSelection {
 // (op_family) with one of the change's dtypes (any dtype when the change is not limited to some,
 // or when the discovery recorded no dtypes); a file never discovered, or changed since its
 // discovery, runs whole (missing evidence means running more, never less).
+// `ignore_dtypes` selects by op alone, as before dtype evidence (for comparison).
 ChangedSelection select_from_facts(const ChangeFacts& facts, const std::vector<PlanFileRef>& plan,
-                                   EvidenceStore& store);
+                                   EvidenceStore& store, bool ignore_dtypes = false);
 
 struct ChangedRequest {
   BackendConfig backend;
@@ -69,6 +84,8 @@ struct ChangedRequest {
   std::string backend_range, upstream_range;  // "FROM..TO"; at least one
   std::string backend_repo, upstream_repo;    // default device_root and torch_root
   std::string dispatch_key = "PrivateUse1";
+  bool ignore_dtypes = false;  // select by op alone, as before dtype evidence (for comparison)
+  double budget = 0;           // share of the full plan's test time to keep (0: no budget)
 };
 ChangedSelection select_changed(const ChangedRequest& request);
 

@@ -1,0 +1,131 @@
+#include "select/budget.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "base/error.h"
+
+namespace ootci {
+namespace {
+
+// How many results of each test the history looks at.
+constexpr int kHistoryWindow = 20;
+
+std::string relpath_of(const std::string& id) {
+  return id.substr(0, id.find("::"));
+}
+
+}  // namespace
+
+size_t items_within_budget(std::vector<BudgetItem>& items, double budget_seconds) {
+  std::stable_sort(items.begin(), items.end(), [](const BudgetItem& a, const BudgetItem& b) {
+    if (a.evidence != b.evidence) return a.evidence < b.evidence;
+    if (a.breakages != b.breakages) return a.breakages > b.breakages;
+    if (a.seconds != b.seconds) return a.seconds < b.seconds;
+    return a.id < b.id;
+  });
+  // A prefix, so nothing is kept over stronger evidence that was dropped.
+  double used = 0;
+  size_t n = 0;
+  for (; n < items.size() && used + items[n].seconds <= budget_seconds; ++n)
+    used += items[n].seconds;
+  return n;
+}
+
+void apply_budget(ChangedSelection& s, const std::vector<PlanFileRef>& plan, EvidenceStore& store,
+                  double share) {
+  std::set<std::string> plan_files;
+  for (const auto& f : plan) plan_files.insert(f.relpath);
+  std::map<std::string, double> seconds;  // timed tests of the plan
+  double plan_seconds = 0;
+  for (const auto& [id, d] : store.test_durations()) {
+    if (!plan_files.count(relpath_of(id))) continue;
+    seconds[id] = d;
+    plan_seconds += d;
+  }
+  std::map<std::string, double> file_seconds;
+  for (const auto& [id, d] : seconds) file_seconds[relpath_of(id)] += d;
+  double mean = seconds.empty() ? 0 : plan_seconds / static_cast<double>(seconds.size());
+  std::map<std::string, int> breakages = store.breakages(kHistoryWindow);
+
+  std::vector<BudgetItem> items;
+  for (const auto& f : s.files) {
+    BudgetItem item{f, s.evidence.count(f) ? s.evidence.at(f) : Evidence::unknown, 0,
+                    file_seconds.count(f) ? file_seconds.at(f) : 0};
+    for (auto it = breakages.lower_bound(f + "::");
+         it != breakages.end() && it->first.rfind(f + "::", 0) == 0; ++it)
+      item.breakages += it->second;
+    items.push_back(item);
+  }
+  for (const auto& t : s.tests) {
+    if (s.files.count(relpath_of(t))) continue;  // its file runs whole anyway
+    auto d = seconds.find(t);
+    auto b = breakages.find(t);
+    items.push_back({t, s.evidence.count(t) ? s.evidence.at(t) : Evidence::unknown,
+                     b == breakages.end() ? 0 : b->second, d == seconds.end() ? mean : d->second});
+  }
+  double budget_seconds = share * plan_seconds;
+  size_t kept = items_within_budget(items, budget_seconds);
+
+  struct Side {
+    size_t tests = 0, files = 0;
+    double seconds = 0;
+    int breakages = 0;
+    std::map<std::string, size_t> by_evidence;
+  } keep, drop;
+  for (size_t i = 0; i < items.size(); ++i) {
+    const BudgetItem& item = items[i];
+    bool file = s.files.count(item.id) > 0;
+    Side& side = i < kept ? keep : drop;
+    (file ? side.files : side.tests) += 1;
+    side.seconds += item.seconds;
+    side.breakages += item.breakages;
+    ++side.by_evidence[to_string(item.evidence)];
+    if (i < kept) continue;
+    s.dropped.insert(item.id);
+    (file ? s.files : s.tests).erase(item.id);
+    s.reasons.erase(item.id);
+  }
+  auto side_json = [](const Side& side) {
+    return nlohmann::json{{"tests", side.tests},
+                          {"files", side.files},
+                          {"seconds", side.seconds},
+                          {"breakages", side.breakages},
+                          {"by_evidence", side.by_evidence}};
+  };
+  int seen = keep.breakages + drop.breakages;
+  s.summary["budget"] = {
+      {"share", share},
+      {"plan_seconds", plan_seconds},
+      {"budget_seconds", budget_seconds},
+      {"kept", side_json(keep)},
+      {"dropped", side_json(drop)},
+      {"history_window", kHistoryWindow},
+      // Of the breakages the selected tests caught before, the share the dropped ones caught.
+      {"recall_at_risk", seen ? nlohmann::json(double(drop.breakages) / seen) : nullptr}};
+  s.summary["selected_files"] = s.files.size();
+  s.summary["selected_tests"] = s.tests.size();
+}
+
+double parse_budget(const std::string& text) {
+  std::string number = text;
+  if (!number.empty() && number.back() == '%') number.pop_back();
+  size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(number, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != number.size() || !(value > 0 && value <= 100))
+    throw Error(
+        fmt::format("--budget {}: expected a share of the full plan's test time "
+                    "above 0 and at most 100, such as 10%",
+                    text));
+  return value / 100;
+}
+
+}  // namespace ootci
