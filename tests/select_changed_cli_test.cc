@@ -160,6 +160,34 @@ TEST_F(SelectChangedCli, AnUpstreamTestFileChangeRunsThatFile) {
   EXPECT_EQ(sel["reasons"]["test/test_b.py"], json({"upstream test file test/test_b.py modified"}));
 }
 
+// Three tests of 1 s each: a budget of 40% keeps one of the two the view change selects, and
+// says what it dropped.
+TEST_F(SelectChangedCli, ABudgetKeepsTheStrongestEvidenceWithinItsShare) {
+  std::string kernels = read_file(backend_ + "/csrc/kernels.cpp");
+  std::string line = "  m.impl(\"view\", TORCH_FN(at::native::view));\n";
+  kernels.replace(kernels.find(line), line.size(),
+                  "  m.impl(\"view\", TORCH_FN(at::native::view));  // the generic view\n");
+  write_file(backend_ + "/csrc/kernels.cpp", kernels);
+  commit(backend_, "view");
+  CliRun r = select({"--backend", backend_base_ + "..HEAD", "--budget", "40%"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  json sel = json::parse(read_file(out()));
+  EXPECT_EQ(sel["tests"].size(), 1u);
+  EXPECT_EQ(sel["dropped"].size(), 1u);
+  EXPECT_EQ(sel["summary"]["budget"]["kept"]["seconds"], 1.0);
+  EXPECT_NE(r.out.find("budget 40% of 3.0 s of test time: kept 1 tests and 0 files (1.0 s; by "
+                       "evidence: 1 op); dropped 1 tests and 0 files"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("recall at risk: no breakages"), std::string::npos) << r.out;
+
+  CliRun bad = select({"--backend", backend_base_ + "..HEAD", "--budget", "ten"});
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_NE(bad.err.find("--budget ten: expected a share of the full plan's test time"),
+            std::string::npos)
+      << bad.err;
+}
+
 TEST_F(SelectChangedCli, ErrorsNameWhatIsWrong) {
   CliRun none = select({});
   EXPECT_EQ(none.code, 1);
