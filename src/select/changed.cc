@@ -90,7 +90,7 @@ ChangedSelection select_from_facts(const ChangeFacts& facts, const std::vector<P
       every = every || c.dtypes.empty();
       dtypes.insert(c.dtypes.begin(), c.dtypes.end());
     }
-    if (!every) touched_dtypes[op] = dtypes;
+    if (!every && !ignore_dtypes) touched_dtypes[op] = dtypes;
   }
   s.summary["touched_ops"] = touched;
   // Ops whose changes can affect some dtypes only; an op not listed: every dtype.
