@@ -25,6 +25,24 @@ bool blank(char c) {
   return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
 }
 
+// The dtype constants named in `text` ("at::kFloat" in "x.scalar_type() == at::kFloat").
+std::set<std::string> constants_in(const std::string& text) {
+  std::set<std::string> out;
+  for (size_t i = 0; i < text.size();) {
+    if (!is_identifier_char(text[i]) || (i > 0 && is_identifier_char(text[i - 1]))) {
+      ++i;
+      continue;
+    }
+    size_t j = i;
+    while (j < text.size() && (is_identifier_char(text[j]) ||
+                               (text[j] == ':' && j + 1 < text.size() && text[j + 1] == ':')))
+      j += text[j] == ':' ? 2 : 1;
+    if (auto d = dtype_of_constant(text.substr(i, j - i))) out.insert(*d);
+    i = j;
+  }
+  return out;
+}
+
 // One function body in masked text, with the small C++ grammar the scopes need: statements,
 // if/else extents and the block around an offset.
 struct Body {
@@ -132,6 +150,28 @@ struct Body {
       if (i == 0 || !is_identifier_char(m[i - 1])) out.push_back(i);
     return out;
   }
+  // Whether `name` is given a value in the body that has a dtype of the kernel's choosing (a
+  // conversion such as `.to(at::kFloat)`, or a dtype constant), so a test of its dtype says
+  // nothing about the dtypes the op was called with.
+  bool converted(const std::string& name) const {
+    static const char* const kConversions[] = {
+        ".to(",    "toType(",     ".type(", "_to_copy", ".float()",    ".double()",
+        ".half()", ".bfloat16()", ".to<",   "::k",      "ScalarType::"};
+    for (size_t i = m.find(name, open); i != std::string::npos && i < close;
+         i = m.find(name, i + 1)) {
+      if ((i > 0 && is_identifier_char(m[i - 1])) || is_identifier_char(m[i + name.size()]))
+        continue;
+      size_t eq = skip(i + name.size());
+      if (eq + 1 >= m.size() || m[eq] != '=' || m[eq + 1] == '=') continue;
+      size_t end = m.find(';', eq);
+      std::string value = m.substr(eq, end == std::string::npos ? 0 : end - eq);
+      for (const char* c : kConversions)
+        if (value.find(c) != std::string::npos) return true;
+      if (!constants_in(value).empty()) return true;
+    }
+    return false;
+  }
+
   std::string identifier_at(size_t i) const {
     size_t j = i;
     while (j < m.size() && (is_identifier_char(m[j]) || (m[j] == ':' && m[j + 1] == ':'))) {
@@ -160,24 +200,6 @@ std::vector<std::string> split_top(const std::string& text, const std::string& o
   return out;
 }
 
-// The dtype constants named in `text` ("at::kFloat" in "x.scalar_type() == at::kFloat").
-std::set<std::string> constants_in(const std::string& text) {
-  std::set<std::string> out;
-  for (size_t i = 0; i < text.size();) {
-    if (!is_identifier_char(text[i]) || (i > 0 && is_identifier_char(text[i - 1]))) {
-      ++i;
-      continue;
-    }
-    size_t j = i;
-    while (j < text.size() && (is_identifier_char(text[j]) ||
-                               (text[j] == ':' && j + 1 < text.size() && text[j + 1] == ':')))
-      j += text[j] == ':' ? 2 : 1;
-    if (auto d = dtype_of_constant(text.substr(i, j - i))) out.insert(*d);
-    i = j;
-  }
-  return out;
-}
-
 // A dtype test: the dtypes for which it holds (`positive`) or for which it fails.
 struct DtypeTest {
   std::set<std::string> dtypes;
@@ -185,12 +207,30 @@ struct DtypeTest {
 };
 
 // One comparison or predicate: `== kFloat`, `!= kFloat`, `isFloatingType(...)`.
-std::optional<DtypeTest> test_of_term(std::string term) {
+// The identifiers of `text` that start an expression (`self` in `self.scalar_type()`).
+std::vector<std::string> roots_in(const std::string& text) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (!is_identifier_char(text[i]) ||
+        (i > 0 && (is_identifier_char(text[i - 1]) || text[i - 1] == '.' || text[i - 1] == ':' ||
+                   text[i - 1] == '>')))
+      continue;
+    size_t j = i;
+    while (j < text.size() && is_identifier_char(text[j])) ++j;
+    out.push_back(text.substr(i, j - i));
+    i = j;
+  }
+  return out;
+}
+
+std::optional<DtypeTest> test_of_term(std::string term, const Body& body) {
   term = trim_copy(term);
   while (term.size() >= 2 && term.front() == '(' && term.back() == ')')
     term = trim_copy(term.substr(1, term.size() - 2));
   bool eq = term.find("==") != std::string::npos, ne = term.find("!=") != std::string::npos;
   std::set<std::string> named = constants_in(term);
+  for (const std::string& root : roots_in(term))
+    if (body.converted(root)) return std::nullopt;
   if (eq != ne && !named.empty() && term.find("||") == std::string::npos &&
       term.find("&&") == std::string::npos)
     return DtypeTest{named, eq};
@@ -206,12 +246,12 @@ std::optional<DtypeTest> test_of_term(std::string term) {
 
 // `a == kFloat || a == kDouble` (positive), `a != kFloat && a != kDouble` (negative), or a
 // conjunction with one positive test (it narrows whatever the rest says).
-std::optional<DtypeTest> test_of_condition(const std::string& cond) {
+std::optional<DtypeTest> test_of_condition(const std::string& cond, const Body& body) {
   auto ors = split_top(cond, "||");
   if (ors.size() > 1) {
     DtypeTest t;
     for (const auto& part : ors) {
-      auto p = test_of_term(part);
+      auto p = test_of_term(part, body);
       if (!p || !p->positive) return std::nullopt;
       t.dtypes.insert(p->dtypes.begin(), p->dtypes.end());
     }
@@ -222,7 +262,7 @@ std::optional<DtypeTest> test_of_condition(const std::string& cond) {
   DtypeTest negative{{}, false};
   bool all_negative = true;
   for (const auto& part : ands) {
-    auto p = test_of_term(part);
+    auto p = test_of_term(part, body);
     if (p && p->positive) {
       if (!positive) {
         positive = p;
@@ -401,7 +441,7 @@ DtypeScope dtype_scope_at(const SourceText& source, int first, int last, int lin
     if (!b.word_at(at, "if")) continue;
     Body::If s = b.if_statement(at);
     if (!s.ok) continue;
-    auto test = test_of_condition(b.text(s.cond_open + 1, s.cond_close));
+    auto test = test_of_condition(b.text(s.cond_open + 1, s.cond_close), b);
     if (!test || test->dtypes.empty()) continue;
     std::string cond = trim_copy(b.text(s.cond_open + 1, s.cond_close));
     int at_line = source.line_of(at);
@@ -435,7 +475,7 @@ DtypeScope dtype_scope_at(const SourceText& source, int first, int last, int lin
     if (end == std::string::npos || ls <= end) continue;
     auto args = source.split_arguments(paren + 1, end);
     if (args.empty()) continue;
-    auto test = test_of_condition(b.text(args[0].first, args[0].second));
+    auto test = test_of_condition(b.text(args[0].first, args[0].second), b);
     if (!test || !test->positive || test->dtypes.empty()) continue;
     size_t block = b.block_of(at);
     size_t block_end = block == b.open ? b.close : source.matching(block);
@@ -461,7 +501,7 @@ DtypeScope kernel_own_dtypes(const SourceText& source, int first, int last,
   if (at >= b.close || !b.word_at(at, "if")) return {};
   Body::If s = b.if_statement(at);
   if (!s.ok || s.else_begin != std::string::npos) return {};
-  auto test = test_of_condition(b.text(s.cond_open + 1, s.cond_close));
+  auto test = test_of_condition(b.text(s.cond_open + 1, s.cond_close), b);
   if (!test || test->positive || test->dtypes.empty() || !exits(b, s.then_begin, s.then_end))
     return {};
   std::string then = b.text(s.then_begin, s.then_end + 1);

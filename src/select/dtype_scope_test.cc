@@ -56,6 +56,23 @@ TEST(DtypeScope, ABranchOnADtypeNarrowsItsConditionAndBody) {
   EXPECT_EQ(dtypes_at(code, "return out"), Strings{});
 }
 
+// A tensor the kernel converted itself has the kernel's dtype, whatever the op was called with.
+TEST(DtypeScope, ATestOfAConvertedTensorSaysNothing) {
+  std::string code =
+      "at::Tensor k(const at::Tensor& self) {\n"
+      "  auto work = self.to(at::kFloat);\n"
+      "  at::ScalarType kind = at::kHalf;\n"
+      "  auto common = at::result_type(self, self);\n"
+      "  if (work.scalar_type() == at::kFloat) work.mul_(2);\n"
+      "  if (kind == at::kHalf) work.mul_(3);\n"
+      "  if (common == at::kDouble) work.mul_(4);\n"
+      "  return work;\n"
+      "}\n";
+  EXPECT_EQ(dtypes_at(code, "work.mul_(2)"), Strings{});
+  EXPECT_EQ(dtypes_at(code, "work.mul_(3)"), Strings{});
+  EXPECT_EQ(dtypes_at(code, "work.mul_(4)"), Strings{"float64"});
+}
+
 TEST(DtypeScope, DispatchMacrosNarrowToTheirDtypes) {
   std::string code =
       "void k(at::TensorIterator& iter) {\n"
