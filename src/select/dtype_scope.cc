@@ -8,6 +8,9 @@
 #include <map>
 #include <vector>
 
+#include "base/text.h"
+#include "select/bucket.h"
+
 namespace ootci {
 namespace dtype_scan {
 
@@ -367,46 +370,19 @@ std::optional<std::string> dtype_of_constant(const std::string& token) {
                   (colon >= 12 && name.compare(colon - 12, 12, "::ScalarType") == 0);
     name = name.substr(colon + 2);
   }
-  static const std::map<std::string, std::string> constants = {{"kBool", "bool"},
-                                                               {"kByte", "uint8"},
-                                                               {"kUInt8", "uint8"},
-                                                               {"kChar", "int8"},
-                                                               {"kInt8", "int8"},
-                                                               {"kShort", "int16"},
-                                                               {"kInt16", "int16"},
-                                                               {"kInt", "int32"},
-                                                               {"kInt32", "int32"},
-                                                               {"kLong", "int64"},
-                                                               {"kInt64", "int64"},
-                                                               {"kHalf", "float16"},
-                                                               {"kFloat16", "float16"},
-                                                               {"kBFloat16", "bfloat16"},
-                                                               {"kFloat", "float32"},
-                                                               {"kFloat32", "float32"},
-                                                               {"kDouble", "float64"},
-                                                               {"kFloat64", "float64"},
-                                                               {"kComplexHalf", "complex32"},
-                                                               {"kComplexFloat", "complex64"},
-                                                               {"kComplex64", "complex64"},
-                                                               {"kComplexDouble", "complex128"},
-                                                               {"kComplex128", "complex128"}};
-  static const std::map<std::string, std::string> enumerators = {{"Bool", "bool"},
-                                                                 {"Byte", "uint8"},
-                                                                 {"Char", "int8"},
-                                                                 {"Short", "int16"},
-                                                                 {"Int", "int32"},
-                                                                 {"Long", "int64"},
-                                                                 {"Half", "float16"},
-                                                                 {"BFloat16", "bfloat16"},
-                                                                 {"Float", "float32"},
-                                                                 {"Double", "float64"},
-                                                                 {"ComplexHalf", "complex32"},
-                                                                 {"ComplexFloat", "complex64"},
-                                                                 {"ComplexDouble", "complex128"}};
-  const auto& table = scalar_type ? enumerators : constants;
-  auto it = table.find(name);
-  if (it == table.end()) return std::nullopt;
-  return it->second;
+  if (scalar_type) {
+    std::string d = dtype_of_scalar_type(name);
+    return d.empty() ? std::nullopt : std::optional<std::string>(d);
+  }
+  if (name.size() < 2 || name[0] != 'k') return std::nullopt;
+  // kFloat, kBFloat16 name enumerators; kFloat32, kInt64, kUInt8 lowercase to torch's names.
+  if (std::string d = dtype_of_scalar_type(name.substr(1)); !d.empty()) return d;
+  std::string lowered = lower(name.substr(1));
+  static const std::set<std::string> torch_names = {
+      "uint8",   "int8",    "int16",     "int32",     "int64",     "float16",
+      "float32", "float64", "complex32", "complex64", "complex128"};
+  if (torch_names.count(lowered)) return lowered;
+  return std::nullopt;
 }
 
 DtypeScope dtype_scope_at(const SourceText& source, int first, int last, int line) {
