@@ -122,6 +122,9 @@ std::string head(const std::string& repo) {
   return sha.substr(0, sha.size() - 1);
 }
 
+// Timeouts of 60 s: discovery runs every variant, and a few (float16 and bfloat16
+// test_reduction_vectorize_along_input_corner) run for minutes on the reference backend; the
+// longest test that passes takes seconds.
 void write_config(const Options& o, const std::string& bench, const std::string& repo,
                   const std::string& env_name, const std::string& env_value) {
   std::string disabled = env_name == "OOTCI_REF_DISABLED_OPS" ? env_value : "";
@@ -145,8 +148,8 @@ void write_config(const Options& o, const std::string& bench, const std::string&
                   "run:\n"
                   "  workers: {workers}\n"
                   "  reruns: 0\n"
-                  "  stall_timeout_s: 180\n"
-                  "  test_timeout_s: 180\n",
+                  "  stall_timeout_s: 60\n"
+                  "  test_timeout_s: 60\n",
                   fmt::arg("repo", repo), fmt::arg("disabled", disabled), fmt::arg("wrong", wrong),
                   fmt::arg("torch", o.torch_root), fmt::arg("workers", o.workers)));
 }
