@@ -39,10 +39,12 @@ Either way a recorder failure records nothing for that test phase (ops None), an
 on: an op's own exception propagates untouched.
 """
 import fcntl
+import functools
 import hashlib
 import os
 import pathlib
 import sys
+import threading
 
 _OVERLOAD_DEFAULT = "default"
 
@@ -80,15 +82,111 @@ def _observer_start(device):
 
 
 def _observer_stop():
-    """(ops, op:dtype pairs) recorded since _observer_start; raises if the observer failed on
-    the way."""
+    """(ops, op:dtype pairs, the pairs seen only while generating inputs) recorded since
+    _observer_start; raises if the observer failed on the way."""
     import torch
-    ops, pairs = set(), set()
-    for entry in torch.ops.ootci_observer.stop():  # "aten::add.Tensor float32 int64"
+    ops, pairs, input_only = set(), set(), set()
+    for entry in torch.ops.ootci_observer.stop():  # "aten::add.Tensor float32 @int64"
         op, *dtypes = entry.split(" ")
         ops.add(op)
-        pairs.update(f"{op}:{d}" for d in dtypes)
-    return ops, pairs
+        for d in dtypes:
+            pair = f"{op}:{d.lstrip('@')}"
+            pairs.add(pair)
+            if d.startswith("@"):
+                input_only.add(pair)
+    return ops, pairs, input_only
+
+
+# --- Input generation ----------------------------------------------------------------------
+# The ops a test calls while it makes its inputs (torch.testing.make_tensor, an OpInfo's sample,
+# reference and error inputs) are recorded apart: a float32 test calls mul, add and rsub on the
+# device in make_tensor alone, and a change to them alters the values it draws, not what it
+# checks against the CPU. Selection ranks such evidence below the test's own calls.
+
+_inputs = threading.local()
+_observer_active = False  # the observer records right now (inputs() is only called then)
+
+
+def input_depth() -> int:
+    return getattr(_inputs, "depth", 0)
+
+
+class generating_inputs:
+    """Marks the calls inside as input generation, for both recorders."""
+
+    def __enter__(self):
+        _inputs.depth = input_depth() + 1
+        if _observer_active:
+            import torch
+            torch.ops.ootci_observer.inputs(True)
+
+    def __exit__(self, *exc):
+        _inputs.depth = max(input_depth() - 1, 0)
+        if _observer_active:
+            import torch
+            torch.ops.ootci_observer.inputs(False)
+        return False
+
+
+def _generating(function):
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        with generating_inputs():
+            return function(*args, **kwargs)
+    wrapper._ootci_original = function
+    return wrapper
+
+
+class _GeneratingIterator:
+    """An iterator whose every step (a lazily built sample) counts as input generation."""
+
+    def __init__(self, inner):
+        self._inner = inner
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        with generating_inputs():
+            return next(self._inner)
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+
+def _generating_samples(method):
+    @functools.wraps(method)
+    def wrapper(*args, **kwargs):
+        with generating_inputs():
+            samples = method(*args, **kwargs)
+        if isinstance(samples, (list, tuple)):
+            return samples
+        return _GeneratingIterator(iter(samples))
+    wrapper._ootci_original = method
+    return wrapper
+
+
+def mark_input_generators():
+    """Wraps make_tensor (everywhere a module holds it) and OpInfo's input methods so their device
+    calls count as input generation. Idempotent; called again once test modules are imported."""
+    from torch.testing import _creation
+    current = _creation.make_tensor
+    original = getattr(current, "_ootci_original", current)
+    wrapped = current if current is not original else _generating(original)
+    for module in list(sys.modules.values()):
+        try:
+            if getattr(module, "make_tensor", None) is original:
+                module.make_tensor = wrapped
+        except Exception:
+            pass
+    try:
+        from torch.testing._internal.opinfo.core import OpInfo
+    except Exception:
+        return
+    for name in ("sample_inputs", "reference_inputs", "error_inputs"):
+        method = getattr(OpInfo, name, None)
+        if method is not None and not hasattr(method, "_ootci_original"):
+            setattr(OpInfo, name, _generating_samples(method))
 
 
 _OBSERVER_SOURCE = pathlib.Path(__file__).resolve().parent / "csrc" / "op_observer.cpp"
@@ -162,19 +260,23 @@ def _dispatch_key(device):
 
 class Recording:
     """Context manager around one test phase; `ops` is the sorted list, or None if not recorded,
-    and `op_dtypes` the sorted "op:dtype" pairs."""
+    `op_dtypes` the sorted "op:dtype" pairs, and `input_op_dtypes` those of them seen only while
+    the test generated its inputs."""
 
     def __init__(self):
         self.ops = None
         self.op_dtypes = None
+        self.input_op_dtypes = None
         self._mode = None
         self._observing = False
 
     def __enter__(self):
         try:
             if recorder_kind() == "observer" and observer_available():
+                global _observer_active
                 _observer_start(device_type())
                 self._observing = True
+                _observer_active = True
             else:
                 self._enter_mode()
         except Exception:
@@ -189,10 +291,12 @@ class Recording:
 
     def __exit__(self, exc_type, exc, tb):
         if self._observing:
-            self._observing = False
+            global _observer_active
+            self._observing = _observer_active = False
             try:
-                ops, pairs = _observer_stop()
+                ops, pairs, input_only = _observer_stop()
                 self.ops, self.op_dtypes = sorted(ops), sorted(pairs)
+                self.input_op_dtypes = sorted(input_only)
             except Exception:
                 self.ops = None  # it failed on the way: an incomplete set is not reported
             return False
@@ -210,4 +314,5 @@ class Recording:
             pass
         if not mode.broken:
             self.ops, self.op_dtypes = sorted(mode.ops), sorted(mode.op_dtypes)
+            self.input_op_dtypes = sorted(mode.input_op_dtypes - mode.body_op_dtypes)
         return False

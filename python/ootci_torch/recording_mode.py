@@ -113,6 +113,8 @@ class OpRecordingMode(TorchDispatchMode):
         self.device_key = _recorder._dispatch_key(device) or None
         self.ops = set()
         self.op_dtypes = set()  # "aten::add.Tensor:float32"
+        self.body_op_dtypes = set()  # of them, seen outside input generation
+        self.input_op_dtypes = set()  # and seen inside it
         self.active = True  # False once the test is over: a mode left behind only passes through
         self.broken = False  # the recorder failed: its set is incomplete, so nothing is reported
         self.expanding = set()  # ops whose composite kernel is running under the mode
@@ -127,7 +129,12 @@ class OpRecordingMode(TorchDispatchMode):
                 name = _names[func] = _recorder.op_name(func)
             if on_device(values, self.device):
                 self.ops.add(name)
-                self.op_dtypes.update(f"{name}:{d}" for d in device_dtypes(values, self.device))
+                pairs = {f"{name}:{d}" for d in device_dtypes(values, self.device)}
+                self.op_dtypes |= pairs
+                if _recorder.input_depth() > 0:
+                    self.input_op_dtypes |= pairs
+                else:
+                    self.body_op_dtypes |= pairs
         except Exception:
             self.broken = True
 

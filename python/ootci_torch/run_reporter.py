@@ -9,11 +9,12 @@ Events: {"e": "collected", "tests": [id, ...]},
         {"e": "start", "id", "mode", "op", "dtype", "base"},
         {"e": "called", "id", "outcome", ...} (the call phase is over; teardown may still crash),
         {"e": "result", "id", "outcome", "duration", "mode", "op", "dtype", "base", "error_class",
-         "message", "ops", "op_dtypes"},
+         "message", "ops", "op_dtypes", "input_op_dtypes"},
         {"e": "collect_error", "message": text}
 "base" is the config name of the variant ("Class::method"). "ops" (only with OOTCI_RECORD_OPS=1)
 lists the ops the test called on the device during setup and call (op_recorder.py), and
-"op_dtypes" the dtypes it called them with ("aten::add.Tensor:float32").
+"op_dtypes" the dtypes it called them with ("aten::add.Tensor:float32"), and "input_op_dtypes"
+those of them it reached only while generating its inputs (make_tensor, sample inputs).
 
 OOTCI_RUN_ONLY names a file of test ids to run, OOTCI_RUN_ONLY_BASES one of "relpath::Class::method"
 lines whose variants run; with both, a test runs if either names it. OOTCI_RUN_SKIP ids never run.
@@ -36,6 +37,8 @@ _items = {}     # nodeid -> (test id, plan properties)
 _reports = {}   # nodeid -> [TestReport, ...]
 _ops = {}       # nodeid -> set of ops recorded so far (OOTCI_RECORD_OPS=1)
 _op_dtypes = {}  # nodeid -> set of "op:dtype" pairs recorded so far
+_body_dtypes = {}  # nodeid -> those of them seen outside input generation in some phase
+_input_dtypes = {}  # nodeid -> those seen only inside it in some phase
 _record_ops = False
 
 
@@ -79,6 +82,8 @@ def start_events():
         _record_ops = _op_recorder.enabled()
         if _record_ops and _op_recorder.recorder_kind() == "observer":
             _op_recorder.observer_available()  # built now, not inside the first test's time
+        if _record_ops:
+            _op_recorder.mark_input_generators()
 
 
 def pytest_configure(config):
@@ -128,6 +133,8 @@ def narrow(config, items):
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = kept
+    if _record_ops:
+        _op_recorder.mark_input_generators()  # the test modules' own make_tensor names too
     event = {"e": "collected", "tests": [_items[i.nodeid][0] for i in kept]}
     if multi_device:
         event["multi_device"] = multi_device
@@ -153,6 +160,11 @@ def _base_id(tid, props):
     return f"{tid.split('::', 1)[0]}::{base}" if base else ""
 
 
+def _input_only(nodeid):
+    """The pairs a test reached only while generating its inputs, in every phase."""
+    return sorted(_input_dtypes.get(nodeid, set()) - _body_dtypes.get(nodeid, set()))
+
+
 def _recorded(item):
     """Records the ops of one test phase when asked to; a hookwrapper body."""
     if not _record_ops or item.nodeid not in _items:
@@ -162,7 +174,10 @@ def _recorded(item):
         yield
     if rec.ops is not None:
         _ops.setdefault(item.nodeid, set()).update(rec.ops)
-        _op_dtypes.setdefault(item.nodeid, set()).update(rec.op_dtypes or ())
+        pairs, inputs = set(rec.op_dtypes or ()), set(rec.input_op_dtypes or ())
+        _op_dtypes.setdefault(item.nodeid, set()).update(pairs)
+        _body_dtypes.setdefault(item.nodeid, set()).update(pairs - inputs)
+        _input_dtypes.setdefault(item.nodeid, set()).update(inputs)
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -199,6 +214,7 @@ def pytest_runtest_logreport(report):
             if _record_ops:
                 event["ops"] = sorted(_ops.get(report.nodeid, ()))
                 event["op_dtypes"] = sorted(_op_dtypes.get(report.nodeid, ()))
+                event["input_op_dtypes"] = _input_only(report.nodeid)
             _emit(event)
 
 
@@ -250,4 +266,7 @@ def pytest_runtest_logfinish(nodeid, location):
     if _record_ops:
         event["ops"] = sorted(_ops.pop(nodeid, ()))
         event["op_dtypes"] = sorted(_op_dtypes.pop(nodeid, ()))
+        event["input_op_dtypes"] = _input_only(nodeid)
+        _body_dtypes.pop(nodeid, None)
+        _input_dtypes.pop(nodeid, None)
     _emit(event)

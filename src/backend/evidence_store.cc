@@ -70,9 +70,11 @@ CREATE TABLE discovered_files (
 );
 )sql",
       // The dtypes each op was called with on the device, "aten::add.Tensor:float32" pairs
-      // joined by spaces; '' for ops recorded before this column (any dtype).
+      // joined by spaces ('' for ops recorded before this column: any dtype), and those of them
+      // reached only while generating inputs.
       R"sql(
 ALTER TABLE test_ops ADD COLUMN op_dtypes TEXT NOT NULL DEFAULT '';
+ALTER TABLE test_ops ADD COLUMN input_op_dtypes TEXT NOT NULL DEFAULT '';
 )sql",
   };
   return steps;
@@ -99,7 +101,8 @@ constexpr const char* kInsertResultSql =
     "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
 // Ops as one space-separated text: they are read back per run, never queried one by one.
 constexpr const char* kInsertOpsSql =
-    "INSERT OR REPLACE INTO test_ops (run_id, test_id, ops, op_dtypes) VALUES (?,?,?,?)";
+    "INSERT OR REPLACE INTO test_ops (run_id, test_id, ops, op_dtypes, input_op_dtypes) "
+    "VALUES (?,?,?,?,?)";
 
 // Mean duration per test over its newest `window` results in finished runs.
 // Mean of the last N results per test in finished runs. Results from whole (unsharded) runs are
@@ -182,7 +185,8 @@ class SqliteEvidenceStore : public EvidenceStore {
             {run_id, t.test_id, t.file, t.cls, t.name, t.device, t.dtype, t.op, t.mode, t.outcome,
              t.duration_s, t.error_class, t.message, t.reruns, t.flaky, t.finished_ms, t.base});
     if (!t.ops.empty())
-      tx.exec(kInsertOpsSql, {run_id, t.test_id, join_ops(t.ops), join_ops(t.op_dtypes)});
+      tx.exec(kInsertOpsSql, {run_id, t.test_id, join_ops(t.ops), join_ops(t.op_dtypes),
+                              join_ops(t.input_op_dtypes)});
   }
 
   // SQLite's own message ("FOREIGN KEY constraint failed") names neither the file nor the row.
@@ -400,6 +404,11 @@ class SqliteEvidenceStore : public EvidenceStore {
   std::map<std::string, std::vector<std::string>> op_dtypes_of_run(
       const std::string& run_id) override {
     return read_op_lists(run_id, "op_dtypes");
+  }
+
+  std::map<std::string, std::vector<std::string>> input_op_dtypes_of_run(
+      const std::string& run_id) override {
+    return read_op_lists(run_id, "input_op_dtypes");
   }
 
   // One space-separated column of test_ops per test id; tests whose list is empty are absent.

@@ -37,6 +37,9 @@ struct TestResult {
   // (arguments and results, over all calls), sorted; recorded with `ops`. Empty in evidence
   // recorded before schema 3: the ops' dtypes are then unknown.
   std::vector<std::string> op_dtypes;
+  // Of op_dtypes, those reached only while the test generated its inputs (make_tensor, an
+  // OpInfo's sample inputs), never in the test's own calls.
+  std::vector<std::string> input_op_dtypes;
 };
 
 // An upstream file whose variants `ootci discover` ran, keyed by what makes evidence stale: the
@@ -111,6 +114,9 @@ class EvidenceStore {
   virtual std::map<std::string, std::vector<std::string>> ops_of_run(const std::string& run_id) = 0;
   // "op:dtype" pairs per test id of one run (tests recorded without dtypes are absent).
   virtual std::map<std::string, std::vector<std::string>> op_dtypes_of_run(
+      const std::string& run_id) = 0;
+  // Those of them reached only while generating inputs, per test id (absent: none).
+  virtual std::map<std::string, std::vector<std::string>> input_op_dtypes_of_run(
       const std::string& run_id) = 0;
   virtual void mark_discovered(const DiscoveredFile& file) = 0;
   // The discovery of this exact file content on this backend revision, if any.

@@ -412,12 +412,15 @@ TEST_F(EvidenceTest, OpDtypesAreStoredWithTheOps) {
   TestResult a = result("a.py::C::test_add_privateuseone_float32", "passed");
   a.ops = {"aten::add.Tensor", "aten::index_put_"};
   a.op_dtypes = {"aten::add.Tensor:float32", "aten::index_put_:float32", "aten::index_put_:int64"};
+  a.input_op_dtypes = {"aten::add.Tensor:float32"};
   TestResult b = result("a.py::C::test_sub", "passed");
   b.ops = {"aten::sub.Tensor"};  // recorded without dtypes
   store_->record_batch("r-1", {a, b});
   auto pairs = store_->op_dtypes_of_run("r-1");
   ASSERT_EQ(pairs.size(), 1u);
   EXPECT_EQ(pairs[a.test_id], a.op_dtypes);
+  EXPECT_EQ(store_->input_op_dtypes_of_run("r-1"),
+            (std::map<std::string, std::vector<std::string>>{{a.test_id, a.input_op_dtypes}}));
   EXPECT_EQ(store_->ops_of_run("r-1").size(), 2u);
 }
 
@@ -432,6 +435,7 @@ TEST_F(EvidenceTest, MigratesAVersionTwoDatabaseKeepingItsOps) {
   ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
   ASSERT_EQ(sqlite3_exec(db,
                          "ALTER TABLE test_ops DROP COLUMN op_dtypes; "
+                         "ALTER TABLE test_ops DROP COLUMN input_op_dtypes; "
                          "UPDATE schema_version SET version = 2",
                          nullptr, nullptr, nullptr),
             SQLITE_OK);

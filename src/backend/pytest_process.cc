@@ -115,6 +115,8 @@ TestResult result_from_event(const nlohmann::json& e) {
   r.op_dtypes = field<std::vector<std::string>>(e, "op_dtypes", {});
   std::sort(r.op_dtypes.begin(), r.op_dtypes.end());
   r.op_dtypes.erase(std::unique(r.op_dtypes.begin(), r.op_dtypes.end()), r.op_dtypes.end());
+  r.input_op_dtypes = field<std::vector<std::string>>(e, "input_op_dtypes", {});
+  std::sort(r.input_op_dtypes.begin(), r.input_op_dtypes.end());
   r.error_class = field<std::string>(e, "error_class", "");
   r.message = field<std::string>(e, "message", "");
   r.finished_ms = now_ms();

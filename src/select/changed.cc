@@ -63,6 +63,8 @@ std::string to_string(Evidence e) {
       return "op";
     case Evidence::op_any_dtype:
       return "op, dtypes not recorded";
+    case Evidence::inputs_only:
+      return "op in input generation only";
     case Evidence::unknown:
       return "no evidence";
   }
@@ -124,6 +126,7 @@ ChangedSelection select_from_facts(const ChangeFacts& facts, const std::vector<P
     for (auto& d : store.latest_discoveries()) discovered[d.relpath] = d;
     std::map<std::string, std::map<std::string, std::vector<std::string>>> ops_by_run;
     std::map<std::string, std::map<std::string, std::vector<std::string>>> dtypes_by_run;
+    std::map<std::string, std::map<std::string, std::vector<std::string>>> inputs_by_run;
     std::map<std::string, std::vector<TestResult>> results_by_run;
 
     for (const auto& f : plan) {
@@ -152,8 +155,10 @@ ChangedSelection select_from_facts(const ChangeFacts& facts, const std::vector<P
       if (!ops_by_run.count(run)) ops_by_run[run] = store.ops_of_run(run);
       if (!results_by_run.count(run)) results_by_run[run] = store.results(run);
       if (!dtypes_by_run.count(run)) dtypes_by_run[run] = store.op_dtypes_of_run(run);
+      if (!inputs_by_run.count(run)) inputs_by_run[run] = store.input_op_dtypes_of_run(run);
       const auto& ops = ops_by_run[run];
       const auto& pairs = dtypes_by_run[run];
+      const auto& inputs = inputs_by_run[run];
       std::string prefix = f.relpath + "::";
       for (auto it = ops.lower_bound(prefix); it != ops.end() && it->first.rfind(prefix, 0) == 0;
            ++it) {
@@ -164,6 +169,16 @@ ChangedSelection select_from_facts(const ChangeFacts& facts, const std::vector<P
             if (auto colon = pair.rfind(':');
                 colon != std::string::npos && colon > 0 && pair[colon - 1] != ':')
               ran_with[pair.substr(0, colon)].insert(pair.substr(colon + 1));
+        // "op:dtype" pairs it reached only while generating its inputs.
+        std::set<std::string> input_only;
+        if (auto p = inputs.find(it->first); p != inputs.end())
+          input_only.insert(p->second.begin(), p->second.end());
+        auto only_in_inputs = [&](const std::string& op, const std::vector<std::string>& dtypes) {
+          if (dtypes.empty()) return false;
+          for (const auto& d : dtypes)
+            if (!input_only.count(op + ":" + d)) return false;
+          return true;
+        };
         std::set<const OpChange*> done;  // changes already explained for this test
         for (const auto& called : it->second) {
           auto fam = families.find(op_family(called));
@@ -181,9 +196,21 @@ ChangedSelection select_from_facts(const ChangeFacts& facts, const std::vector<P
                 if (hit.empty()) continue;  // it never ran the op with a dtype the change affects
                 with = fmt::format(" with {}", fmt::join(hit, ", "));
                 strength = Evidence::op_and_dtype;
+                if (only_in_inputs(called, hit)) {
+                  with += " only while generating its inputs";
+                  strength = Evidence::inputs_only;
+                }
               } else {
                 with = " (its dtypes were not recorded)";
                 strength = Evidence::op_any_dtype;
+              }
+            }
+            if (strength == Evidence::op) {
+              auto ran = ran_with.find(called);
+              if (ran != ran_with.end() &&
+                  only_in_inputs(called, {ran->second.begin(), ran->second.end()})) {
+                with = " only while generating its inputs";
+                strength = Evidence::inputs_only;
               }
             }
             s.tests.insert(it->first);

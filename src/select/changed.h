@@ -53,6 +53,7 @@ enum class Evidence {
   op_and_dtype,  // it ran a changed op with a dtype the change can affect
   op,            // it ran a changed op (the change can affect every dtype)
   op_any_dtype,  // it ran a changed op; its dtypes were not recorded
+  inputs_only,   // it ran a changed op (with such a dtype) only while generating its inputs
   unknown,       // no evidence either way: never discovered, stale, crashed, or the full plan
 };
 std::string to_string(Evidence e);

@@ -165,6 +165,11 @@ void record_add_dtypes(EvidenceStore& store) {
                            {"aten::add_.Tensor:int64", "aten::mul.Tensor:float32"}),
                       with("test_add_mixed", {"aten::add.out"},
                            {"aten::add.out:float32", "aten::add.out:int64"})});
+  // A test that ran float32 add only inside make_tensor: its inputs change, not what it checks.
+  TestResult inputs = with("test_add_in_inputs", {"aten::add.Tensor", "aten::sub.Tensor"},
+                           {"aten::add.Tensor:float32", "aten::sub.Tensor:float32"});
+  inputs.input_op_dtypes = {"aten::add.Tensor:float32"};
+  store.record("r-discover", inputs);
 }
 
 // Issue 20's acceptance: a fault in float32 add selects only the tests with float32 add evidence
@@ -195,9 +200,19 @@ TEST_F(SelectChanged, AKernelForOneDtypeSelectsOnlyTestsThatRanItsOpWithThatDtyp
   EXPECT_EQ(
       s.tests,
       (Strings{"test/test_a.py::TestOps::test_add", "test/test_a.py::TestOps::test_add_float32",
+               "test/test_a.py::TestOps::test_add_in_inputs",
                "test/test_a.py::TestOps::test_add_inplace",
                "test/test_a.py::TestOps::test_add_mixed", "test/test_a.py::TestOps::test_crash",
                "test/test_b.py::TestOps::test_add"}));
+  // Every test the change can reach is selected; the evidence says how directly.
+  EXPECT_EQ(s.evidence.at("test/test_a.py::TestOps::test_add_float32"), Evidence::op_and_dtype);
+  EXPECT_EQ(s.evidence.at("test/test_a.py::TestOps::test_add_in_inputs"), Evidence::inputs_only);
+  EXPECT_EQ(s.evidence.at("test/test_a.py::TestOps::test_add"), Evidence::op_any_dtype);
+  EXPECT_EQ(s.evidence.at("test/test_a.py::TestOps::test_crash"), Evidence::unknown);
+  EXPECT_NE(s.reasons.at("test/test_a.py::TestOps::test_add_in_inputs")[0].find(
+                "the test called aten::add.Tensor with float32 only while generating its inputs"),
+            std::string::npos)
+      << s.reasons.at("test/test_a.py::TestOps::test_add_in_inputs")[0];
   EXPECT_EQ(s.reasons.at("test/test_a.py::TestOps::test_add_mixed"),
             std::vector<std::string>{
                 "backend csrc/faults/add.cpp (new file) registers aten::add.Tensor (kernel "

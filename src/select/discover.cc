@@ -176,12 +176,16 @@ DiscoverReport discover(const DiscoverRequest& req) {
   std::map<std::string, std::vector<std::string>> ops = store->ops_of_run(ops_run.run_id);
   std::map<std::string, std::vector<std::string>> op_dtypes =
       store->op_dtypes_of_run(ops_run.run_id);
+  std::map<std::string, std::vector<std::string>> input_op_dtypes =
+      store->input_op_dtypes_of_run(ops_run.run_id);
   std::vector<TestResult> with_ops;
   for (TestResult r : report.run->results) {
     auto it = ops.find(r.test_id);
     if (it == ops.end()) continue;
     r.ops = it->second;
     if (auto d = op_dtypes.find(r.test_id); d != op_dtypes.end()) r.op_dtypes = d->second;
+    if (auto d = input_op_dtypes.find(r.test_id); d != input_op_dtypes.end())
+      r.input_op_dtypes = d->second;
     with_ops.push_back(std::move(r));
   }
   store->record_batch(report.run->run_id, with_ops);

@@ -124,6 +124,12 @@ def test_discover_keeps_raw_outcomes_bases_and_device_ops_and_reruns_only_what_c
     float32 = results["TestOldViewOpsPRIVATEUSEONE::test_broadcast_to_privateuseone_float32"]
     assert any(p.startswith("aten::add") and p.endswith(":float32") for p in float32[6]), float32
     assert {p.rsplit(":", 1)[0] for p in float32[6]} <= float32[5]
+    # What a variant reached only while making its inputs (make_tensor) is marked.
+    db = sqlite3.connect(ws.path / ".ootci" / "evidence.db")
+    marked = db.execute("SELECT op_dtypes, input_op_dtypes FROM test_ops WHERE run_id = ? AND "
+                        "input_op_dtypes != ''", (first.run_id,)).fetchall()
+    assert len(marked) > 20, len(marked)
+    assert all(set(inputs.split()) <= set(pairs.split()) for pairs, inputs in marked)
 
     # Variants that reach the switched-off op fail naming it, and have it among their ops.
     switched_off = {t: r for t, r in results.items()
@@ -191,7 +197,10 @@ RECORDER_PROBE = textwrap.dedent("""
     if sys.argv[1] == "unavailable":                   # no observer can be built: the mode records
         import pathlib
         op_recorder._OBSERVER_SOURCE = pathlib.Path("/nonexistent/op_observer.cpp")
+    op_recorder.mark_input_generators()
+    from torch.testing import make_tensor
     with op_recorder.Recording() as rec:
+        drawn = make_tensor((2,), device=device, dtype=torch.int64)  # input generation
         cpu = torch.arange(6.0).reshape(2, 3)
         cpu_only = torch.cumsum(cpu, 0)                # never touches the device
         on_device = torch.ones(2, 3, device=device)    # a factory: only device= names the device
@@ -205,6 +214,7 @@ RECORDER_PROBE = textwrap.dedent("""
             out["raised"] = True
     out["ops"] = rec.ops
     out["op_dtypes"] = rec.op_dtypes
+    out["input_op_dtypes"] = rec.input_op_dtypes
     if sys.argv[1] == "composite":
         # Device ops that only composite kernels reach: masked_fill.Scalar runs masked_fill_,
         # logsumexp runs sum, amax and exp; the results are the plain run's.
@@ -270,6 +280,11 @@ def test_recorder_records_only_device_ops_and_never_fails_a_test(ws, recorder):
             "aten::eq.Tensor:float32", "aten::eq.Tensor:bool", "aten::ones:float32"} <= pairs, pairs
     assert not {"aten::mul.Tensor:int64", "aten::mul.Tensor:bool"} & pairs, pairs
     assert {p.rsplit(":", 1)[0] for p in pairs} <= ops
+    # make_tensor's int64 randint ran only while generating inputs; float32 mul ran in the
+    # test's own calls.
+    inputs = set(out["input_op_dtypes"])
+    assert any(p.startswith("aten::randint") and p.endswith(":int64") for p in inputs), inputs
+    assert inputs <= pairs and "aten::mul.Tensor:float32" not in inputs, inputs
     # A recorder that fails records nothing, and the computation is unchanged.
     assert out["broken"] == [None, 6.0]
 

@@ -24,8 +24,9 @@ namespace {
 
 struct State {
   std::mutex mutex;
-  // op -> the dtypes of its tensors on the device, over every recorded call.
-  std::map<std::string, std::set<std::string>> ops;
+  // op -> the dtypes of its tensors on the device, over every recorded call; calls made while
+  // the test generates its inputs (make_tensor, sample inputs) go to `inputs` instead.
+  std::map<std::string, std::set<std::string>> ops, inputs;
   // op name -> recorded: false for an op that decomposes (CompositeImplicitAutograd) without a
   // kernel of the device's own, whose parts are recorded as they run (as a dispatch mode sees it).
   std::unordered_map<std::string, bool> counts;
@@ -41,6 +42,8 @@ State& state() {
 }
 
 std::atomic<int> g_device{-1};  // the c10::DeviceType recorded, -1 when not recording
+// Input generation under way on this thread (nested make_tensor calls count once each).
+thread_local int t_input_depth = 0;
 
 // torch's name of a dtype ("float32"), as test ids and configs spell it.
 const char* torch_dtype_name(c10::ScalarType t) {
@@ -122,7 +125,8 @@ void note(const at::RecordFunction& fn, c10::ArrayRef<const c10::IValue> values)
         name->overload_name.empty() ? name->name : name->name + "." + name->overload_name;
     State& s = state();
     std::lock_guard<std::mutex> lock(s.mutex);
-    if (counts(s, *name, full)) s.ops[full].insert(dtypes.begin(), dtypes.end());
+    if (counts(s, *name, full))
+      (t_input_depth > 0 ? s.inputs : s.ops)[full].insert(dtypes.begin(), dtypes.end());
   } catch (...) {
     State& s = state();
     std::lock_guard<std::mutex> lock(s.mutex);
@@ -148,6 +152,7 @@ void start(c10::string_view device_type, c10::string_view dispatch_key) {
   {
     std::lock_guard<std::mutex> lock(s.mutex);
     s.ops.clear();
+    s.inputs.clear();
     s.failed = false;
     c10::DispatchKey key = dispatch_key.empty() ? c10::DispatchKey::Undefined
                                                 : c10::parseDispatchKey(std::string(dispatch_key));
@@ -162,8 +167,9 @@ void start(c10::string_view device_type, c10::string_view dispatch_key) {
   g_device = static_cast<int>(device.type());
 }
 
-// Stops recording; per op "aten::add.Tensor float32 int64" (its name, then the dtypes of its
-// tensors on the device), sorted, or an error when the observer failed on the way.
+// Stops recording; per op "aten::add.Tensor float32 @int64" (its name, then the dtypes of its
+// tensors on the device, `@` before a dtype seen only while generating inputs), sorted, or an
+// error when the observer failed on the way.
 std::vector<std::string> stop() {
   g_device = -1;
   State& s = state();
@@ -174,19 +180,31 @@ std::vector<std::string> stop() {
   std::lock_guard<std::mutex> lock(s.mutex);
   TORCH_CHECK(!s.failed, "ootci op observer: failed while recording; its op set is incomplete");
   std::vector<std::string> out;
+  for (const auto& [op, dtypes] : s.inputs) s.ops.try_emplace(op);
   for (const auto& [op, dtypes] : s.ops) {
     std::string entry = op;
     for (const std::string& d : dtypes) entry += " " + d;
+    auto in = s.inputs.find(op);
+    if (in != s.inputs.end())
+      for (const std::string& d : in->second)
+        if (!dtypes.count(d)) entry += " @" + d;
     out.push_back(std::move(entry));
   }
   s.ops.clear();
+  s.inputs.clear();
   return out;
+}
+
+// Marks this thread's input generation (make_tensor, sample inputs): entered and left in pairs.
+void inputs(bool entering) {
+  t_input_depth += entering ? 1 : (t_input_depth > 0 ? -1 : 0);
 }
 
 }  // namespace
 }  // namespace ootci_observer
 
 TORCH_LIBRARY(ootci_observer, m) {
+  m.def("inputs(bool entering) -> ()", &ootci_observer::inputs);
   m.def("start(str device_type, str dispatch_key) -> ()", &ootci_observer::start);
   m.def("stop() -> str[]", &ootci_observer::stop);
 }
