@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "base/error.h"
@@ -16,6 +17,15 @@ constexpr int kHistoryWindow = 20;
 
 std::string relpath_of(const std::string& id) {
   return id.substr(0, id.find("::"));
+}
+
+// The plan's newest finished whole run, if any.
+std::optional<RunInfo> newest_plan_run(EvidenceStore& store, const PlanRun& plan_run) {
+  if (plan_run.backend.empty()) return std::nullopt;
+  for (const RunInfo& r : store.runs(plan_run.backend))
+    if (r.status == "finished" && r.shard.empty() && r.config_hash == plan_run.config_hash)
+      return r;
+  return std::nullopt;
 }
 
 }  // namespace
@@ -36,12 +46,18 @@ size_t items_within_budget(std::vector<BudgetItem>& items, double budget_seconds
 }
 
 void apply_budget(ChangedSelection& s, const std::vector<PlanFileRef>& plan, EvidenceStore& store,
-                  double share) {
+                  double share, const PlanRun& plan_run) {
   std::set<std::string> plan_files;
   for (const auto& f : plan) plan_files.insert(f.relpath);
   std::map<std::string, double> seconds;  // timed tests of the plan
   double plan_seconds = 0;
-  for (const auto& [id, d] : store.test_durations()) {
+  std::optional<RunInfo> timed_by = newest_plan_run(store, plan_run);
+  std::map<std::string, double> durations;
+  if (timed_by)
+    for (const TestResult& r : store.results(timed_by->id)) durations[r.test_id] = r.duration_s;
+  else
+    durations = store.test_durations();
+  for (const auto& [id, d] : durations) {
     if (!plan_files.count(relpath_of(id))) continue;
     seconds[id] = d;
     plan_seconds += d;
@@ -64,8 +80,10 @@ void apply_budget(ChangedSelection& s, const std::vector<PlanFileRef>& plan, Evi
     if (s.files.count(relpath_of(t))) continue;  // its file runs whole anyway
     auto d = seconds.find(t);
     auto b = breakages.find(t);
+    // Not in the plan's run: the plan does not run it (no cost); no run: an average test.
+    double cost = d != seconds.end() ? d->second : timed_by ? 0 : mean;
     items.push_back({t, s.evidence.count(t) ? s.evidence.at(t) : Evidence::unknown,
-                     b == breakages.end() ? 0 : b->second, d == seconds.end() ? mean : d->second});
+                     b == breakages.end() ? 0 : b->second, cost});
   }
   double budget_seconds = share * plan_seconds;
   size_t kept = items_within_budget(items, budget_seconds);
@@ -99,6 +117,7 @@ void apply_budget(ChangedSelection& s, const std::vector<PlanFileRef>& plan, Evi
   int seen = keep.breakages + drop.breakages;
   s.summary["budget"] = {
       {"share", share},
+      {"timed_by", timed_by ? nlohmann::json(timed_by->id) : nullptr},
       {"plan_seconds", plan_seconds},
       {"budget_seconds", budget_seconds},
       {"kept", side_json(keep)},

@@ -98,5 +98,46 @@ TEST(Budget, CutsASelectionToItsShareAndReportsTheRecallAtRisk) {
   EXPECT_NE(text.find("about 0% of what the selection would catch"), std::string::npos) << text;
 }
 
+// Discovery runs variants the plan skips (one ran into its 60 s timeout): the plan's own run
+// times the budget, and a selected test it never ran costs nothing.
+TEST(Budget, ThePlansNewestRunTimesIt) {
+  auto store = EvidenceStore::open(make_temp_dir() + "/evidence.db");
+  const std::string a = "test/test_a.py::T::";
+  auto run = [&](const std::string& id, const std::string& hash, std::vector<TestResult> results,
+                 int64_t at) {
+    RunInfo r;
+    r.id = id;
+    r.backend = "ref";
+    r.config_hash = hash;
+    r.status = "running";
+    r.started_ms = at;
+    store->begin_run(r);
+    for (auto& t : results) t.finished_ms = at;
+    store->record_batch(id, results);
+    store->finish_run(id, at + 1, "finished", "success", {});
+  };
+  run("discovery", "h-discovery",
+      {timed(a + "one", "passed", 1), timed(a + "two", "passed", 1),
+       timed(a + "skipped_by_plan", "error", 60)},
+      1);
+  run("plan", "h-plan", {timed(a + "one", "passed", 2), timed(a + "two", "passed", 2)}, 2);
+  ChangedSelection s;
+  s.summary = {{"full_plan", nlohmann::json::array()}, {"touched_ops", nlohmann::json::array()}};
+  s.tests = {a + "one", a + "two", a + "skipped_by_plan"};
+  for (const auto& t : s.tests) s.evidence[t] = Evidence::op;
+  apply_budget(s, {{"test/test_a.py", "/nonexistent"}}, *store, 0.5, {"ref", "h-plan"});
+  const auto& b = s.summary["budget"];
+  EXPECT_EQ(b["timed_by"], "plan");
+  EXPECT_DOUBLE_EQ(b["plan_seconds"].get<double>(), 4);
+  EXPECT_EQ(s.tests, (Strings{a + "one", a + "skipped_by_plan"}));  // 2 s + 0 s of 2 s
+  // Without the plan's run, the means over every finished run count the discovery's 60 s.
+  ChangedSelection again;
+  again.summary = s.summary;
+  again.tests = {a + "one"};
+  apply_budget(again, {{"test/test_a.py", "/nonexistent"}}, *store, 0.5, {"ref", "h-other"});
+  EXPECT_TRUE(again.summary["budget"]["timed_by"].is_null());
+  EXPECT_DOUBLE_EQ(again.summary["budget"]["plan_seconds"].get<double>(), 63);
+}
+
 }  // namespace
 }  // namespace ootci

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "backend/plan_resolve.h"
+#include "backend/run_manifest.h"
 #include "base/error.h"
 #include "base/file_text.h"
 #include "base/sha256.h"
@@ -279,7 +280,8 @@ ChangedSelection select_changed(const ChangedRequest& req) {
   }
   auto store = EvidenceStore::open(req.evidence_path);
   ChangedSelection s = select_from_facts(facts, files, *store, req.ignore_dtypes);
-  if (req.budget > 0) apply_budget(s, files, *store, req.budget);
+  if (req.budget > 0)
+    apply_budget(s, files, *store, req.budget, {req.backend.name, plan_config_hash(plan.plan)});
   return s;
 }
 
