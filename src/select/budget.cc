@@ -19,11 +19,26 @@ std::string relpath_of(const std::string& id) {
   return id.substr(0, id.find("::"));
 }
 
+// Whether a run covered every plan file whole: not a shard, nor `--select` (its manifest lists
+// the files it ran, with their single tests or bases when it ran only those).
+bool ran_whole_plan(const RunInfo& r, const std::set<std::string>& plan_files) {
+  if (!r.shard.empty() || !r.manifest.is_object()) return false;
+  if (!r.manifest.contains("files")) return true;  // written before manifests listed files
+  std::set<std::string> covered;
+  for (const auto& f : r.manifest["files"]) {
+    if (!f.is_object() || f.contains("tests") || f.contains("bases")) return false;
+    covered.insert(f.value("relpath", ""));
+  }
+  return std::includes(covered.begin(), covered.end(), plan_files.begin(), plan_files.end());
+}
+
 // The plan's newest finished whole run, if any.
-std::optional<RunInfo> newest_plan_run(EvidenceStore& store, const PlanRun& plan_run) {
+std::optional<RunInfo> newest_plan_run(EvidenceStore& store, const PlanRun& plan_run,
+                                       const std::set<std::string>& plan_files) {
   if (plan_run.backend.empty()) return std::nullopt;
   for (const RunInfo& r : store.runs(plan_run.backend))
-    if (r.status == "finished" && r.shard.empty() && r.config_hash == plan_run.config_hash)
+    if (r.status == "finished" && r.config_hash == plan_run.config_hash &&
+        ran_whole_plan(r, plan_files))
       return r;
   return std::nullopt;
 }
@@ -51,7 +66,7 @@ void apply_budget(ChangedSelection& s, const std::vector<PlanFileRef>& plan, Evi
   for (const auto& f : plan) plan_files.insert(f.relpath);
   std::map<std::string, double> seconds;  // timed tests of the plan
   double plan_seconds = 0;
-  std::optional<RunInfo> timed_by = newest_plan_run(store, plan_run);
+  std::optional<RunInfo> timed_by = newest_plan_run(store, plan_run, plan_files);
   std::map<std::string, double> durations;
   if (timed_by)
     for (const TestResult& r : store.results(timed_by->id)) durations[r.test_id] = r.duration_s;

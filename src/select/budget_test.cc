@@ -114,13 +114,17 @@ TEST(Budget, ThePlansNewestRunTimesIt) {
     store->begin_run(r);
     for (auto& t : results) t.finished_ms = at;
     store->record_batch(id, results);
-    store->finish_run(id, at + 1, "finished", "success", {});
+    nlohmann::json file = {{"relpath", "test/test_a.py"}};
+    if (id == "selected") file["tests"] = {a + "one"};
+    store->finish_run(id, at + 1, "finished", "success", {{"files", {file}}});
   };
   run("discovery", "h-discovery",
       {timed(a + "one", "passed", 1), timed(a + "two", "passed", 1),
        timed(a + "skipped_by_plan", "error", 60)},
       1);
   run("plan", "h-plan", {timed(a + "one", "passed", 2), timed(a + "two", "passed", 2)}, 2);
+  // A later `ootci run --select` of the same plan ran one test: not a timing of the plan.
+  run("selected", "h-plan", {timed(a + "one", "passed", 9)}, 3);
   ChangedSelection s;
   s.summary = {{"full_plan", nlohmann::json::array()}, {"touched_ops", nlohmann::json::array()}};
   s.tests = {a + "one", a + "two", a + "skipped_by_plan"};
@@ -130,13 +134,14 @@ TEST(Budget, ThePlansNewestRunTimesIt) {
   EXPECT_EQ(b["timed_by"], "plan");
   EXPECT_DOUBLE_EQ(b["plan_seconds"].get<double>(), 4);
   EXPECT_EQ(s.tests, (Strings{a + "one", a + "skipped_by_plan"}));  // 2 s + 0 s of 2 s
-  // Without the plan's run, the means over every finished run count the discovery's 60 s.
+  // Without the plan's run, the means over every finished run count the discovery's 60 s
+  // (one: 1, 2 and 9 s; two: 1 and 2 s).
   ChangedSelection again;
   again.summary = s.summary;
   again.tests = {a + "one"};
   apply_budget(again, {{"test/test_a.py", "/nonexistent"}}, *store, 0.5, {"ref", "h-other"});
   EXPECT_TRUE(again.summary["budget"]["timed_by"].is_null());
-  EXPECT_DOUBLE_EQ(again.summary["budget"]["plan_seconds"].get<double>(), 63);
+  EXPECT_DOUBLE_EQ(again.summary["budget"]["plan_seconds"].get<double>(), 4 + 1.5 + 60);
 }
 
 }  // namespace
