@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <fstream>
+#include <iterator>
+#include <optional>
 #include <sstream>
 
 #include "backend/plan_resolve.h"
@@ -43,6 +45,59 @@ std::string file_sha256(const std::string& path) {
 
 bool failed(const TestResult& r) {
   return r.outcome == "failed" || r.outcome == "error";
+}
+
+// What discovery recorded of one test's dtypes.
+struct TestDtypes {
+  std::map<std::string, std::set<std::string>> ran_with;  // op -> dtypes; absent: not recorded
+  std::set<std::string> input_only;  // "op:dtype" pairs reached only while generating inputs
+  bool only_in_inputs(const std::string& op, const std::set<std::string>& dtypes) const {
+    if (dtypes.empty()) return false;
+    for (const auto& d : dtypes)
+      if (!input_only.count(op + ":" + d)) return false;
+    return true;
+  }
+};
+
+TestDtypes test_dtypes(const std::map<std::string, std::vector<std::string>>& pairs,
+                       const std::map<std::string, std::vector<std::string>>& inputs,
+                       const std::string& test_id) {
+  TestDtypes t;
+  if (auto p = pairs.find(test_id); p != pairs.end())
+    for (const auto& pair : p->second)
+      if (auto colon = pair.rfind(':');
+          colon != std::string::npos && colon > 0 && pair[colon - 1] != ':')
+        t.ran_with[pair.substr(0, colon)].insert(pair.substr(colon + 1));
+  if (auto p = inputs.find(test_id); p != inputs.end())
+    t.input_only.insert(p->second.begin(), p->second.end());
+  return t;
+}
+
+struct Reach {
+  Evidence evidence = Evidence::op;
+  std::string with;  // the reason's tail after "the test called <op>"
+};
+
+// How `change` reaches a test that called `called`: nullopt when the test ran that op only with
+// dtypes the change cannot affect.
+std::optional<Reach> reach(const OpChange& change, const std::string& called, const TestDtypes& t,
+                           bool ignore_dtypes) {
+  auto ran = t.ran_with.find(called);
+  if (change.dtypes.empty() || ignore_dtypes) {
+    if (ran != t.ran_with.end() && t.only_in_inputs(called, ran->second))
+      return Reach{Evidence::inputs_only, " only while generating its inputs"};
+    return Reach{};
+  }
+  if (ran == t.ran_with.end())
+    return Reach{Evidence::op_any_dtype, " (its dtypes were not recorded)"};
+  std::set<std::string> hit;
+  std::set_intersection(ran->second.begin(), ran->second.end(), change.dtypes.begin(),
+                        change.dtypes.end(), std::inserter(hit, hit.end()));
+  if (hit.empty()) return std::nullopt;
+  std::string with = fmt::format(" with {}", fmt::join(hit, ", "));
+  if (t.only_in_inputs(called, hit))
+    return Reach{Evidence::inputs_only, with + " only while generating its inputs"};
+  return Reach{Evidence::op_and_dtype, with};
 }
 
 }  // namespace
@@ -163,67 +218,24 @@ ChangedSelection select_from_facts(const ChangeFacts& facts, const std::vector<P
       std::string prefix = f.relpath + "::";
       for (auto it = ops.lower_bound(prefix); it != ops.end() && it->first.rfind(prefix, 0) == 0;
            ++it) {
-        // op -> the dtypes the test ran it with; none recorded: unknown, so any dtype.
-        std::map<std::string, std::set<std::string>> ran_with;
-        if (auto p = pairs.find(it->first); p != pairs.end())
-          for (const auto& pair : p->second)
-            if (auto colon = pair.rfind(':');
-                colon != std::string::npos && colon > 0 && pair[colon - 1] != ':')
-              ran_with[pair.substr(0, colon)].insert(pair.substr(colon + 1));
-        // "op:dtype" pairs it reached only while generating its inputs.
-        std::set<std::string> input_only;
-        if (auto p = inputs.find(it->first); p != inputs.end())
-          input_only.insert(p->second.begin(), p->second.end());
-        auto only_in_inputs = [&](const std::string& op, const std::vector<std::string>& dtypes) {
-          if (dtypes.empty()) return false;
-          for (const auto& d : dtypes)
-            if (!input_only.count(op + ":" + d)) return false;
-          return true;
-        };
+        const TestDtypes dtypes = test_dtypes(pairs, inputs, it->first);
         std::set<const OpChange*> done;  // changes already explained for this test
         for (const auto& called : it->second) {
           auto fam = families.find(op_family(called));
           if (fam == families.end()) continue;
           for (const OpChange* change : fam->second) {
-            std::string with;
-            Evidence strength = Evidence::op;
-            if (!change->dtypes.empty() && !ignore_dtypes) {
-              auto ran = ran_with.find(called);
-              if (ran != ran_with.end()) {
-                std::vector<std::string> hit;
-                std::set_intersection(ran->second.begin(), ran->second.end(),
-                                      change->dtypes.begin(), change->dtypes.end(),
-                                      std::back_inserter(hit));
-                if (hit.empty()) continue;  // it never ran the op with a dtype the change affects
-                with = fmt::format(" with {}", fmt::join(hit, ", "));
-                strength = Evidence::op_and_dtype;
-                if (only_in_inputs(called, hit)) {
-                  with += " only while generating its inputs";
-                  strength = Evidence::inputs_only;
-                }
-              } else {
-                with = " (its dtypes were not recorded)";
-                strength = Evidence::op_any_dtype;
-              }
-            }
-            if (strength == Evidence::op) {
-              auto ran = ran_with.find(called);
-              if (ran != ran_with.end() &&
-                  only_in_inputs(called, {ran->second.begin(), ran->second.end()})) {
-                with = " only while generating its inputs";
-                strength = Evidence::inputs_only;
-              }
-            }
+            std::optional<Reach> r = reach(*change, called, dtypes, ignore_dtypes);
+            if (!r) continue;
             s.tests.insert(it->first);
-            note_evidence(s, it->first, strength);
+            note_evidence(s, it->first, r->evidence);
             if (!done.insert(change).second) continue;
             std::string only =
                 change->dtypes.empty() || ignore_dtypes
                     ? ""
                     : fmt::format(", for {} only ({})", fmt::join(change->dtypes, ", "),
                                   change->dtype_why);
-            add_reason(s.reasons[it->first],
-                       fmt::format("{}{}; the test called {}{}", change->why, only, called, with));
+            add_reason(s.reasons[it->first], fmt::format("{}{}; the test called {}{}", change->why,
+                                                         only, called, r->with));
           }
         }
       }
