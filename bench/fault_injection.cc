@@ -67,13 +67,16 @@ struct Fault {
 };
 
 // How `ootci select changed` is asked: by op alone (as before dtype evidence), by op and dtype
-// (the default), and by op and dtype within a 10% budget.
+// (the default), by op and dtype leaving out tests that reach the op only in input generation,
+// and by op and dtype within a 10% budget.
 struct Mode {
   const char* name;
   std::vector<std::string> flags;
 };
-const std::vector<Mode> kModes = {
-    {"op", {"--ignore-dtypes"}}, {"op+dtype", {}}, {"budget 10%", {"--budget", "10%"}}};
+const std::vector<Mode> kModes = {{"op", {"--ignore-dtypes"}},
+                                  {"op+dtype", {}},
+                                  {"own calls", {"--own-calls-only"}},
+                                  {"budget 10%", {"--budget", "10%"}}};
 
 // One selection of one fault against the ground truth.
 struct Selected {
@@ -571,18 +574,22 @@ int bench(const Options& o) {
   // Per fault: the lower bound, then per mode the share selected and its excess over the bound.
   std::cout << "\n"
             << fmt::format(
-                   "{:<28} {:<9} {:>7} {:>7} | {:>7} {:>7} | {:>7} {:>7} {:>7} | "
-                   "{:>7} {:>7}\n",
+                   "{:<28} {:<9} {:>7} {:>7} | {:>7} {:>7} | {:>7} {:>7} {:>7} | {:>7} {:>7} "
+                   "{:>9} | {:>7} {:>9}\n",
                    "fault", "kind", "failing", "lower", "op", "excess", "op+dt", "excess", "tests",
-                   "budget", "caught");
+                   "own", "excess", "caught", "budget", "caught");
   for (const auto& r : outcomes) {
     std::string label = r.fault.kind == "op" ? r.fault.op : r.fault.op + ":" + r.fault.dtype;
-    const Selected &op = r.by_mode[0], &dt = r.by_mode[1], &budget = r.by_mode[2];
+    const Selected &op = r.by_mode[0], &dt = r.by_mode[1], &own = r.by_mode[2],
+                   &budget = r.by_mode[3];
     std::cout << fmt::format(
-        "{:<28} {:<9} {:>7} {:>7} | {:>7} {:>7} | {:>7} {:>7} {:>7} | {:>7} {:>7}\n", label,
-        r.fault.kind, r.failing, share_text(r.lower), share_text(op.share),
+        "{:<28} {:<9} {:>7} {:>7} | {:>7} {:>7} | {:>7} {:>7} {:>7} | {:>7} {:>7} {:>9} | {:>7} "
+        "{:>9}\n",
+        label, r.fault.kind, r.failing, share_text(r.lower), share_text(op.share),
         points(op.share - r.lower), share_text(dt.share), points(dt.share - r.lower), dt.tests,
-        share_text(budget.share), fmt::format("{}/{}", budget.caught, r.failing));
+        share_text(own.share), points(own.share - r.lower),
+        fmt::format("{}/{}", own.caught, r.failing), share_text(budget.share),
+        fmt::format("{}/{}", budget.caught, r.failing));
     for (size_t m = 0; m + 1 < kModes.size(); ++m)
       for (size_t i = 0; i < r.by_mode[m].missed.size() && i < 5; ++i)
         std::cout << fmt::format("    missed by {}: {}\n", kModes[m].name, r.by_mode[m].missed[i]);

@@ -22,6 +22,7 @@ struct ChangedArgs {
   std::string output;
   std::string budget;
   bool ignore_dtypes = false;
+  bool own_calls_only = false;
 };
 
 void changed_command(const ChangedArgs& a) {
@@ -33,7 +34,8 @@ void changed_command(const ChangedArgs& a) {
   req.backend_repo = a.backend_repo;
   req.upstream_repo = a.upstream_repo;
   req.dispatch_key = a.dispatch_key;
-  req.ignore_dtypes = a.ignore_dtypes;
+  req.options.ignore_dtypes = a.ignore_dtypes;
+  req.options.own_calls_only = a.own_calls_only;
   if (!a.budget.empty()) req.budget = parse_budget(a.budget);
   ChangedSelection selection = select_changed(req);
   write_file_atomically(a.output, selection.to_json().dump(2) + "\n");
@@ -64,6 +66,9 @@ void add_select_changed_commands(CLI::App& select) {
                   "plan's test time, e.g. 10% (default: everything the evidence reaches)");
   cmd->add_flag("--ignore-dtypes", args.ignore_dtypes,
                 "select by op alone, ignoring the dtypes of changes and evidence (to compare)");
+  cmd->add_flag("--own-calls-only", args.own_calls_only,
+                "leave out tests that reached a changed op only while generating their inputs "
+                "(make_tensor, sample inputs)");
   cmd->callback([] { changed_command(args); });
 }
 

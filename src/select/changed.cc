@@ -135,7 +135,8 @@ nlohmann::json ChangedSelection::to_json() const {
 }
 
 ChangedSelection select_from_facts(const ChangeFacts& facts, const std::vector<PlanFileRef>& plan,
-                                   EvidenceStore& store, bool ignore_dtypes) {
+                                   EvidenceStore& store, const SelectOptions& options) {
+  const bool ignore_dtypes = options.ignore_dtypes;
   ChangedSelection s;
   s.summary = facts.summary;
   nlohmann::json touched = nlohmann::json::array();
@@ -173,6 +174,7 @@ ChangedSelection select_from_facts(const ChangeFacts& facts, const std::vector<P
   }
 
   size_t undiscovered = 0, stale = 0, unrecorded = 0;
+  std::set<std::string> inputs_only;  // tests reached only through their input generation
   if (facts.full_plan.empty() && !facts.ops.empty()) {
     // op family -> the changes of its ops
     std::map<std::string, std::vector<const OpChange*>> families;
@@ -226,6 +228,10 @@ ChangedSelection select_from_facts(const ChangeFacts& facts, const std::vector<P
           for (const OpChange* change : fam->second) {
             std::optional<Reach> r = reach(*change, called, dtypes, ignore_dtypes);
             if (!r) continue;
+            if (options.own_calls_only && r->evidence == Evidence::inputs_only) {
+              inputs_only.insert(it->first);
+              continue;
+            }
             s.tests.insert(it->first);
             note_evidence(s, it->first, r->evidence);
             if (!done.insert(change).second) continue;
@@ -256,6 +262,9 @@ ChangedSelection select_from_facts(const ChangeFacts& facts, const std::vector<P
   s.summary["undiscovered_files"] = undiscovered;
   s.summary["stale_files"] = stale;
   s.summary["unrecorded_tests"] = unrecorded;
+  size_t left_out = 0;
+  for (const auto& t : inputs_only) left_out += !s.tests.count(t);
+  if (options.own_calls_only) s.summary["left_out_input_generation"] = left_out;
   s.summary["selected_files"] = s.files.size();
   s.summary["selected_tests"] = s.tests.size();
   return s;
@@ -291,7 +300,7 @@ ChangedSelection select_changed(const ChangedRequest& req) {
     facts.summary["upstream"] = u.summary;
   }
   auto store = EvidenceStore::open(req.evidence_path);
-  ChangedSelection s = select_from_facts(facts, files, *store, req.ignore_dtypes);
+  ChangedSelection s = select_from_facts(facts, files, *store, req.options);
   if (req.budget > 0)
     apply_budget(s, files, *store, req.budget, {req.backend.name, plan_config_hash(plan.plan)});
   return s;
@@ -340,6 +349,10 @@ std::string format_changed_summary(const ChangedSelection& s) {
   if (!fail_open.empty())
     out += fmt::format(" (run for lack of evidence: {})", fmt::join(fail_open, ", "));
   out += "\n";
+  if (s.summary.contains("left_out_input_generation"))
+    out += fmt::format(
+        "left out: {} tests that reached a changed op only while generating their inputs\n",
+        s.summary["left_out_input_generation"].get<size_t>());
   if (s.summary.contains("budget")) {
     const auto& b = s.summary["budget"];
     auto side = [](const nlohmann::json& j) {

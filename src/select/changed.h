@@ -75,9 +75,15 @@ struct ChangedSelection {
 // (op_family) with one of the change's dtypes (any dtype when the change is not limited to some,
 // or when the discovery recorded no dtypes); a file never discovered, or changed since its
 // discovery, runs whole (missing evidence means running more, never less).
-// `ignore_dtypes` selects by op alone, as before dtype evidence (for comparison).
+struct SelectOptions {
+  bool ignore_dtypes = false;  // select by op alone, as before dtype evidence (for comparison)
+  // Leave out the tests that reached a changed op only while generating their inputs: a change
+  // that alters values there changes what a test draws, not what it checks, but one that raises
+  // there fails them all, and then only the tests that call the op themselves catch it.
+  bool own_calls_only = false;
+};
 ChangedSelection select_from_facts(const ChangeFacts& facts, const std::vector<PlanFileRef>& plan,
-                                   EvidenceStore& store, bool ignore_dtypes = false);
+                                   EvidenceStore& store, const SelectOptions& options = {});
 
 struct ChangedRequest {
   BackendConfig backend;
@@ -85,8 +91,8 @@ struct ChangedRequest {
   std::string backend_range, upstream_range;  // "FROM..TO"; at least one
   std::string backend_repo, upstream_repo;    // default device_root and torch_root
   std::string dispatch_key = "PrivateUse1";
-  bool ignore_dtypes = false;  // select by op alone, as before dtype evidence (for comparison)
-  double budget = 0;           // share of the full plan's test time to keep (0: no budget)
+  SelectOptions options;
+  double budget = 0;  // share of the full plan's test time to keep (0: no budget)
 };
 ChangedSelection select_changed(const ChangedRequest& request);
 

@@ -223,6 +223,18 @@ TEST_F(SelectChanged, AKernelForOneDtypeSelectsOnlyTestsThatRanItsOpWithThatDtyp
                 "the test called aten::add.Tensor (its dtypes were not recorded)"),
             std::string::npos);
   EXPECT_EQ(s.summary["touched_dtypes"], (nlohmann::json{{"aten::add.Tensor", {"float32"}}}));
+  // Own calls only: the test that ran float32 add only in make_tensor is left out, and said so.
+  SelectOptions own;
+  own.own_calls_only = true;
+  ChangedSelection narrow = select_from_facts(
+      backend_changes(repo_, base_ + "..HEAD", "PrivateUse1"), plan_, *store_, own);
+  EXPECT_FALSE(narrow.tests.count("test/test_a.py::TestOps::test_add_in_inputs"));
+  EXPECT_TRUE(narrow.tests.count("test/test_a.py::TestOps::test_add_float32"));
+  EXPECT_EQ(narrow.tests.size(), s.tests.size() - 1);
+  EXPECT_EQ(narrow.summary["left_out_input_generation"], 1);
+  EXPECT_NE(format_changed_summary(narrow).find("left out: 1 tests that reached a changed op "
+                                                "only while generating their inputs"),
+            std::string::npos);
   EXPECT_NE(format_changed_summary(s).find("touched ops: aten::add.Tensor (float32 only)"),
             std::string::npos)
       << format_changed_summary(s);
