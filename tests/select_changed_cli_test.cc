@@ -102,17 +102,21 @@ class SelectChangedCli : public ::testing::Test {
     return run_ootci(args);
   }
   std::string out() const { return backend_ + "/selection.json"; }
+  // A backend commit that touches the registration of aten::view.
+  void commit_view_change() {
+    std::string kernels = read_file(backend_ + "/csrc/kernels.cpp");
+    std::string line = "  m.impl(\"view\", TORCH_FN(at::native::view));\n";
+    kernels.replace(kernels.find(line), line.size(),
+                    "  m.impl(\"view\", TORCH_FN(at::native::view));  // the generic view\n");
+    write_file(backend_ + "/csrc/kernels.cpp", kernels);
+    commit(backend_, "view");
+  }
 
   std::string torch_, backend_, torch_base_, backend_base_;
 };
 
 TEST_F(SelectChangedCli, AKernelCommitSelectsTheTestsThatCalledItsOpWithReasons) {
-  std::string kernels = read_file(backend_ + "/csrc/kernels.cpp");
-  std::string line = "  m.impl(\"view\", TORCH_FN(at::native::view));\n";
-  kernels.replace(kernels.find(line), line.size(),
-                  "  m.impl(\"view\", TORCH_FN(at::native::view));  // the generic view\n");
-  write_file(backend_ + "/csrc/kernels.cpp", kernels);
-  commit(backend_, "view");
+  commit_view_change();
 
   CliRun r = select({"--backend", backend_base_ + "..HEAD"});
   ASSERT_EQ(r.code, 0) << r.err;
@@ -163,12 +167,7 @@ TEST_F(SelectChangedCli, AnUpstreamTestFileChangeRunsThatFile) {
 // Three tests of 1 s each: a budget of 40% keeps one of the two the view change selects, and
 // says what it dropped.
 TEST_F(SelectChangedCli, ABudgetKeepsTheStrongestEvidenceWithinItsShare) {
-  std::string kernels = read_file(backend_ + "/csrc/kernels.cpp");
-  std::string line = "  m.impl(\"view\", TORCH_FN(at::native::view));\n";
-  kernels.replace(kernels.find(line), line.size(),
-                  "  m.impl(\"view\", TORCH_FN(at::native::view));  // the generic view\n");
-  write_file(backend_ + "/csrc/kernels.cpp", kernels);
-  commit(backend_, "view");
+  commit_view_change();
   CliRun r = select({"--backend", backend_base_ + "..HEAD", "--budget", "40%"});
   ASSERT_EQ(r.code, 0) << r.err;
   json sel = json::parse(read_file(out()));
