@@ -175,7 +175,8 @@ def mark_input_generators():
     wrapped = current if current is not original else _generating(original)
     for module in list(sys.modules.values()):
         try:
-            if getattr(module, "make_tensor", None) is original:
+            # The module's own names only: getattr would run a lazy module's __getattr__.
+            if vars(module).get("make_tensor") is original:
                 module.make_tensor = wrapped
         except Exception:
             pass
