@@ -27,6 +27,7 @@
 #include <tuple>
 
 #include "backend/evidence_store.h"
+#include "backend/second_stage.h"
 #include "base/error.h"
 #include "base/subprocess.h"
 #include "base/time.h"
@@ -68,7 +69,8 @@ struct Fault {
 
 // How `ootci select changed` is asked: by op alone (as before dtype evidence), by op and dtype
 // (the default), by op and dtype leaving out tests that reach the op only in input generation,
-// and by op and dtype within a 10% budget.
+// staged (those tests run only when the first stage shows the change raising, as `ootci run`
+// decides it), and by op and dtype within a 10% budget (last: it drops tests on purpose).
 struct Mode {
   const char* name;
   std::vector<std::string> flags;
@@ -76,6 +78,7 @@ struct Mode {
 const std::vector<Mode> kModes = {{"op", {"--ignore-dtypes"}},
                                   {"op+dtype", {}},
                                   {"own calls", {"--own-calls-only"}},
+                                  {"staged", {"--staged"}},
                                   {"budget 10%", {"--budget", "10%"}}};
 
 // One selection of one fault against the ground truth.
@@ -84,6 +87,8 @@ struct Selected {
   double share = 0;  // of the full plan's test time
   std::vector<std::string> missed;
   std::set<std::string> ids, file_set;
+  std::set<std::string> then_ids;  // --staged: the second stage
+  std::string second_stage;        // why it ran under the fault ("": it did not)
   bool has(const std::string& test_id) const {
     return file_set.count(test_id.substr(0, test_id.find("::"))) || ids.count(test_id);
   }
@@ -487,6 +492,7 @@ int bench(const Options& o) {
       Selected chosen;
       chosen.file_set = sel["files"].get<std::set<std::string>>();
       chosen.ids = sel["tests"].get<std::set<std::string>>();
+      if (sel.contains("then")) chosen.then_ids = sel["then"]["tests"].get<std::set<std::string>>();
       chosen.tests = chosen.ids.size();
       chosen.files = chosen.file_set.size();
       out.by_mode.push_back(std::move(chosen));
@@ -498,9 +504,22 @@ int bench(const Options& o) {
                  f.kind == "op" ? "OOTCI_REF_DISABLED_OPS" : "OOTCI_REF_WRONG_RESULTS",
                  f.kind == "op" ? f.op : f.op + ":" + f.dtype + ":1");
     run_plan(bench, run_id);
+    std::vector<TestResult> truth = store->results(run_id);
+    // A staged selection's second stage, decided as `ootci run` decides it, on what its first
+    // stage would have seen under the fault (the baseline is the last green run).
+    for (Selected& chosen : out.by_mode) {
+      if (chosen.then_ids.empty()) continue;
+      std::vector<TestResult> first;
+      for (const auto& r : truth)
+        if (chosen.has(r.test_id)) first.push_back(r);
+      if (auto why = second_stage_reason(first, &baseline)) {
+        chosen.second_stage = *why;
+        chosen.ids.insert(chosen.then_ids.begin(), chosen.then_ids.end());
+      }
+    }
 
     std::set<std::string> newly_failing, missed;
-    for (const auto& r : store->results(run_id)) {
+    for (const auto& r : truth) {
       if (!failing(r) || failing_before.count(r.test_id)) continue;
       newly_failing.insert(r.test_id);
       // The budget drops tests on purpose; the flake check is for what the evidence missed.
@@ -575,20 +594,26 @@ int bench(const Options& o) {
   std::cout << "\n"
             << fmt::format(
                    "{:<28} {:<9} {:>7} {:>7} | {:>7} {:>7} | {:>7} {:>7} {:>7} | {:>7} {:>7} "
-                   "{:>9} | {:>7} {:>9}\n",
+                   "{:>9} | {:>7} {:>7} {:>3} {:>9} | {:>7} {:>9}\n",
                    "fault", "kind", "failing", "lower", "op", "excess", "op+dt", "excess", "tests",
-                   "own", "excess", "caught", "budget", "caught");
+                   "own", "excess", "caught", "staged", "excess", "2nd", "caught", "budget",
+                   "caught");
   for (const auto& r : outcomes) {
     std::string label = r.fault.kind == "op" ? r.fault.op : r.fault.op + ":" + r.fault.dtype;
     const Selected &op = r.by_mode[0], &dt = r.by_mode[1], &own = r.by_mode[2],
-                   &budget = r.by_mode[3];
+                   &staged = r.by_mode[3], &budget = r.by_mode[4];
     std::cout << fmt::format(
         "{:<28} {:<9} {:>7} {:>7} | {:>7} {:>7} | {:>7} {:>7} {:>7} | {:>7} {:>7} {:>9} | {:>7} "
-        "{:>9}\n",
+        "{:>7} {:>3} {:>9} | {:>7} {:>9}\n",
         label, r.fault.kind, r.failing, share_text(r.lower), share_text(op.share),
         points(op.share - r.lower), share_text(dt.share), points(dt.share - r.lower), dt.tests,
         share_text(own.share), points(own.share - r.lower),
-        fmt::format("{}/{}", own.caught, r.failing), share_text(budget.share),
+        fmt::format("{}/{}", own.caught, r.failing), share_text(staged.share),
+        points(staged.share - r.lower),
+        staged.then_ids.empty()       ? "-"
+        : staged.second_stage.empty() ? "no"
+                                      : "yes",
+        fmt::format("{}/{}", staged.caught, r.failing), share_text(budget.share),
         fmt::format("{}/{}", budget.caught, r.failing));
     for (size_t m = 0; m + 1 < kModes.size(); ++m)
       for (size_t i = 0; i < r.by_mode[m].missed.size() && i < 5; ++i)

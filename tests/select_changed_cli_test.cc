@@ -197,6 +197,19 @@ TEST_F(SelectChangedCli, ErrorsNameWhatIsWrong) {
   EXPECT_NE(bad.err.find("--backend: nope is not a commit in " + backend_), std::string::npos)
       << bad.err;
   EXPECT_FALSE(fs::exists(out()));
+  // A staged selection keeps every test; a budget or own calls only would drop some.
+  for (std::vector<std::string> other : {std::vector<std::string>{"--budget", "10%"},
+                                         std::vector<std::string>{"--own-calls-only"}}) {
+    std::vector<std::string> args = {"--backend", backend_base_ + "..HEAD", "--staged"};
+    args.insert(args.end(), other.begin(), other.end());
+    CliRun both = select(args);
+    EXPECT_EQ(both.code, 2) << both.err;
+    // CLI11 names the pair in either order.
+    EXPECT_TRUE(both.err.find("--staged excludes " + other[0]) != std::string::npos ||
+                both.err.find(other[0] + " excludes --staged") != std::string::npos)
+        << both.err;
+  }
+  EXPECT_FALSE(fs::exists(out()));
 }
 
 }  // namespace

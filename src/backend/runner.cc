@@ -22,6 +22,7 @@
 #include "backend/report_page.h"
 #include "backend/run_manifest.h"
 #include "backend/run_outputs.h"
+#include "backend/second_stage.h"
 #include "backend/shards.h"
 #include "base/atomic_file.h"
 #include "base/error.h"
@@ -56,6 +57,17 @@ Selection load_selection(const std::string& path) {
       std::string k = key;
       (k == "files" ? s.files : k == "tests" ? s.tests : s.bases).insert(v.get<std::string>());
     }
+  }
+  if (j.contains("then")) {
+    const auto& then = j["then"];
+    bool ok = then.is_object() && then.value("tests", nlohmann::json::array()).is_array();
+    if (ok)
+      for (const auto& v : then.value("tests", nlohmann::json::array())) ok = ok && v.is_string();
+    if (!ok)
+      throw Error(
+          fmt::format("{}: \"then\" must be an object whose \"tests\" is a list of strings", path));
+    for (const auto& v : then.value("tests", nlohmann::json::array()))
+      s.then_tests.insert(v.get<std::string>());
   }
   return s;
 }
@@ -164,9 +176,11 @@ class Runner {
   // Every file was worked through to its end (a stop may still have come in afterwards).
   bool all_done() const { return files_finished_ == files_total_; }
 
+  // Called again for a second stage: all_done() is about the latest call.
   void run(std::vector<PlanFile> files, Progress& progress) {
     progress_ = &progress;
     files_total_ = files.size();
+    files_finished_ = 0;
     std::mutex queue_mutex;
     size_t next = 0;
     int workers = std::max(1, req_.workers > 0 ? req_.workers : req_.backend.run.workers);
@@ -657,6 +671,16 @@ RunReport run_plan(const RunRequest& req) {
   RunInfo info;
   std::set<std::string> finished;
   std::vector<PlanFile> files = plan_files(resolved.plan, req.selection);
+  // A staged selection's second stage: decided after the first, and kept in the manifest so a
+  // resumed run still decides it (or still covers it, once it ran).
+  nlohmann::json second_stage;
+  if (req.selection && !req.selection->then_tests.empty()) {
+    if (req.shards > 0)
+      throw Error(
+          "--select: a staged selection (\"then\") cannot be sharded: each shard would decide its "
+          "second stage from its own first stage; select without --staged to shard");
+    second_stage = {{"tests", req.selection->then_tests}};
+  }
   if (!req.resume_run.empty()) {
     if (req.selection || req.shards > 0)
       throw Error("--resume continues the run's own files; leave out --select and --shard");
@@ -668,6 +692,7 @@ RunReport run_plan(const RunRequest& req) {
                               req.resume_run, prior->config_hash, config_hash));
     info = *prior;
     files = files_of_manifest(resolved.plan, info.manifest);
+    second_stage = info.manifest.value("second_stage", nlohmann::json());
     // Finished means settled: failures still owed their reruns run again, and whole-file errors
     // are dropped so the file gets another chance.
     for (const auto& r : store->results(info.id)) {
@@ -710,6 +735,7 @@ RunReport run_plan(const RunRequest& req) {
   record_files(info.manifest, files);
   if (!labels.empty()) info.manifest["labels"] = labels;
   info.manifest["isolation"] = run_isolation(backend);
+  if (!second_stage.is_null()) info.manifest["second_stage"] = second_stage;
   if (req.resume_run.empty())
     store->begin_run(info);
   else
@@ -738,6 +764,45 @@ RunReport run_plan(const RunRequest& req) {
 
   // A stop signal that arrives after the last test is too late to have cut anything short.
   bool stopped = g_run_stop && !runner.all_done();
+  if (!stopped && !second_stage.is_null() && !second_stage.contains("ran")) {
+    auto green = store->last_green_run(info.backend, info.config_hash);
+    std::vector<TestResult> before;
+    if (green) before = store->results(green->id);
+    std::optional<std::string> why =
+        second_stage_reason(store->results(info.id), green ? &before : nullptr);
+    auto& stage = info.manifest["second_stage"];
+    stage["ran"] = why.has_value();
+    stage["why"] = why ? *why : "no first-stage test failed other than by a mismatch";
+    std::vector<PlanFile> more;
+    if (why) {
+      Selection then;
+      then.tests = stage["tests"].get<std::set<std::string>>();
+      more = plan_files(resolved.plan, then);
+      if (!labels.empty()) {
+        std::vector<std::string> keep = files_with_labels(resolved.plan, labels, nullptr);
+        std::erase_if(more, [&](const PlanFile& f) {
+          return std::find(keep.begin(), keep.end(), f.relpath) == keep.end();
+        });
+      }
+      // One manifest entry per file, so --resume covers both stages.
+      for (const auto& m : more) {
+        auto same = std::find_if(files.begin(), files.end(),
+                                 [&](const PlanFile& f) { return f.relpath == m.relpath; });
+        if (same == files.end())
+          files.push_back(m);
+        else if (same->only && m.only)
+          same->only->insert(same->only->end(), m.only->begin(), m.only->end());
+      }
+      record_files(info.manifest, files);
+      std::cerr << fmt::format("ootci run: second stage, {} tests in {} files: {}\n",
+                               stage["tests"].size(), more.size(), *why);
+    }
+    store->finish_run(info.id, 0, "running", "", info.manifest);
+    if (!more.empty()) {
+      runner.run(more, progress);
+      stopped = g_run_stop && !runner.all_done();
+    }
+  }
   RunReport report;
   report.run_id = info.id;
   report.results = store->results(info.id);

@@ -38,6 +38,26 @@ TEST(LoadSelection, BasesMustBeAListOfStrings) {
   EXPECT_THROW(load_selection(selection_file(R"({"bases": "a::B::c"})")), Error);
 }
 
+// `select changed --staged`: the second stage's tests.
+TEST(LoadSelection, ReadsTheSecondStage) {
+  Selection s = load_selection(selection_file(R"({
+    "tests": ["a.py::T::test_own"],
+    "then": {"tests": ["a.py::T::test_inputs"], "when": "a first-stage test raises"}})"));
+  EXPECT_EQ(s.tests, std::set<std::string>{"a.py::T::test_own"});
+  EXPECT_EQ(s.then_tests, std::set<std::string>{"a.py::T::test_inputs"});
+  for (const char* bad : {R"({"then": ["a.py::T::test_inputs"]})", R"({"then": {"tests": [1]}})",
+                          R"({"then": {"tests": "a.py::T::test_inputs"}})"}) {
+    try {
+      load_selection(selection_file(bad));
+      ADD_FAILURE() << bad << " must be an error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("\"then\" must be an object whose \"tests\" is a list"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 // Spyre's CI filter: a file runs when one of its labels is selected; an unlabelled one never does.
 TEST(FilesWithLabels, SelectsByAnyLabelAndNamesUnlabelledFiles) {
   nlohmann::json plan = nlohmann::json::parse(R"({"files": [

@@ -23,6 +23,7 @@ struct ChangedArgs {
   std::string budget;
   bool ignore_dtypes = false;
   bool own_calls_only = false;
+  bool staged = false;
 };
 
 void changed_command(const ChangedArgs& a) {
@@ -36,6 +37,7 @@ void changed_command(const ChangedArgs& a) {
   req.dispatch_key = a.dispatch_key;
   req.options.ignore_dtypes = a.ignore_dtypes;
   req.options.own_calls_only = a.own_calls_only;
+  req.options.staged = a.staged;
   if (!a.budget.empty()) req.budget = parse_budget(a.budget);
   ChangedSelection selection = select_changed(req);
   write_file_atomically(a.output, selection.to_json().dump(2) + "\n");
@@ -69,6 +71,11 @@ void add_select_changed_commands(CLI::App& select) {
   cmd->add_flag("--own-calls-only", args.own_calls_only,
                 "leave out tests that reached a changed op only while generating their inputs "
                 "(make_tensor, sample inputs)");
+  cmd->add_flag("--staged", args.staged,
+                "run those tests in a second stage, only when the first stage shows the change "
+                "raising (ootci run reads \"then\")")
+      ->excludes("--own-calls-only")
+      ->excludes("--budget");
   cmd->callback([] { changed_command(args); });
 }
 

@@ -9,6 +9,7 @@
 
 #include "backend/plan_resolve.h"
 #include "backend/run_manifest.h"
+#include "backend/second_stage.h"
 #include "base/error.h"
 #include "base/file_text.h"
 #include "base/sha256.h"
@@ -130,8 +131,10 @@ std::string to_string(Evidence e) {
 nlohmann::json ChangedSelection::to_json() const {
   nlohmann::json strength = nlohmann::json::object();
   for (const auto& [id, e] : evidence) strength[id] = to_string(e);
-  return {{"files", files},       {"tests", tests},     {"reasons", reasons},
-          {"evidence", strength}, {"dropped", dropped}, {"summary", summary}};
+  nlohmann::json out = {{"files", files},       {"tests", tests},     {"reasons", reasons},
+                        {"evidence", strength}, {"dropped", dropped}, {"summary", summary}};
+  if (!then_tests.empty()) out["then"] = {{"tests", then_tests}, {"when", kSecondStageWhen}};
+  return out;
 }
 
 ChangedSelection select_from_facts(const ChangeFacts& facts, const std::vector<PlanFileRef>& plan,
@@ -175,6 +178,10 @@ ChangedSelection select_from_facts(const ChangeFacts& facts, const std::vector<P
 
   size_t undiscovered = 0, stale = 0, unrecorded = 0;
   std::set<std::string> inputs_only;  // tests reached only through their input generation
+  // --staged: the op families some test calls itself, and per test the families it reached only
+  // while generating its inputs.
+  std::set<std::string> called_itself;
+  std::map<std::string, std::set<std::string>> input_families;
   if (facts.full_plan.empty() && !facts.ops.empty()) {
     // op family -> the changes of its ops
     std::map<std::string, std::vector<const OpChange*>> families;
@@ -228,6 +235,10 @@ ChangedSelection select_from_facts(const ChangeFacts& facts, const std::vector<P
           for (const OpChange* change : fam->second) {
             std::optional<Reach> r = reach(*change, called, dtypes, ignore_dtypes);
             if (!r) continue;
+            if (r->evidence == Evidence::inputs_only)
+              input_families[it->first].insert(fam->first);
+            else
+              called_itself.insert(fam->first);
             if (options.own_calls_only && r->evidence == Evidence::inputs_only) {
               inputs_only.insert(it->first);
               continue;
@@ -262,6 +273,20 @@ ChangedSelection select_from_facts(const ChangeFacts& facts, const std::vector<P
   s.summary["undiscovered_files"] = undiscovered;
   s.summary["stale_files"] = stale;
   s.summary["unrecorded_tests"] = unrecorded;
+  if (options.staged) {
+    // Second stage: tests whose only evidence is input generation of ops that some first-stage
+    // test calls itself, so a raising change shows in the first stage.
+    for (const auto& [test, families] : input_families) {
+      auto e = s.evidence.find(test);
+      if (e == s.evidence.end() || e->second != Evidence::inputs_only) continue;
+      if (!std::includes(called_itself.begin(), called_itself.end(), families.begin(),
+                         families.end()))
+        continue;
+      s.tests.erase(test);
+      s.then_tests.insert(test);
+    }
+    s.summary["second_stage_tests"] = s.then_tests.size();
+  }
   size_t left_out = 0;
   for (const auto& t : inputs_only) left_out += !s.tests.count(t);
   if (options.own_calls_only) s.summary["left_out_input_generation"] = left_out;
@@ -349,6 +374,11 @@ std::string format_changed_summary(const ChangedSelection& s) {
   if (!fail_open.empty())
     out += fmt::format(" (run for lack of evidence: {})", fmt::join(fail_open, ", "));
   out += "\n";
+  if (s.summary.contains("second_stage_tests"))
+    out += fmt::format(
+        "second stage: {} tests that reached a changed op only while generating their inputs; "
+        "ootci run runs them when {}\n",
+        s.then_tests.size(), kSecondStageWhen);
   if (s.summary.contains("left_out_input_generation"))
     out += fmt::format(
         "left out: {} tests that reached a changed op only while generating their inputs\n",

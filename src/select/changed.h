@@ -64,9 +64,12 @@ struct ChangedSelection {
   std::map<std::string, std::vector<std::string>> reasons;  // test id or relpath -> why
   std::map<std::string, Evidence> evidence;                 // test id or relpath -> strongest
   std::set<std::string> dropped;  // selected, then left out by --budget (ids and relpaths)
+  // --staged: tests that `ootci run` runs only when the first stage shows the change raising.
+  std::set<std::string> then_tests;
   nlohmann::json summary = nlohmann::json::object();
   // {"files": [...], "tests": [...], "reasons": {...}, "evidence": {...}, "dropped": [...],
-  // "summary": {...}}: `ootci run --select` reads files and tests.
+  // "summary": {...}} and with --staged "then": {"tests": [...], "when": "..."}: `ootci run
+  // --select` reads files, tests and then.
   nlohmann::json to_json() const;
 };
 
@@ -81,6 +84,11 @@ struct SelectOptions {
   // that alters values there changes what a test draws, not what it checks, but one that raises
   // there fails them all, and then only the tests that call the op themselves catch it.
   bool own_calls_only = false;
+  // Run those tests in a second stage instead, when the first stage shows the change raising (a
+  // failure other than a mismatch): a change that alters values costs only the tests that call
+  // the op themselves, and one that raises still reaches every test it fails. A changed op that
+  // no test calls itself keeps its input-generation tests in the first stage.
+  bool staged = false;
 };
 ChangedSelection select_from_facts(const ChangeFacts& facts, const std::vector<PlanFileRef>& plan,
                                    EvidenceStore& store, const SelectOptions& options = {});

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <regex>
 
+#include "backend/second_stage.h"
 #include "base/error.h"
 #include "base/sha256.h"
 #include "select/git.h"
@@ -238,6 +239,49 @@ TEST_F(SelectChanged, AKernelForOneDtypeSelectsOnlyTestsThatRanItsOpWithThatDtyp
   EXPECT_NE(format_changed_summary(s).find("touched ops: aten::add.Tensor (float32 only)"),
             std::string::npos)
       << format_changed_summary(s);
+  // Staged: that test moves to a second stage, which `ootci run` runs when the first stage shows
+  // the change raising; test_add_float32 calls the op itself, so a raise would show there.
+  SelectOptions staged;
+  staged.staged = true;
+  ChangedSelection two = select_from_facts(backend_changes(repo_, base_ + "..HEAD", "PrivateUse1"),
+                                           plan_, *store_, staged);
+  EXPECT_EQ(two.then_tests, Strings{"test/test_a.py::TestOps::test_add_in_inputs"});
+  EXPECT_EQ(two.tests.size(), s.tests.size() - 1);
+  EXPECT_EQ(two.to_json()["then"]["tests"],
+            nlohmann::json::array({"test/test_a.py::TestOps::test_add_in_inputs"}));
+  EXPECT_EQ(two.to_json()["then"]["when"], kSecondStageWhen);
+  EXPECT_FALSE(s.to_json().contains("then"));
+  EXPECT_NE(format_changed_summary(two).find("second stage: 1 tests"), std::string::npos)
+      << format_changed_summary(two);
+}
+
+// Staged, for an op that no test calls itself: a raise could show in no first-stage test, so the
+// tests that reach it only through their inputs stay in the first stage.
+TEST_F(SelectChanged, StagedKeepsInputTestsFirstWhenNoTestCallsTheOpItself) {
+  TestResult inputs = result("test/test_a.py", "test_rsub_in_inputs", {"aten::rsub.Scalar"});
+  inputs.op_dtypes = {"aten::rsub.Scalar:float32"};
+  inputs.input_op_dtypes = {"aten::rsub.Scalar:float32"};
+  store_->record("r-discover", inputs);
+  fs::create_directories(repo_ + "/csrc/faults");
+  write_file(repo_ + "/csrc/faults/rsub.cpp",
+             "#include <torch/library.h>\n"
+             "namespace {\n"
+             "at::Tensor broken_rsub(const at::Tensor& a, const at::Scalar&, const at::Scalar&) {\n"
+             "  return a;\n"
+             "}\n"
+             "}  // namespace\n"
+             "TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {\n"
+             "  m.impl(\"rsub.Scalar\", TORCH_FN(broken_rsub));\n"
+             "}\n");
+  commit(repo_, "rsub kernel");
+  SelectOptions staged;
+  staged.staged = true;
+  ChangedSelection s = select_from_facts(backend_changes(repo_, base_ + "..HEAD", "PrivateUse1"),
+                                         plan_, *store_, staged);
+  EXPECT_TRUE(s.tests.count("test/test_a.py::TestOps::test_rsub_in_inputs"));
+  EXPECT_EQ(s.evidence.at("test/test_a.py::TestOps::test_rsub_in_inputs"), Evidence::inputs_only);
+  EXPECT_TRUE(s.then_tests.empty());
+  EXPECT_FALSE(s.to_json().contains("then"));
 }
 
 // A change inside a dtype branch of an existing kernel: that dtype only. The same kernel

@@ -411,3 +411,49 @@ def test_shards_are_disjoint_cover_the_plan_and_balance_on_history(ws, state):
         seen.append(set(part.results()))
     assert seen[0].isdisjoint(seen[1])
     assert seen[0] | seen[1] == all_tests
+
+
+def test_a_staged_selection_runs_its_second_stage_only_when_the_first_raises(ws, state):
+    """`select changed --staged`: the "then" tests run, in the same run, only when a first-stage
+    test fails with something other than a mismatch."""
+    ws.config("test_suite_config:\n  files:\n"
+              f"    - path: {FIXTURE}\n"
+              "      unlisted_test_mode: mandatory_success\n")
+    (ws.path / "selection.json").write_text(json.dumps({
+        "files": [], "tests": [f"{FIXTURE_REL}::{RUNNER_CLASS}::test_fails_privateuseone",
+                               f"{FIXTURE_REL}::{RUNNER_CLASS}::test_pass_a_privateuseone"],
+        "then": {"tests": [f"{FIXTURE_REL}::{RUNNER_CLASS}::test_pass_b_privateuseone"],
+                 "when": "..."}}))
+    # A mismatch (test_fails' AssertionError) alone: no second stage.
+    ran = run(ws, "--select", "selection.json", env=state)
+    assert set(ran.outcomes()) == {f"{RUNNER_CLASS}::test_fails_privateuseone",
+                                   f"{RUNNER_CLASS}::test_pass_a_privateuseone"}, ran.output[-3000:]
+    stage = json.loads(ran.run_row()[2])["second_stage"]
+    assert stage["ran"] is False and stage["tests"] == [
+        f"{FIXTURE_REL}::{RUNNER_CLASS}::test_pass_b_privateuseone"]
+    assert "second stage" not in ran.output
+
+    # sum switched off: test_pass_a raises NotImplementedError, so the second stage runs, and
+    # test_pass_b (which sums too) fails there.
+    ws.ootci_yaml(env={"OOTCI_REF_DISABLED_OPS": "sum"})
+    ran = run(ws, "--select", "selection.json", env=state)
+    outcomes = ran.results()
+    assert set(outcomes) == {f"{RUNNER_CLASS}::test_fails_privateuseone",
+                             f"{RUNNER_CLASS}::test_pass_a_privateuseone",
+                             f"{RUNNER_CLASS}::test_pass_b_privateuseone"}, ran.output[-3000:]
+    assert outcomes[f"{RUNNER_CLASS}::test_pass_b_privateuseone"][:2] == ("failed", "NotImplementedError")
+    stage = json.loads(ran.run_row()[2])["second_stage"]
+    assert stage["ran"] is True
+    assert stage["why"] == f"{FIXTURE_REL}::{RUNNER_CLASS}::test_pass_a_privateuseone failed with NotImplementedError"
+    assert "ootci run: second stage, 1 tests in 1 files: " in ran.output
+    # Both stages are in the run's manifest files, so --resume would cover them.
+    files = json.loads(ran.run_row()[2])["files"]
+    assert sorted(files[0]["tests"]) == sorted([
+        f"{FIXTURE_REL}::{RUNNER_CLASS}::test_fails_privateuseone",
+        f"{FIXTURE_REL}::{RUNNER_CLASS}::test_pass_a_privateuseone",
+        f"{FIXTURE_REL}::{RUNNER_CLASS}::test_pass_b_privateuseone"])
+
+    # A sharded run cannot decide a second stage for the other shards.
+    proc = subprocess.run([str(OOTCI), "run", "--config", "ootci.yaml", "--select", "selection.json",
+                           "--shard", "1/2"], capture_output=True, text=True, cwd=ws.path, timeout=60)
+    assert proc.returncode == 1 and "cannot be sharded" in proc.stderr, proc.stderr
