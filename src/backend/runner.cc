@@ -60,14 +60,13 @@ Selection load_selection(const std::string& path) {
   }
   if (j.contains("then")) {
     const auto& then = j["then"];
-    bool ok = then.is_object() && then.value("tests", nlohmann::json::array()).is_array();
-    if (ok)
-      for (const auto& v : then.value("tests", nlohmann::json::array())) ok = ok && v.is_string();
-    if (!ok)
+    nlohmann::json tests =
+        then.is_object() ? then.value("tests", nlohmann::json::array()) : nlohmann::json();
+    if (!tests.is_array() ||
+        !std::all_of(tests.begin(), tests.end(), [](const auto& v) { return v.is_string(); }))
       throw Error(
           fmt::format("{}: \"then\" must be an object whose \"tests\" is a list of strings", path));
-    for (const auto& v : then.value("tests", nlohmann::json::array()))
-      s.then_tests.insert(v.get<std::string>());
+    for (const auto& v : tests) s.then_tests.insert(v.get<std::string>());
   }
   return s;
 }
@@ -628,27 +627,34 @@ std::vector<PlanFile> files_of_manifest(const nlohmann::json& plan,
   return out;
 }
 
-// The files Spyre's label filter keeps; the ones without any label are named on stderr, since
-// no label selects them.
+// The files Spyre's label filter keeps; the ones without any label are named on stderr (when
+// `warn`), since no label selects them.
 std::vector<PlanFile> only_labelled(const nlohmann::json& plan, const std::vector<PlanFile>& files,
-                                    const std::vector<std::string>& labels) {
+                                    const std::vector<std::string>& labels, bool warn = true) {
   std::vector<std::string> unlabelled;
   std::vector<std::string> keep = files_with_labels(plan, labels, &unlabelled);
-  for (const auto& relpath : unlabelled)
-    std::cerr << fmt::format("ootci run: {} has no labels, so --labels {} does not select it\n",
-                             relpath, fmt::join(labels, ","));
+  if (warn)
+    for (const auto& relpath : unlabelled)
+      std::cerr << fmt::format("ootci run: {} has no labels, so --labels {} does not select it\n",
+                               relpath, fmt::join(labels, ","));
   std::vector<PlanFile> out;
   for (const auto& f : files)
     if (std::find(keep.begin(), keep.end(), f.relpath) != keep.end()) out.push_back(f);
   return out;
 }
 
+// The results of the plan's last green run (nullopt: none), what a run is judged against.
+std::optional<std::vector<TestResult>> last_green_results(EvidenceStore& store,
+                                                          const RunInfo& info) {
+  auto green = store.last_green_run(info.backend, info.config_hash);
+  if (!green) return std::nullopt;
+  return store.results(green->id);
+}
+
 std::string run_verdict(EvidenceStore& store, const RunInfo& info,
                         const std::vector<TestResult>& results) {
-  auto green = store.last_green_run(info.backend, info.config_hash);
-  std::vector<TestResult> before;
-  if (green) before = store.results(green->id);
-  return judge(results, green ? &before : nullptr).conclusion;
+  auto before = last_green_results(store, info);
+  return judge(results, before ? &*before : nullptr).conclusion;
 }
 
 }  // namespace
@@ -765,11 +771,9 @@ RunReport run_plan(const RunRequest& req) {
   // A stop signal that arrives after the last test is too late to have cut anything short.
   bool stopped = g_run_stop && !runner.all_done();
   if (!stopped && !second_stage.is_null() && !second_stage.contains("ran")) {
-    auto green = store->last_green_run(info.backend, info.config_hash);
-    std::vector<TestResult> before;
-    if (green) before = store->results(green->id);
+    auto before = last_green_results(*store, info);
     std::optional<std::string> why =
-        second_stage_reason(store->results(info.id), green ? &before : nullptr);
+        second_stage_reason(store->results(info.id), before ? &*before : nullptr);
     auto& stage = info.manifest["second_stage"];
     stage["ran"] = why.has_value();
     stage["why"] = why ? *why : "no first-stage test failed other than by a mismatch";
@@ -778,12 +782,8 @@ RunReport run_plan(const RunRequest& req) {
       Selection then;
       then.tests = stage["tests"].get<std::set<std::string>>();
       more = plan_files(resolved.plan, then);
-      if (!labels.empty()) {
-        std::vector<std::string> keep = files_with_labels(resolved.plan, labels, nullptr);
-        std::erase_if(more, [&](const PlanFile& f) {
-          return std::find(keep.begin(), keep.end(), f.relpath) == keep.end();
-        });
-      }
+      // The first stage already named the unlabelled files.
+      if (!labels.empty()) more = only_labelled(resolved.plan, more, labels, /*warn=*/false);
       // One manifest entry per file, so --resume covers both stages.
       for (const auto& m : more) {
         auto same = std::find_if(files.begin(), files.end(),

@@ -235,10 +235,12 @@ ChangedSelection select_from_facts(const ChangeFacts& facts, const std::vector<P
           for (const OpChange* change : fam->second) {
             std::optional<Reach> r = reach(*change, called, dtypes, ignore_dtypes);
             if (!r) continue;
-            if (r->evidence == Evidence::inputs_only)
-              input_families[it->first].insert(fam->first);
-            else
-              called_itself.insert(fam->first);
+            if (options.staged) {
+              if (r->evidence == Evidence::inputs_only)
+                input_families[it->first].insert(fam->first);
+              else
+                called_itself.insert(fam->first);
+            }
             if (options.own_calls_only && r->evidence == Evidence::inputs_only) {
               inputs_only.insert(it->first);
               continue;
