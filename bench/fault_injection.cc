@@ -49,6 +49,7 @@ struct Options {
   std::string workdir;
   std::vector<std::string> ops;  // fixed faults ("sum", "prod:float32") instead of drawn ones
   double minutes = 0;            // no new fault after this long (0: no limit)
+  int probe_inputs = 8;          // discovery's input probe passes (0: none)
 };
 
 // SIGINT or SIGTERM (a CI time limit): finish the fault under way, then print the summary of the
@@ -413,9 +414,13 @@ int bench(const Options& o) {
   write_config(o, bench, repo, "", "");
 
   // Execution evidence at the base commit, then the clean baseline of the full plan.
-  if (int code = run_logged({ootci_binary(), "discover", "--config", bench + "/ootci.yaml"},
-                            bench + "/discover.log");
-      code != 0)
+  std::vector<std::string> discover = {ootci_binary(), "discover", "--config",
+                                       bench + "/ootci.yaml"};
+  if (o.probe_inputs > 0) {
+    discover.push_back("--probe-inputs");
+    discover.push_back(std::to_string(o.probe_inputs));
+  }
+  if (int code = run_logged(discover, bench + "/discover.log"); code != 0)
     throw Error(fmt::format("ootci discover exited with {} (see {}/discover.log)", code, bench));
   std::cout << fmt::format("discovery done ({:.0f} s)\n", elapsed()) << std::flush;
   run_plan(bench, "baseline");
@@ -636,13 +641,14 @@ int bench(const Options& o) {
                    "flakes, left out); lower bound (their share of test time): mean {}\n",
                    failing_total, flaky_total, share_text(k ? lower_sum / k : 0));
   for (size_t m = 0; m < kModes.size(); ++m) {
-    size_t fully = 0, caught = 0;
+    size_t fully = 0, caught = 0, detected = 0;
     std::vector<double> shares, excess;
     double dtype_only_max = 0;
     std::string dtype_only_worst;
     for (const auto& r : outcomes) {
       const Selected& chosen = r.by_mode[m];
       fully += chosen.caught == r.failing;
+      detected += chosen.caught > 0;
       caught += chosen.caught;
       shares.push_back(chosen.share);
       excess.push_back(chosen.share - r.lower);
@@ -652,14 +658,14 @@ int bench(const Options& o) {
       }
     }
     std::cout << fmt::format(
-        "by {}: recall {}/{} = {}; failing tests caught {}/{} = {}; selected share: mean {}, "
-        "median {}, max {}; excess over the lower bound: mean {}, median {}, max {}; worst "
-        "dtype-only fault: {} ({})\n",
-        kModes[m].name, fully, k, share_text(k ? double(fully) / k : 0), caught, failing_total,
-        share_text(failing_total ? double(caught) / failing_total : 0), share_text(mean(shares)),
-        share_text(median(shares)), share_text(max_of(shares)), points(mean(excess)),
-        points(median(excess)), points(max_of(excess)), points(dtype_only_max),
-        dtype_only_worst.empty() ? "none" : dtype_only_worst);
+        "by {}: recall {}/{} = {}; faults detected {}/{}; failing tests caught {}/{} = {}; "
+        "selected share: mean {}, median {}, max {}; excess over the lower bound: mean {}, median "
+        "{}, max {}; worst dtype-only fault: {} ({})\n",
+        kModes[m].name, fully, k, share_text(k ? double(fully) / k : 0), detected, k, caught,
+        failing_total, share_text(failing_total ? double(caught) / failing_total : 0),
+        share_text(mean(shares)), share_text(median(shares)), share_text(max_of(shares)),
+        points(mean(excess)), points(median(excess)), points(max_of(excess)),
+        points(dtype_only_max), dtype_only_worst.empty() ? "none" : dtype_only_worst);
   }
   std::cout << fmt::format("ootci select changed: mean {:.2f} s per fault\n",
                            k ? select_sum / k : 0)
@@ -683,6 +689,9 @@ int main(int argc, char** argv) {
   app.add_option("--workers", o.workers, "ootci run workers")->check(CLI::Range(1, 64));
   app.add_option("--seed", o.seed, "order in which candidate ops are tried");
   app.add_option("--torch-root", o.torch_root, "upstream PyTorch tree (default: $TORCH_ROOT)");
+  app.add_option("--probe-inputs", o.probe_inputs,
+                 "discovery's input probe passes, for --staged (0: none)")
+      ->check(CLI::Range(0, 16));
   app.add_option("--workdir", o.workdir, "keep everything here (default: a temporary folder)");
   app.add_option("--minutes", o.minutes,
                  "start no new fault after this many minutes, then print the summary (SIGINT or "

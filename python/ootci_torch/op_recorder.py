@@ -41,6 +41,7 @@ on: an op's own exception propagates untouched.
 import fcntl
 import functools
 import hashlib
+import math
 import os
 import pathlib
 import sys
@@ -128,11 +129,74 @@ class generating_inputs:
         return False
 
 
+# --- The input probe (`ootci discover --probe-inputs K`) ------------------------------------
+# With OOTCI_PROBE_INPUTS=<shift> every device tensor a test draws as input (what make_tensor and
+# an OpInfo's sample inputs return) comes out moved by that shift, as a value bug in an op used
+# only to make inputs would move it: floats by the shift, both parts of a complex value by it,
+# integers by its sign times at least one, bools negated. A test that passes plainly but fails so
+# depends on the values it draws; selection keeps it with the tests that call a changed op
+# themselves.
+
+_PROBE_DEPTH = 8  # how deep a sample's nested lists and dicts are searched for tensors
+
+
+def probe_shift():
+    """The shift of $OOTCI_PROBE_INPUTS, or None when not probing."""
+    value = os.environ.get("OOTCI_PROBE_INPUTS")
+    return float(value) if value else None
+
+
+def _shift_inputs(value, shift, seen, depth=0):
+    """Moves, in place, each device tensor in value (a tensor, a SampleInput or ErrorInput, or
+    lists, tuples and dicts of them). A tensor the device cannot move stays as it is."""
+    import torch
+    if depth > _PROBE_DEPTH or id(value) in seen:
+        return
+    seen.add(id(value))
+    if isinstance(value, torch.Tensor):
+        if value.device.type != device_type() or value.is_sparse or value.numel() == 0:
+            return
+        data = value.data  # an alias autograd does not see: no version bump, no graph
+        try:
+            if data.dtype == torch.bool:
+                data.logical_not_()
+            elif data.is_complex():
+                data.add_(complex(shift, shift))
+            elif data.is_floating_point():
+                data.add_(shift)
+            else:
+                data.add_(int(math.copysign(max(1, round(abs(shift))), shift)))
+        except Exception:
+            pass
+        return
+    if isinstance(value, (list, tuple)):
+        items = value
+    elif isinstance(value, dict):
+        items = value.values()
+    elif hasattr(value, "sample_input"):  # ErrorInput
+        items = [value.sample_input]
+    elif all(hasattr(value, a) for a in ("input", "args", "kwargs")):  # SampleInput
+        items = [value.input, value.args, value.kwargs]
+    else:
+        return
+    for item in items:
+        _shift_inputs(item, shift, seen, depth + 1)
+
+
+def _probed(value):
+    """value, moved when probing, unless an outer input generation will move it."""
+    shift = probe_shift()
+    if shift is not None and input_depth() == 0:
+        _shift_inputs(value, shift, set())
+    return value
+
+
 def _generating(function):
     @functools.wraps(function)
     def wrapper(*args, **kwargs):
         with generating_inputs():
-            return function(*args, **kwargs)
+            result = function(*args, **kwargs)
+        return _probed(result)
     wrapper._ootci_original = function
     return wrapper
 
@@ -148,7 +212,8 @@ class _GeneratingIterator:
 
     def __next__(self):
         with generating_inputs():
-            return next(self._inner)
+            sample = next(self._inner)
+        return _probed(sample)
 
     def __getattr__(self, name):
         return getattr(self._inner, name)
@@ -160,6 +225,8 @@ def _generating_samples(method):
         with generating_inputs():
             samples = method(*args, **kwargs)
         if isinstance(samples, (list, tuple)):
+            for sample in samples:
+                _probed(sample)
             return samples
         return _GeneratingIterator(iter(samples))
     wrapper._ootci_original = method

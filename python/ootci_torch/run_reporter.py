@@ -82,7 +82,7 @@ def start_events():
         _record_ops = _op_recorder.enabled()
         if _record_ops and _op_recorder.recorder_kind() == "observer":
             _op_recorder.observer_available()  # built now, not inside the first test's time
-        if _record_ops:
+        if _record_ops or _op_recorder.probe_shift() is not None:
             _op_recorder.mark_input_generators()
 
 
@@ -133,7 +133,7 @@ def narrow(config, items):
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = kept
-    if _record_ops:
+    if _record_ops or _op_recorder.probe_shift() is not None:
         _op_recorder.mark_input_generators()  # the test modules' own make_tensor names too
     event = {"e": "collected", "tests": [_items[i.nodeid][0] for i in kept]}
     if multi_device:

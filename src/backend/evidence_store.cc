@@ -76,6 +76,11 @@ CREATE TABLE discovered_files (
 ALTER TABLE test_ops ADD COLUMN op_dtypes TEXT NOT NULL DEFAULT '';
 ALTER TABLE test_ops ADD COLUMN input_op_dtypes TEXT NOT NULL DEFAULT '';
 )sql",
+      // What discovery's input probe found (`--probe-inputs`): '' not probed, "held: ..." or
+      // the shift that failed the test.
+      R"sql(
+ALTER TABLE test_ops ADD COLUMN input_probe TEXT NOT NULL DEFAULT '';
+)sql",
   };
   return steps;
 }
@@ -409,6 +414,26 @@ class SqliteEvidenceStore : public EvidenceStore {
   std::map<std::string, std::vector<std::string>> input_op_dtypes_of_run(
       const std::string& run_id) override {
     return read_op_lists(run_id, "input_op_dtypes");
+  }
+
+  std::map<std::string, std::string> input_probes_of_run(const std::string& run_id) override {
+    return read([&](SqlTx& tx) {
+      std::map<std::string, std::string> out;
+      tx.each("SELECT test_id, input_probe FROM test_ops WHERE run_id = ? AND input_probe <> ''",
+              {run_id}, [&](const SqlRow& r) { out[r.text(0)] = r.text(1); });
+      return out;
+    });
+  }
+
+  void set_input_probes(const std::string& run_id,
+                        const std::map<std::string, std::string>& probes) override {
+    write(
+        "record", [&] { return fmt::format("the input probes of run {}", run_id); },
+        [&](SqlTx& tx) {
+          for (const auto& [test_id, probe] : probes)
+            tx.exec("UPDATE test_ops SET input_probe = ? WHERE run_id = ? AND test_id = ?",
+                    {probe, run_id, test_id});
+        });
   }
 
   // One space-separated column of test_ops per test id; tests whose list is empty are absent.

@@ -118,6 +118,12 @@ class EvidenceStore {
   // Those of them reached only while generating inputs, per test id (absent: none).
   virtual std::map<std::string, std::vector<std::string>> input_op_dtypes_of_run(
       const std::string& run_id) = 0;
+  // Discovery's input probe per test id of one run: "held: ..." or what failed the test with
+  // its inputs shifted (absent: not probed).
+  virtual std::map<std::string, std::string> input_probes_of_run(const std::string& run_id) = 0;
+  // Sets the input probe of tests that have ops in this run (others are left as they are).
+  virtual void set_input_probes(const std::string& run_id,
+                                const std::map<std::string, std::string>& probes) = 0;
   virtual void mark_discovered(const DiscoveredFile& file) = 0;
   // The discovery of this exact file content on this backend revision, if any.
   virtual std::optional<DiscoveredFile> discovered(const std::string& relpath,

@@ -333,7 +333,7 @@ TEST_F(EvidenceTest, RecordsTheSchemaVersionAndRefusesANewerOne) {
   sqlite3_stmt* s = nullptr;
   sqlite3_prepare_v2(db, "SELECT version FROM schema_version", -1, &s, nullptr);
   ASSERT_EQ(sqlite3_step(s), SQLITE_ROW);
-  EXPECT_EQ(sqlite3_column_int(s, 0), 3);
+  EXPECT_EQ(sqlite3_column_int(s, 0), 4);
   sqlite3_finalize(s);
   ASSERT_EQ(sqlite3_exec(db, "UPDATE schema_version SET version = 99", nullptr, nullptr, nullptr),
             SQLITE_OK);
@@ -343,7 +343,7 @@ TEST_F(EvidenceTest, RecordsTheSchemaVersionAndRefusesANewerOne) {
     FAIL() << "opened a database from a newer ootci";
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()),
-              path_ + ": evidence schema version 99 is newer than this ootci (3)");
+              path_ + ": evidence schema version 99 is newer than this ootci (4)");
   }
 }
 
@@ -436,6 +436,7 @@ TEST_F(EvidenceTest, MigratesAVersionTwoDatabaseKeepingItsOps) {
   ASSERT_EQ(sqlite3_exec(db,
                          "ALTER TABLE test_ops DROP COLUMN op_dtypes; "
                          "ALTER TABLE test_ops DROP COLUMN input_op_dtypes; "
+                         "ALTER TABLE test_ops DROP COLUMN input_probe; "
                          "UPDATE schema_version SET version = 2",
                          nullptr, nullptr, nullptr),
             SQLITE_OK);
@@ -448,6 +449,47 @@ TEST_F(EvidenceTest, MigratesAVersionTwoDatabaseKeepingItsOps) {
   b.op_dtypes = {"aten::mul.Tensor:float64"};
   store_->record("r-1", b);
   EXPECT_EQ(store_->op_dtypes_of_run("r-1").at("a.py::u"), b.op_dtypes);
+}
+
+TEST_F(EvidenceTest, InputProbesAreKeptPerTestWithItsOps) {
+  store_->begin_run(run_info("r-1", 100));
+  TestResult a = result("a.py::C::test_sum_complex64", "passed");
+  a.ops = {"aten::sum"};
+  TestResult b = result("a.py::C::test_sum_float32", "passed");
+  b.ops = {"aten::sum"};
+  store_->record_batch("r-1", {a, b, result("a.py::C::test_none", "passed")});
+  EXPECT_TRUE(store_->input_probes_of_run("r-1").empty());
+  store_->set_input_probes("r-1", {{a.test_id, "inputs shifted by 0.25: AssertionError"},
+                                   {b.test_id, "held: 8 shifts"},
+                                   {"a.py::C::test_none", "held: 8 shifts"}});
+  EXPECT_EQ(store_->input_probes_of_run("r-1"),
+            (std::map<std::string, std::string>{
+                {a.test_id, "inputs shifted by 0.25: AssertionError"},
+                {b.test_id, "held: 8 shifts"}}));  // a test without ops has no row to probe
+  EXPECT_EQ(store_->ops_of_run("r-1").at(a.test_id), a.ops);
+}
+
+// Evidence of schema 3 keeps its ops and dtypes and reads as never probed.
+TEST_F(EvidenceTest, MigratesAVersionThreeDatabaseAsNeverProbed) {
+  store_->begin_run(run_info("r-1", 100));
+  TestResult a = result("a.py::t", "passed");
+  a.ops = {"aten::add.Tensor"};
+  a.op_dtypes = {"aten::add.Tensor:float32"};
+  store_->record("r-1", a);
+  store_.reset();
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db,
+                         "ALTER TABLE test_ops DROP COLUMN input_probe; "
+                         "UPDATE schema_version SET version = 3",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  store_ = EvidenceStore::open(path_);
+  EXPECT_EQ(store_->op_dtypes_of_run("r-1").at("a.py::t"), a.op_dtypes);
+  EXPECT_TRUE(store_->input_probes_of_run("r-1").empty());
+  store_->set_input_probes("r-1", {{"a.py::t", "held: 8 shifts"}});
+  EXPECT_EQ(store_->input_probes_of_run("r-1").at("a.py::t"), "held: 8 shifts");
 }
 
 TEST_F(EvidenceTest, ABatchMixingResultsWithAndWithoutOpsKeepsEveryRow) {

@@ -20,6 +20,7 @@ struct DiscoverArgs {
   std::vector<std::string> files;
   bool force = false;
   int workers = 0;
+  int probe_inputs = 0;
   std::string isolation;  // --isolation: overrides run.isolation
   std::string evidence;
 };
@@ -42,6 +43,7 @@ void discover_command(const DiscoverArgs& a) {
   req.file_globs = a.files;
   req.force = a.force;
   req.workers = a.workers;
+  req.probe_inputs = a.probe_inputs;
   if (!a.isolation.empty()) req.backend.run.isolation = a.isolation;
   req.tty = isatty(STDERR_FILENO);
 
@@ -52,6 +54,15 @@ void discover_command(const DiscoverArgs& a) {
   for (const auto& f : report.up_to_date)
     std::cout << fmt::format("up to date: {} (run {}, {})\n", f.relpath, f.run_id,
                              iso8601_utc(f.discovered_ms));
+  if (report.probe) {
+    const InputProbeReport& p = *report.probe;
+    std::cout << fmt::format(
+        "input probe: {} tests that drew inputs on the device, {} passes: {} failed with their "
+        "inputs shifted (they depend on the values they draw), {}\n",
+        p.tests, p.passes, p.failed,
+        p.interrupted ? "interrupted (the rest stay unprobed)"
+                      : fmt::format("{} held", p.tests - p.failed));
+  }
   if (!report.run) {
     std::cout << fmt::format(
         "discover: nothing to run ({} files up to date; --force runs them again)\n",
@@ -88,6 +99,13 @@ void add_discover_commands(CLI::App& app) {
                 "run files already discovered for this content and revision");
   cmd->add_option("--workers", args.workers, "test files in parallel (default: run.workers)")
       ->check(CLI::Range(1, 256));
+  cmd->add_option("--probe-inputs", args.probe_inputs,
+                  fmt::format("then run each passing test that draws inputs on the device up to "
+                              "N more times, its inputs shifted, to find the tests whose outcome "
+                              "depends on the values they draw (1 to {}; tests probed before are "
+                              "left alone)",
+                              kMaxInputProbes))
+      ->check(CLI::Range(1, kMaxInputProbes));
   add_isolation_option(cmd, args.isolation);
   cmd->add_option("--evidence", args.evidence, "evidence database (default: workspace)");
   cmd->callback([] { discover_command(args); });

@@ -182,6 +182,8 @@ ChangedSelection select_from_facts(const ChangeFacts& facts, const std::vector<P
   // while generating its inputs.
   std::set<std::string> called_itself;
   std::map<std::string, std::set<std::string>> input_families;
+  std::map<std::string, std::string> probe_of;  // test -> discovery's input probe, when probed
+  size_t unprobed_files = 0;  // files whose tests drew inputs but were never probed
   if (facts.full_plan.empty() && !facts.ops.empty()) {
     // op family -> the changes of its ops
     std::map<std::string, std::vector<const OpChange*>> families;
@@ -193,6 +195,7 @@ ChangedSelection select_from_facts(const ChangeFacts& facts, const std::vector<P
     std::map<std::string, std::map<std::string, std::vector<std::string>>> dtypes_by_run;
     std::map<std::string, std::map<std::string, std::vector<std::string>>> inputs_by_run;
     std::map<std::string, std::vector<TestResult>> results_by_run;
+    std::map<std::string, std::map<std::string, std::string>> probes_by_run;
 
     for (const auto& f : plan) {
       if (s.files.count(f.relpath)) continue;
@@ -225,6 +228,20 @@ ChangedSelection select_from_facts(const ChangeFacts& facts, const std::vector<P
       const auto& pairs = dtypes_by_run[run];
       const auto& inputs = inputs_by_run[run];
       std::string prefix = f.relpath + "::";
+      if (options.staged) {
+        if (!probes_by_run.count(run)) probes_by_run[run] = store.input_probes_of_run(run);
+        const auto& probes = probes_by_run[run];
+        bool drew = false, probed = false;
+        for (auto it = inputs.lower_bound(prefix);
+             it != inputs.end() && it->first.rfind(prefix, 0) == 0; ++it) {
+          drew = true;
+          if (auto p = probes.find(it->first); p != probes.end()) {
+            probed = true;
+            probe_of[it->first] = p->second;
+          }
+        }
+        unprobed_files += drew && !probed;
+      }
       for (auto it = ops.lower_bound(prefix); it != ops.end() && it->first.rfind(prefix, 0) == 0;
            ++it) {
         const TestDtypes dtypes = test_dtypes(pairs, inputs, it->first);
@@ -277,17 +294,30 @@ ChangedSelection select_from_facts(const ChangeFacts& facts, const std::vector<P
   s.summary["unrecorded_tests"] = unrecorded;
   if (options.staged) {
     // Second stage: tests whose only evidence is input generation of ops that some first-stage
-    // test calls itself, so a raising change shows in the first stage.
+    // test calls itself, so a raising change shows in the first stage. A test whose outcome
+    // depends on the values it draws (the input probe failed it) stays: a change of values
+    // alone can fail it.
+    size_t value_sensitive = 0;
     for (const auto& [test, families] : input_families) {
       auto e = s.evidence.find(test);
       if (e == s.evidence.end() || e->second != Evidence::inputs_only) continue;
       if (!std::includes(called_itself.begin(), called_itself.end(), families.begin(),
                          families.end()))
         continue;
+      if (auto p = probe_of.find(test); p != probe_of.end() && p->second.rfind("failed", 0) == 0) {
+        ++value_sensitive;
+        add_reason(s.reasons[test],
+                   fmt::format("first stage: its outcome depends on the values it draws "
+                               "(discovery's input probe: it {})",
+                               p->second));
+        continue;
+      }
       s.tests.erase(test);
       s.then_tests.insert(test);
     }
     s.summary["second_stage_tests"] = s.then_tests.size();
+    s.summary["value_sensitive_first_stage"] = value_sensitive;
+    s.summary["unprobed_files"] = unprobed_files;
   }
   size_t left_out = 0;
   for (const auto& t : inputs_only) left_out += !s.tests.count(t);
@@ -381,6 +411,16 @@ std::string format_changed_summary(const ChangedSelection& s) {
         "second stage: {} tests that reached a changed op only while generating their inputs; "
         "ootci run runs them when {}\n",
         s.then_tests.size(), kSecondStageWhen);
+  if (int n = s.summary.value("value_sensitive_first_stage", 0))
+    out += fmt::format(
+        "first stage: {} tests that reached a changed op only while generating their inputs, "
+        "but whose outcome depends on the values they draw (discovery's input probe)\n",
+        n);
+  if (int n = s.summary.value("unprobed_files", 0))
+    out += fmt::format(
+        "warning: {} files were discovered without the input probe, so tests among their second "
+        "stage may fail from changed values alone (ootci discover --probe-inputs 8)\n",
+        n);
   if (s.summary.contains("left_out_input_generation"))
     out += fmt::format(
         "left out: {} tests that reached a changed op only while generating their inputs\n",

@@ -173,12 +173,11 @@ void record_add_dtypes(EvidenceStore& store) {
   store.record("r-discover", inputs);
 }
 
-// Issue 20's acceptance: a fault in float32 add selects only the tests with float32 add evidence
-// (and those whose dtypes were never recorded), each with the (op, dtype) and the hunk.
-TEST_F(SelectChanged, AKernelForOneDtypeSelectsOnlyTestsThatRanItsOpWithThatDtype) {
-  record_add_dtypes(*store_);
-  fs::create_directories(repo_ + "/csrc/faults");
-  write_file(repo_ + "/csrc/faults/add.cpp",
+// The bench's dtype fault: a boxed kernel for add.Tensor whose float32 path is wrong and which
+// hands every other dtype to the fallback. Returns the commit.
+std::string commit_add_float32_fault(const std::string& repo) {
+  fs::create_directories(repo + "/csrc/faults");
+  write_file(repo + "/csrc/faults/add.cpp",
              "#include <ATen/native/CPUFallback.h>\n"
              "#include <torch/library.h>\n"
              "namespace ootci_ref {\n"
@@ -197,7 +196,14 @@ TEST_F(SelectChanged, AKernelForOneDtypeSelectsOnlyTestsThatRanItsOpWithThatDtyp
              "  m.impl(\"add.Tensor\", "
              "torch::CppFunction::makeFromBoxedFunction<&faults::add_float32>());\n"
              "}\n");
-  ChangedSelection s = select(commit(repo_, "add: float32 on the device"));
+  return commit(repo, "add: float32 on the device");
+}
+
+// Issue 20's acceptance: a fault in float32 add selects only the tests with float32 add evidence
+// (and those whose dtypes were never recorded), each with the (op, dtype) and the hunk.
+TEST_F(SelectChanged, AKernelForOneDtypeSelectsOnlyTestsThatRanItsOpWithThatDtype) {
+  record_add_dtypes(*store_);
+  ChangedSelection s = select(commit_add_float32_fault(repo_));
   EXPECT_EQ(
       s.tests,
       (Strings{"test/test_a.py::TestOps::test_add", "test/test_a.py::TestOps::test_add_float32",
@@ -253,6 +259,50 @@ TEST_F(SelectChanged, AKernelForOneDtypeSelectsOnlyTestsThatRanItsOpWithThatDtyp
   EXPECT_FALSE(s.to_json().contains("then"));
   EXPECT_NE(format_changed_summary(two).find("second stage: 1 tests"), std::string::npos)
       << format_changed_summary(two);
+}
+
+// Staged with discovery's input probe: a test the probe failed (its outcome depends on the values
+// it draws) stays in the first stage; one that held moves on. Without any probe, a warning.
+TEST_F(SelectChanged, StagedKeepsTestsWhoseOutcomeDependsOnTheirInputValuesFirst) {
+  record_add_dtypes(*store_);
+  TestResult fragile = result("test/test_a.py", "test_sum_in_inputs", {"aten::add.Tensor"});
+  fragile.op_dtypes = {"aten::add.Tensor:float32"};
+  fragile.input_op_dtypes = {"aten::add.Tensor:float32"};
+  store_->record("r-discover", fragile);
+  std::string fault = commit_add_float32_fault(repo_);
+  SelectOptions staged;
+  staged.staged = true;
+  auto select_staged = [&] {
+    return select_from_facts(backend_changes(repo_, base_ + ".." + fault, "PrivateUse1"), plan_,
+                             *store_, staged);
+  };
+  ChangedSelection unprobed = select_staged();
+  EXPECT_EQ(unprobed.then_tests, (Strings{"test/test_a.py::TestOps::test_add_in_inputs",
+                                          "test/test_a.py::TestOps::test_sum_in_inputs"}));
+  EXPECT_EQ(unprobed.summary["unprobed_files"], 1);
+  EXPECT_NE(format_changed_summary(unprobed).find(
+                "warning: 1 files were discovered without the input probe"),
+            std::string::npos)
+      << format_changed_summary(unprobed);
+
+  store_->set_input_probes(
+      "r-discover",
+      {{fragile.test_id, "failed with its inputs shifted by 1.522: AssertionError"},
+       {"test/test_a.py::TestOps::test_add_in_inputs", "held: 8 shifts of its inputs"}});
+  ChangedSelection probed = select_staged();
+  EXPECT_EQ(probed.then_tests, Strings{"test/test_a.py::TestOps::test_add_in_inputs"});
+  EXPECT_TRUE(probed.tests.count(fragile.test_id));
+  EXPECT_EQ(probed.evidence.at(fragile.test_id), Evidence::inputs_only);
+  EXPECT_EQ(probed.summary["value_sensitive_first_stage"], 1);
+  EXPECT_EQ(probed.summary["unprobed_files"], 0);
+  EXPECT_EQ(probed.reasons.at(fragile.test_id).back(),
+            "first stage: its outcome depends on the values it draws (discovery's input probe: "
+            "it failed with its inputs shifted by 1.522: AssertionError)");
+  EXPECT_NE(format_changed_summary(probed).find("first stage: 1 tests that reached a changed op "
+                                                "only while generating their inputs, but whose "
+                                                "outcome depends on the values they draw"),
+            std::string::npos)
+      << format_changed_summary(probed);
 }
 
 // Staged, for an op that no test calls itself: a raise could show in no first-stage test, so the

@@ -142,6 +142,75 @@ std::vector<DiscoverySummary> summarize_discovery(
   return out;
 }
 
+InputProbeReport probe_inputs(const DiscoverRequest& req,
+                              const std::vector<DiscoveryCandidate>& files,
+                              const std::map<std::string, std::string>& run_of_file) {
+  InputProbeReport report;
+  // test id -> its discovery run, for the tests still to probe
+  std::map<std::string, std::string> pending;
+  {
+    auto store = EvidenceStore::open(req.evidence_path);
+    std::set<std::string> runs;
+    for (const auto& [file, run] : run_of_file) runs.insert(run);
+    for (const auto& run : runs) {
+      auto inputs = store->input_op_dtypes_of_run(run);
+      auto probed = store->input_probes_of_run(run);
+      for (const auto& r : store->results(run)) {
+        auto file = run_of_file.find(r.file);
+        if (file == run_of_file.end() || file->second != run || r.outcome != "passed") continue;
+        if (inputs.count(r.test_id) && !probed.count(r.test_id)) pending[r.test_id] = run;
+      }
+    }
+  }
+  report.tests = pending.size();
+  if (pending.empty()) return report;
+
+  std::map<std::string, std::map<std::string, std::string>> found;  // run -> test -> probe
+  int passes = std::min(req.probe_inputs, kMaxInputProbes);
+  for (int k = 0; k < passes && !pending.empty(); ++k) {
+    double shift = kInputProbeShifts[k];
+    RunRequest pass;
+    pass.backend = req.backend;
+    pass.backend.env["OOTCI_PROBE_INPUTS"] = fmt::format("{}", shift);
+    pass.backend.run.reruns = 0;  // a test one shift fails is settled
+    pass.evidence_path = req.evidence_path;
+    pass.workers = req.workers;
+    pass.tty = req.tty;
+    std::vector<DiscoveryCandidate> left;
+    for (const auto& f : files) {
+      std::string prefix = f.relpath + "::";
+      auto it = pending.lower_bound(prefix);
+      if (it != pending.end() && it->first.rfind(prefix, 0) == 0) left.push_back(f);
+    }
+    pass.plan_override = discovery_plan(pass.backend, left);
+    pass.selection = Selection{};
+    for (const auto& [test, run] : pending) pass.selection->tests.insert(test);
+    RunReport ran = run_plan(pass);
+    ++report.passes;
+    for (const auto& r : ran.results) {
+      auto it = pending.find(r.test_id);
+      if (it == pending.end() || (r.outcome != "failed" && r.outcome != "error")) continue;
+      found[it->second][r.test_id] = fmt::format("failed with its inputs shifted by {}: {}", shift,
+                                                 r.error_class.empty() ? r.outcome : r.error_class);
+      ++report.failed;
+      pending.erase(it);
+    }
+    auto store = EvidenceStore::open(req.evidence_path);
+    store->delete_run(ran.run_id);
+    std::error_code ignored;
+    std::filesystem::remove_all(run_folder(req.backend, ran.run_id), ignored);
+    if (ran.status != "finished") {
+      report.interrupted = true;  // the tests left stay unprobed
+      pending.clear();
+    }
+  }
+  for (const auto& [test, run] : pending)
+    found[run][test] = fmt::format("held: {} shifts of its inputs", passes);
+  auto store = EvidenceStore::open(req.evidence_path);
+  for (const auto& [run, probes] : found) store->set_input_probes(run, probes);
+  return report;
+}
+
 DiscoverReport discover(const DiscoverRequest& req) {
   DiscoverReport report;
   std::vector<DiscoveryCandidate> candidates = discovery_candidates(req.backend, req.file_globs);
@@ -153,7 +222,16 @@ DiscoverReport discover(const DiscoverRequest& req) {
     split = split_stale(*store, candidates, report.backend_rev, req.force);
   }
   report.up_to_date = split.up_to_date;
-  if (split.to_run.empty()) return report;
+  // Files up to date are probed too when asked: a probe can be added to existing evidence.
+  auto probe = [&](const std::map<std::string, std::string>& run_of_file) {
+    if (req.probe_inputs > 0) report.probe = probe_inputs(req, candidates, run_of_file);
+  };
+  std::map<std::string, std::string> run_of_file;
+  for (const auto& f : split.up_to_date) run_of_file[f.relpath] = f.run_id;
+  if (split.to_run.empty()) {
+    probe(run_of_file);
+    return report;
+  }
 
   // Two passes. The plain one gives the outcomes: a dispatch mode changes how some kernels run
   // (on the reference backend it stops a conj crash in _copy_from), so outcomes seen under the
@@ -198,8 +276,12 @@ DiscoverReport discover(const DiscoverRequest& req) {
   // An interrupted recording pass has not seen every test; its files stay undiscovered.
   if (ops_run.status == "finished") {
     int64_t now = now_ms();
-    for (const auto& f : split.to_run)
+    for (const auto& f : split.to_run) {
       store->mark_discovered({f.relpath, f.sha256, report.backend_rev, report.run->run_id, now});
+      run_of_file[f.relpath] = report.run->run_id;
+    }
+    store.reset();
+    probe(run_of_file);
   }
   return report;
 }

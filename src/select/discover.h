@@ -3,6 +3,7 @@
 // with every variant mandatory, once plainly for each variant's raw outcome and once with the op
 // recorder for the aten ops it called on the device; the evidence store keeps both in one run. A
 // file is discovered again only when its content or the backend's revision changed.
+#include <iterator>
 #include <map>
 #include <optional>
 #include <string>
@@ -58,8 +59,26 @@ struct DiscoverRequest {
   std::string evidence_path;
   std::vector<std::string> file_globs;
   bool force = false;
-  int workers = 0;  // 0: run.workers
+  int workers = 0;       // 0: run.workers
+  int probe_inputs = 0;  // input probe passes (--probe-inputs), at most kInputProbeShifts
   bool tty = false;
+};
+
+// The input probe's shifts, in the order its passes use them: drawn once (uniform in [-2, 2],
+// none smaller than 1/16) so that every discovery probes alike. Decimals, not binary fractions:
+// a shift like 1.5 leaves the low bits of a value as they were, and rounding is where a changed
+// value shows (bench/seed_fragility.py).
+inline constexpr double kInputProbeShifts[] = {1.522,  -1.821, -1.301, -0.916, -1.658, 1.585,
+                                               -1.477, -1.626, 0.145,  1.632,  0.76,   0.723,
+                                               1.0,    -0.772, 0.23,   0.249};
+inline constexpr int kMaxInputProbes = std::size(kInputProbeShifts);
+
+// What the input probe did: tests probed, those a shift failed, passes run.
+struct InputProbeReport {
+  size_t tests = 0;
+  size_t failed = 0;
+  int passes = 0;
+  bool interrupted = false;
 };
 
 struct DiscoverReport {
@@ -67,10 +86,21 @@ struct DiscoverReport {
   std::vector<DiscoveredFile> up_to_date;
   std::optional<RunReport> run;  // unset when every file was up to date
   std::vector<DiscoverySummary> files;
+  std::optional<InputProbeReport> probe;  // set when asked for and some test was left to probe
 };
 
 // Runs both passes and, when both finished, marks the files discovered. The recording pass's
-// run is deleted once its ops are copied into the plain run.
+// run is deleted once its ops are copied into the plain run. With probe_inputs, then probes the
+// inputs of every test of these files not probed yet (probe_inputs below).
 DiscoverReport discover(const DiscoverRequest& request);
+
+// The input probe (docs/select.md, "Input probe"): each test of these files' discovery runs that
+// passed plainly and drew inputs on the device runs again, once per shift, with every device
+// tensor its input generation returns moved by the shift (OOTCI_PROBE_INPUTS, op_recorder.py),
+// until a shift fails it. Each gets the failing shift and error, or "held" after all passes.
+// Tests probed before are left alone. Each pass's run is deleted after it is read.
+InputProbeReport probe_inputs(const DiscoverRequest& request,
+                              const std::vector<DiscoveryCandidate>& files,
+                              const std::map<std::string, std::string>& run_of_file);
 
 }  // namespace ootci

@@ -188,6 +188,65 @@ def test_discover_refuses_a_glob_matching_nothing(ws):
     assert "--files test/test_no_such_*.py: no file matches" in bad.output
 
 
+INPUT_VALUES_TESTS = """
+    import torch
+    from torch.testing import make_tensor
+    from torch.testing._internal.common_device_type import instantiate_device_type_tests
+    from torch.testing._internal.common_utils import TestCase
+
+
+    class TestInputValues(TestCase):
+        def test_in_range(self, device):
+            # Checks the values it draws, not a computation on them: any shift fails it.
+            t = make_tensor((64,), dtype=torch.float32, device=device, low=0, high=1).cpu()
+            self.assertTrue(bool(((t >= 0) & (t < 1)).all()))
+
+        def test_against_cpu(self, device):
+            # Compares the device with the CPU on whatever it drew.
+            t = make_tensor((64,), dtype=torch.float32, device=device, low=0, high=1)
+            self.assertEqual((t * 2).cpu(), t.cpu() * 2)
+
+        def test_no_inputs(self, device):
+            self.assertEqual(torch.zeros(3, device=device).cpu(), torch.zeros(3))
+
+
+    instantiate_device_type_tests(TestInputValues, globals())
+"""
+
+
+def test_the_input_probe_finds_the_tests_that_depend_on_the_values_they_draw(ws):
+    ws.ootci_yaml(run={"reruns": 0})
+    tests = ws.write("test_input_values.py", INPUT_VALUES_TESTS)
+    first = discover(ws, "--files", str(tests))
+    assert first.returncode == 0 and first.run_id, first.output[-3000:]
+    assert "input probe" not in first.stdout
+    db = sqlite3.connect(ws.path / ".ootci" / "evidence.db")
+
+    def probes():
+        return {t.split("::")[-1]: p for t, p in db.execute(
+            "SELECT test_id, input_probe FROM test_ops WHERE run_id = ?", (first.run_id,))}
+
+    assert set(probes().values()) == {""}  # not probed
+
+    # Existing evidence gains the probe; the file itself is up to date and does not run again.
+    probed = discover(ws, "--files", str(tests), "--probe-inputs", "2")
+    assert probed.returncode == 0, probed.output[-3000:]
+    assert "input probe: 2 tests that drew inputs on the device, 2 passes: 1 failed with their " \
+           "inputs shifted (they depend on the values they draw), 1 held" in probed.stdout, \
+        probed.stdout
+    assert probes() == {
+        "test_in_range_privateuseone": "failed with its inputs shifted by 1.522: AssertionError",
+        "test_against_cpu_privateuseone": "held: 2 shifts of its inputs",
+        "test_no_inputs_privateuseone": "",  # it drew no inputs on the device
+    }
+    assert runs_in(ws) == [first.run_id]  # the probe's passes leave no runs behind
+
+    # Probed once is enough.
+    again = discover(ws, "--files", str(tests), "--probe-inputs", "2")
+    assert "input probe: 0 tests" in again.stdout, again.stdout
+    assert runs_in(ws) == [first.run_id]
+
+
 RECORDER_PROBE = textwrap.dedent("""
     import json, os, sys
     import torch, ootci_reference_backend
