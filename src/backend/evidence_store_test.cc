@@ -71,6 +71,17 @@ class EvidenceTest : public ::testing::Test {
     store_->record_batch(id, results);
     store_->finish_run(id, started_ms + 10, "finished", verdict, {{"run_id", id}});
   }
+
+  // Closes the store, runs `sql` on its file (to make it look like an older schema), and opens
+  // it again, which migrates it.
+  void reopen_after(const char* sql) {
+    store_.reset();
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sql;
+    sqlite3_close(db);
+    store_ = EvidenceStore::open(path_);
+  }
 };
 
 TEST_F(EvidenceTest, RoundTripsEveryField) {
@@ -430,18 +441,11 @@ TEST_F(EvidenceTest, MigratesAVersionTwoDatabaseKeepingItsOps) {
   TestResult a = result("a.py::t", "passed");
   a.ops = {"aten::add.Tensor"};
   store_->record("r-1", a);
-  store_.reset();
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(db,
-                         "ALTER TABLE test_ops DROP COLUMN op_dtypes; "
-                         "ALTER TABLE test_ops DROP COLUMN input_op_dtypes; "
-                         "ALTER TABLE test_ops DROP COLUMN input_probe; "
-                         "UPDATE schema_version SET version = 2",
-                         nullptr, nullptr, nullptr),
-            SQLITE_OK);
-  sqlite3_close(db);
-  store_ = EvidenceStore::open(path_);
+  reopen_after(
+      "ALTER TABLE test_ops DROP COLUMN op_dtypes; "
+      "ALTER TABLE test_ops DROP COLUMN input_op_dtypes; "
+      "ALTER TABLE test_ops DROP COLUMN input_probe; "
+      "UPDATE schema_version SET version = 2");
   EXPECT_EQ(store_->ops_of_run("r-1").at("a.py::t"), a.ops);
   EXPECT_TRUE(store_->op_dtypes_of_run("r-1").empty());
   TestResult b = result("a.py::u", "passed");
@@ -476,16 +480,9 @@ TEST_F(EvidenceTest, MigratesAVersionThreeDatabaseAsNeverProbed) {
   a.ops = {"aten::add.Tensor"};
   a.op_dtypes = {"aten::add.Tensor:float32"};
   store_->record("r-1", a);
-  store_.reset();
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(db,
-                         "ALTER TABLE test_ops DROP COLUMN input_probe; "
-                         "UPDATE schema_version SET version = 3",
-                         nullptr, nullptr, nullptr),
-            SQLITE_OK);
-  sqlite3_close(db);
-  store_ = EvidenceStore::open(path_);
+  reopen_after(
+      "ALTER TABLE test_ops DROP COLUMN input_probe; "
+      "UPDATE schema_version SET version = 3");
   EXPECT_EQ(store_->op_dtypes_of_run("r-1").at("a.py::t"), a.op_dtypes);
   EXPECT_TRUE(store_->input_probes_of_run("r-1").empty());
   store_->set_input_probes("r-1", {{"a.py::t", "held: 8 shifts"}});
@@ -538,17 +535,10 @@ TEST_F(EvidenceTest, DiscoveriesAreKeyedByFileContentAndBackendRevision) {
 // A database written by the first schema gains the new column and tables in place.
 TEST_F(EvidenceTest, MigratesAVersionOneDatabase) {
   finished_run("r-1", 100, {result("a.py::t", "passed")});
-  store_.reset();
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(db,
-                         "DROP TABLE test_ops; DROP TABLE discovered_files; "
-                         "ALTER TABLE results DROP COLUMN base; "
-                         "UPDATE schema_version SET version = 1",
-                         nullptr, nullptr, nullptr),
-            SQLITE_OK);
-  sqlite3_close(db);
-  store_ = EvidenceStore::open(path_);
+  reopen_after(
+      "DROP TABLE test_ops; DROP TABLE discovered_files; "
+      "ALTER TABLE results DROP COLUMN base; "
+      "UPDATE schema_version SET version = 1");
   EXPECT_EQ(store_->results("r-1").size(), 1u);
   EXPECT_EQ(store_->results("r-1")[0].base, "");
   store_->mark_discovered({"a.py", "h", "rev", "r-1", 1});
