@@ -183,7 +183,7 @@ ChangedSelection select_from_facts(const ChangeFacts& facts, const std::vector<P
   std::set<std::string> called_itself;
   std::map<std::string, std::set<std::string>> input_families;
   std::map<std::string, std::string> probe_of;  // test -> discovery's input probe, when probed
-  size_t unprobed_files = 0;  // files whose tests drew inputs but were never probed
+  std::set<std::string> unprobed;  // files whose tests drew inputs but were never probed
   if (facts.full_plan.empty() && !facts.ops.empty()) {
     // op family -> the changes of its ops
     std::map<std::string, std::vector<const OpChange*>> families;
@@ -240,7 +240,7 @@ ChangedSelection select_from_facts(const ChangeFacts& facts, const std::vector<P
             probe_of[it->first] = p->second;
           }
         }
-        unprobed_files += drew && !probed;
+        if (drew && !probed) unprobed.insert(f.relpath);
       }
       for (auto it = ops.lower_bound(prefix); it != ops.end() && it->first.rfind(prefix, 0) == 0;
            ++it) {
@@ -315,9 +315,13 @@ ChangedSelection select_from_facts(const ChangeFacts& facts, const std::vector<P
       s.tests.erase(test);
       s.then_tests.insert(test);
     }
+    std::set<std::string> unprobed_second;  // the unprobed files the second stage draws on
+    for (const auto& test : s.then_tests)
+      if (std::string file = test.substr(0, test.find("::")); unprobed.count(file))
+        unprobed_second.insert(file);
     s.summary["second_stage_tests"] = s.then_tests.size();
     s.summary["value_sensitive_first_stage"] = value_sensitive;
-    s.summary["unprobed_files"] = unprobed_files;
+    s.summary["unprobed_files"] = unprobed_second.size();
   }
   size_t left_out = 0;
   for (const auto& t : inputs_only) left_out += !s.tests.count(t);
@@ -418,8 +422,9 @@ std::string format_changed_summary(const ChangedSelection& s) {
         n);
   if (int n = s.summary.value("unprobed_files", 0))
     out += fmt::format(
-        "warning: {} files were discovered without the input probe, so tests among their second "
-        "stage may fail from changed values alone (ootci discover --probe-inputs 8)\n",
+        "warning: {} files of the second stage were discovered without the input probe, so some "
+        "of their second-stage tests may fail from changed values alone (ootci discover "
+        "--probe-inputs 8)\n",
         n);
   if (s.summary.contains("left_out_input_generation"))
     out += fmt::format(

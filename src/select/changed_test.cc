@@ -281,7 +281,7 @@ TEST_F(SelectChanged, StagedKeepsTestsWhoseOutcomeDependsOnTheirInputValuesFirst
                                           "test/test_a.py::TestOps::test_sum_in_inputs"}));
   EXPECT_EQ(unprobed.summary["unprobed_files"], 1);
   EXPECT_NE(format_changed_summary(unprobed).find(
-                "warning: 1 files were discovered without the input probe"),
+                "warning: 1 files of the second stage were discovered without the input probe"),
             std::string::npos)
       << format_changed_summary(unprobed);
 
