@@ -32,6 +32,7 @@
 #include "base/subprocess.h"
 #include "base/time.h"
 #include "select/code_evidence.h"
+#include "select/discover.h"
 #include "select/git.h"
 #include "select/native_functions.h"
 #include "testing/test_env.h"
@@ -691,7 +692,7 @@ int main(int argc, char** argv) {
   app.add_option("--torch-root", o.torch_root, "upstream PyTorch tree (default: $TORCH_ROOT)");
   app.add_option("--probe-inputs", o.probe_inputs,
                  "discovery's input probe passes, for --staged (0: none)")
-      ->check(CLI::Range(0, 16));
+      ->check(CLI::Range(0, kMaxInputProbes));
   app.add_option("--workdir", o.workdir, "keep everything here (default: a temporary folder)");
   app.add_option("--minutes", o.minutes,
                  "start no new fault after this many minutes, then print the summary (SIGINT or "

@@ -86,7 +86,7 @@ struct DiscoverReport {
   std::vector<DiscoveredFile> up_to_date;
   std::optional<RunReport> run;  // unset when every file was up to date
   std::vector<DiscoverySummary> files;
-  std::optional<InputProbeReport> probe;  // set when asked for and some test was left to probe
+  std::optional<InputProbeReport> probe;  // set when asked for (probe_inputs > 0)
 };
 
 // Runs both passes and, when both finished, marks the files discovered. The recording pass's
@@ -94,8 +94,8 @@ struct DiscoverReport {
 // inputs of every test of these files not probed yet (probe_inputs below).
 DiscoverReport discover(const DiscoverRequest& request);
 
-// The input probe (docs/select.md, "Input probe"): each test of these files' discovery runs that
-// passed plainly and drew inputs on the device runs again, once per shift, with every device
+// The input probe (docs/select.md, "The input probe"): each test of these files' discovery runs
+// that passed plainly and drew inputs on the device runs again, once per shift, with every device
 // tensor its input generation returns moved by the shift (OOTCI_PROBE_INPUTS, op_recorder.py),
 // until a shift fails it. Each gets the failing shift and error, or "held" after all passes.
 // Tests probed before are left alone. Each pass's run is deleted after it is read.
