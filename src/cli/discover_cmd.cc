@@ -63,10 +63,13 @@ void discover_command(const DiscoverArgs& a) {
         p.interrupted ? "interrupted (the rest stay unprobed)"
                       : fmt::format("{} held", p.tests - p.failed));
   }
+  // A stopped probe keeps what it found; the exit status says it stopped, as for the passes.
+  bool probe_stopped = report.probe && report.probe->interrupted;
   if (!report.run) {
     std::cout << fmt::format(
         "discover: nothing to run ({} files up to date; --force runs them again)\n",
         report.up_to_date.size());
+    if (probe_stopped) throw ExitStatus{130};
     return;
   }
   for (const auto& s : report.files) {
@@ -81,6 +84,7 @@ void discover_command(const DiscoverArgs& a) {
     throw ExitStatus{130};
   }
   std::cout << fmt::format("discover: run {}\n", report.run->run_id);
+  if (probe_stopped) throw ExitStatus{130};
 }
 
 }  // namespace
