@@ -14,6 +14,7 @@
 #include "base/file_text.h"
 #include "base/sha256.h"
 #include "select/budget.h"
+#include "select/discover.h"
 #include "select/native_functions.h"
 
 namespace ootci {
@@ -182,7 +183,8 @@ ChangedSelection select_from_facts(const ChangeFacts& facts, const std::vector<P
   // while generating its inputs.
   std::set<std::string> called_itself;
   std::map<std::string, std::set<std::string>> input_families;
-  std::map<std::string, std::string> probe_of;  // test -> discovery's input probe, when probed
+  // test -> what discovery's input probe found, for the tests a shift failed
+  std::map<std::string, std::string> value_sensitive;
   std::set<std::string> unprobed;  // files whose tests drew inputs but were never probed
   if (facts.full_plan.empty() && !facts.ops.empty()) {
     // op family -> the changes of its ops
@@ -237,7 +239,7 @@ ChangedSelection select_from_facts(const ChangeFacts& facts, const std::vector<P
           drew = true;
           if (auto p = probes.find(it->first); p != probes.end()) {
             probed = true;
-            probe_of[it->first] = p->second;
+            if (input_probe_failed(p->second)) value_sensitive[it->first] = p->second;
           }
         }
         if (drew && !probed) unprobed.insert(f.relpath);
@@ -297,15 +299,15 @@ ChangedSelection select_from_facts(const ChangeFacts& facts, const std::vector<P
     // test calls itself, so a raising change shows in the first stage. A test whose outcome
     // depends on the values it draws (the input probe failed it) stays: a change of values
     // alone can fail it.
-    size_t value_sensitive = 0;
+    size_t kept_first = 0;
     for (const auto& [test, families] : input_families) {
       auto e = s.evidence.find(test);
       if (e == s.evidence.end() || e->second != Evidence::inputs_only) continue;
       if (!std::includes(called_itself.begin(), called_itself.end(), families.begin(),
                          families.end()))
         continue;
-      if (auto p = probe_of.find(test); p != probe_of.end() && p->second.rfind("failed", 0) == 0) {
-        ++value_sensitive;
+      if (auto p = value_sensitive.find(test); p != value_sensitive.end()) {
+        ++kept_first;
         add_reason(s.reasons[test],
                    fmt::format("first stage: its outcome depends on the values it draws "
                                "(discovery's input probe: it {})",
@@ -320,7 +322,7 @@ ChangedSelection select_from_facts(const ChangeFacts& facts, const std::vector<P
       if (std::string file = test.substr(0, test.find("::")); unprobed.count(file))
         unprobed_second.insert(file);
     s.summary["second_stage_tests"] = s.then_tests.size();
-    s.summary["value_sensitive_first_stage"] = value_sensitive;
+    s.summary["value_sensitive_first_stage"] = kept_first;
     s.summary["unprobed_files"] = unprobed_second.size();
   }
   size_t left_out = 0;

@@ -190,7 +190,7 @@ InputProbeReport probe_inputs(const DiscoverRequest& req,
     for (const auto& r : ran.results) {
       auto it = pending.find(r.test_id);
       if (it == pending.end() || (r.outcome != "failed" && r.outcome != "error")) continue;
-      found[it->second][r.test_id] = fmt::format("failed with its inputs shifted by {}: {}", shift,
+      found[it->second][r.test_id] = fmt::format("{}{}: {}", kInputProbeFailed, shift,
                                                  r.error_class.empty() ? r.outcome : r.error_class);
       ++report.failed;
       pending.erase(it);
