@@ -37,7 +37,7 @@
 #include <sstream>
 #include <thread>
 
-#include "backend/evidence_store.h"
+#include "evidence/evidence_store.h"
 #include "base/error.h"
 #include "base/sha256.h"
 #include "base/subprocess.h"

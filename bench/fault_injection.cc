@@ -26,8 +26,8 @@
 #include <random>
 #include <tuple>
 
-#include "backend/evidence_store.h"
-#include "backend/second_stage.h"
+#include "evidence/evidence_store.h"
+#include "evidence/second_stage.h"
 #include "base/error.h"
 #include "base/subprocess.h"
 #include "base/time.h"

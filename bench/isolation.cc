@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <tuple>
 
-#include "backend/evidence_store.h"
+#include "evidence/evidence_store.h"
 #include "base/error.h"
 #include "base/subprocess.h"
 #include "base/time.h"

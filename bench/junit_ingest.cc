@@ -1,7 +1,7 @@
 // Streaming JUnit ingest against a baseline: a ~200 MB pytest-style report, parsed by ootci's
 // chunked pugixml ingest (alone, and writing into an evidence database) and by Python's
 // xml.etree.ElementTree.iterparse doing the same extraction. Prints the times and their ratio.
-#include "backend/junit_ingest.h"
+#include "evidence/junit_ingest.h"
 
 #include <fmt/format.h>
 #include <sys/resource.h>
@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
-#include "backend/evidence_store.h"
+#include "evidence/evidence_store.h"
 #include "base/error.h"
 #include "base/time.h"
 #include "testing/test_env.h"

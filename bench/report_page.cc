@@ -3,7 +3,7 @@
 // ten earlier runs of history, against what every run already writes from the same store: its
 // results read back and the merged JUnit XML. Prints both times, the ratio and the page's size
 // (targets: under 2 s and 5 MB).
-#include "backend/report_page.h"
+#include "evidence/report_page.h"
 
 #include <fmt/format.h>
 
@@ -11,8 +11,8 @@
 #include <filesystem>
 #include <iostream>
 
-#include "backend/evidence_store.h"
-#include "backend/run_outputs.h"
+#include "evidence/evidence_store.h"
+#include "evidence/run_outputs.h"
 #include "base/atomic_file.h"
 #include "base/error.h"
 #include "base/time.h"

@@ -9,9 +9,9 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "backend/backend_config.h"
-#include "backend/plan_env.h"
-#include "backend/plan_resolve.h"
+#include "plan/backend_config.h"
+#include "plan/plan_env.h"
+#include "plan/plan_resolve.h"
 #include "base/error.h"
 #include "base/subprocess.h"
 #include "base/time.h"

@@ -3,7 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
-#include "dispatch/gate.h"
+#include "job/gate.h"
 #include "fuzz/fuzz_input.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -1,5 +1,5 @@
 // A JUnit XML report, streamed: every testcase read or ootci::Error naming the byte offset.
-#include "backend/junit_ingest.h"
+#include "evidence/junit_ingest.h"
 #include "base/error.h"
 #include "fuzz/fuzz_input.h"
 

@@ -1,6 +1,6 @@
 // A plan file from outside (`ootci plan env --plan FILE`), read as a file: the plan or
 // ootci::Error naming the file and the field.
-#include "backend/plan_json.h"
+#include "plan/plan_json.h"
 #include "base/error.h"
 #include "fuzz/fuzz_input.h"
 

@@ -1,5 +1,5 @@
 // A Spyre test-suite YAML (and ootci's additions), loose and strict.
-#include "backend/suite_config.h"
+#include "plan/suite_config.h"
 #include "base/error.h"
 #include "base/yaml_doc.h"
 #include "fuzz/fuzz_input.h"

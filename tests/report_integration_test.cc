@@ -9,7 +9,7 @@
 #include <mutex>
 #include <thread>
 
-#include "backend/evidence_store.h"
+#include "evidence/evidence_store.h"
 #include "relay_store/store.h"
 #include "testing/ootci_cli.h"
 #include "testing/relay_fixture.h"

@@ -5,8 +5,8 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "backend/evidence_store.h"
-#include "backend/runner.h"
+#include "evidence/evidence_store.h"
+#include "run/runner.h"
 #include "net/crypto.h"
 #include "select/git.h"
 #include "testing/ootci_cli.h"

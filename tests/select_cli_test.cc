@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "backend/evidence_store.h"
+#include "evidence/evidence_store.h"
 #include "testing/ootci_cli.h"
 #include "testing/test_env.h"
 

@@ -7,9 +7,9 @@
 #include <regex>
 #include <sstream>
 
-#include "backend/evidence_path.h"
-#include "backend/judge.h"
-#include "backend/runner.h"
+#include "evidence/evidence_path.h"
+#include "evidence/judge.h"
+#include "run/runner.h"
 #include "base/error.h"
 #include "base/file_text.h"
 #include "base/git.h"

@@ -5,8 +5,8 @@
 
 #include <iostream>
 
-#include "backend/evidence_path.h"
-#include "backend/runner.h"
+#include "evidence/evidence_path.h"
+#include "run/runner.h"
 #include "base/time.h"
 #include "cli/commands.h"
 #include "cli/stop_signals.h"

@@ -6,11 +6,11 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "backend/backend_config.h"
-#include "backend/evidence_path.h"
-#include "backend/evidence_store.h"
-#include "backend/judge.h"
-#include "backend/junit_ingest.h"
+#include "plan/backend_config.h"
+#include "evidence/evidence_path.h"
+#include "evidence/evidence_store.h"
+#include "evidence/judge.h"
+#include "evidence/junit_ingest.h"
 #include "base/error.h"
 #include "base/time.h"
 #include "cli/commands.h"

@@ -4,10 +4,10 @@
 
 #include <iostream>
 
-#include "backend/backend_config.h"
-#include "backend/evidence_path.h"
-#include "backend/judge.h"
-#include "backend/runner.h"
+#include "plan/backend_config.h"
+#include "evidence/evidence_path.h"
+#include "evidence/judge.h"
+#include "run/runner.h"
 #include "base/error.h"
 #include "cli/commands.h"
 #include "cli/stop_signals.h"

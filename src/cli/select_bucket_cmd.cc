@@ -2,7 +2,7 @@
 // buckets from a run of them (docs/select.md).
 #include <iostream>
 
-#include "backend/evidence_path.h"
+#include "evidence/evidence_path.h"
 #include "cli/commands.h"
 #include "select/propose.h"
 

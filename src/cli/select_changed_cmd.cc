@@ -4,7 +4,7 @@
 
 #include <iostream>
 
-#include "backend/evidence_path.h"
+#include "evidence/evidence_path.h"
 #include "base/atomic_file.h"
 #include "cli/commands.h"
 #include "select/budget.h"

@@ -7,7 +7,7 @@
 #include <iostream>
 #include <set>
 
-#include "backend/path_glob.h"
+#include "plan/path_glob.h"
 #include "base/atomic_file.h"
 #include "base/error.h"
 #include "base/scratch_dir.h"

@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <ostream>
 
-#include "backend/evidence_path.h"
+#include "evidence/evidence_path.h"
 #include "base/atomic_file.h"
 #include "base/time.h"
 

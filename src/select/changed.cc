@@ -7,9 +7,9 @@
 #include <optional>
 #include <sstream>
 
-#include "backend/plan_resolve.h"
-#include "backend/run_manifest.h"
-#include "backend/second_stage.h"
+#include "plan/plan_resolve.h"
+#include "run/run_manifest.h"
+#include "evidence/second_stage.h"
 #include "base/error.h"
 #include "base/file_text.h"
 #include "base/sha256.h"

@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <regex>
 
-#include "backend/second_stage.h"
+#include "evidence/second_stage.h"
 #include "base/error.h"
 #include "base/sha256.h"
 #include "select/git.h"

@@ -8,11 +8,11 @@
 #include <set>
 #include <sstream>
 
-#include "backend/evidence_path.h"
-#include "backend/path_glob.h"
-#include "backend/plan_json.h"
-#include "backend/plan_resolve.h"
-#include "backend/run_manifest.h"
+#include "evidence/evidence_path.h"
+#include "plan/path_glob.h"
+#include "plan/plan_json.h"
+#include "plan/plan_resolve.h"
+#include "run/run_manifest.h"
 #include "base/error.h"
 #include "base/file_text.h"
 #include "base/sha256.h"

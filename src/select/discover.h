@@ -10,9 +10,9 @@
 #include <string_view>
 #include <vector>
 
-#include "backend/backend_config.h"
-#include "backend/evidence_store.h"
-#include "backend/runner.h"
+#include "plan/backend_config.h"
+#include "evidence/evidence_store.h"
+#include "run/runner.h"
 
 namespace ootci {
 

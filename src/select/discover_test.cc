@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "backend/run_manifest.h"
+#include "run/run_manifest.h"
 #include "base/error.h"
 #include "base/sha256.h"
 #include "testing/test_env.h"

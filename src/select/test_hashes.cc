@@ -8,7 +8,7 @@
 #include <set>
 #include <sstream>
 
-#include "backend/plan_env.h"
+#include "plan/plan_env.h"
 #include "base/error.h"
 #include "base/file_text.h"
 #include "base/git.h"
