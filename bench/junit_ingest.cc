@@ -14,9 +14,9 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
-#include "evidence/evidence_store.h"
 #include "base/error.h"
 #include "base/time.h"
+#include "evidence/evidence_store.h"
 #include "testing/test_env.h"
 
 namespace ootci::bench::junit_ingest {
@@ -34,11 +34,11 @@ struct Summary {
 
   void add(const TestResult& t) {
     ++testcases;
-    ++outcomes[t.outcome];
+    ++outcomes[to_string(t.outcome)];
     id_bytes += t.test_id.size();
     message_bytes += t.message.size();
     with_error_class += !t.error_class.empty();
-    with_mode += !t.mode.empty();
+    with_mode += t.mode.has_value();
   }
   std::string digest() const {
     return fmt::format(

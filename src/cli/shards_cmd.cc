@@ -8,12 +8,12 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "plan/backend_config.h"
+#include "cli/commands.h"
 #include "evidence/evidence_path.h"
 #include "evidence/evidence_store.h"
+#include "plan/backend_config.h"
 #include "plan/plan_resolve.h"
 #include "run/shards.h"
-#include "cli/commands.h"
 
 namespace ootci {
 namespace {

@@ -150,8 +150,8 @@ TestResult read_result(const SqlRow& s) {
   t.device = s.text(i++);
   t.dtype = s.text(i++);
   t.op = s.text(i++);
-  t.mode = s.text(i++);
-  t.outcome = s.text(i++);
+  t.mode = parse_test_mode(s.text(i++));
+  t.outcome = outcome_or_error(s.text(i++));
   t.duration_s = s.f64(i++);
   t.error_class = s.text(i++);
   t.message = s.text(i++);
@@ -186,9 +186,9 @@ class SqliteEvidenceStore : public EvidenceStore {
   // Defined first: their return types are deduced.
   // The result row and its ops land together or not at all.
   static void insert_result(SqlTx& tx, const std::string& run_id, const TestResult& t) {
-    tx.exec(kInsertResultSql,
-            {run_id, t.test_id, t.file, t.cls, t.name, t.device, t.dtype, t.op, t.mode, t.outcome,
-             t.duration_s, t.error_class, t.message, t.reruns, t.flaky, t.finished_ms, t.base});
+    tx.exec(kInsertResultSql, {run_id, t.test_id, t.file, t.cls, t.name, t.device, t.dtype, t.op,
+                               mode_text(t.mode), to_string(t.outcome), t.duration_s, t.error_class,
+                               t.message, t.reruns, t.flaky, t.finished_ms, t.base});
     if (!t.ops.empty())
       tx.exec(kInsertOpsSql, {run_id, t.test_id, join_ops(t.ops), join_ops(t.op_dtypes),
                               join_ops(t.input_op_dtypes)});
@@ -367,7 +367,8 @@ class SqliteEvidenceStore : public EvidenceStore {
   std::map<std::string, int> breakages(int window) override {
     return read([&](SqlTx& tx) {
       std::map<std::string, int> out;
-      std::string test, before;  // the previous row's test and outcome
+      std::string test;  // the previous row's test and outcome
+      Outcome before = Outcome::error;
       // Oldest first within each test, so a pass followed by a failure is a breakage.
       tx.each(
           "SELECT test_id, outcome FROM ("
@@ -377,11 +378,11 @@ class SqliteEvidenceStore : public EvidenceStore {
           "  FROM results r JOIN runs u ON u.id = r.run_id WHERE u.status = 'finished'"
           ") WHERE n <= ? ORDER BY test_id, finished_ms, run_id",
           {window}, [&](const SqlRow& r) {
-            std::string id = r.text(0), outcome = r.text(1);
-            bool failing = outcome == "failed" || outcome == "error";
-            if (id == test && before == "passed" && failing) ++out[id];
+            std::string id = r.text(0);
+            Outcome outcome = outcome_or_error(r.text(1));
+            if (id == test && before == Outcome::passed && is_failure(outcome)) ++out[id];
             test = std::move(id);
-            before = std::move(outcome);
+            before = outcome;
           });
       return out;
     });
@@ -395,7 +396,7 @@ class SqliteEvidenceStore : public EvidenceStore {
           "GROUP BY file, outcome",
           {run_id}, [&](const SqlRow& r) {
             FileOutcomes& f = out[r.text(0)];
-            f.counts[r.text(1)] = static_cast<int>(r.i64(2));
+            f.counts[outcome_or_error(r.text(1))] += static_cast<int>(r.i64(2));
             f.seconds += r.f64(3);
           });
       return out;

@@ -9,38 +9,9 @@
 #include <string>
 #include <vector>
 
-namespace ootci {
+#include "evidence/test_result.h"
 
-struct TestResult {
-  std::string test_id;  // relpath::Class::name
-  std::string file;     // relpath
-  std::string cls;      // "" outside a class
-  std::string name;
-  std::string device;
-  std::string dtype;
-  std::string op;
-  std::string mode;     // mandatory_success | xfail | xfail_strict | skip | ""
-  std::string outcome;  // passed | failed | error | skipped | xfailed | xpassed
-  double duration_s = 0;
-  std::string error_class;
-  std::string message;
-  int reruns = 0;
-  bool flaky = false;
-  int64_t finished_ms = 0;
-  // The test-suite config name this variant comes from, "Class::method" (the generic class and
-  // the template method; "method" outside a class), so evidence maps back to config entries.
-  std::string base;
-  // Aten ops the variant called on the device ("aten::add.Tensor"), sorted; recorded only by
-  // `ootci discover` (the op recorder), empty otherwise. Stored apart from the result row.
-  std::vector<std::string> ops;
-  // The dtypes of the variant's tensors on the device per op, "aten::add.Tensor:float32"
-  // (arguments and results, over all calls), sorted; recorded with `ops`. Empty in evidence
-  // recorded before schema 3: the ops' dtypes are then unknown.
-  std::vector<std::string> op_dtypes;
-  // Of op_dtypes, those reached only while the test generated its inputs (make_tensor, an
-  // OpInfo's sample inputs), never in the test's own calls.
-  std::vector<std::string> input_op_dtypes;
-};
+namespace ootci {
 
 // An upstream file whose variants `ootci discover` ran, keyed by what makes evidence stale: the
 // file's content and the backend's revision.
@@ -53,7 +24,7 @@ struct DiscoveredFile {
 };
 
 struct FileOutcomes {
-  std::map<std::string, int> counts;  // outcome -> results
+  std::map<Outcome, int> counts;  // results per outcome
   double seconds = 0;
 };
 

@@ -10,34 +10,14 @@
 namespace ootci {
 namespace {
 
-const std::vector<std::string> kModes = {"mandatory_success", "xfail", "xfail_strict", "skip"};
-
-// Modes the judge must hold to success: mandatory_success, and anything it does not know.
-bool must_succeed(const std::string& mode) {
-  return mode != "xfail" && mode != "xfail_strict" && mode != "skip";
+// Modes the judge must hold to success: mandatory_success, and a mode it does not know.
+bool must_succeed(std::optional<TestMode> mode) {
+  return mode != TestMode::xfail && mode != TestMode::xfail_strict && mode != TestMode::skip;
 }
 
 bool strict_xfail_passed(const TestResult& r) {
-  return r.mode == "xfail_strict" && (r.outcome == "passed" || r.outcome == "xpassed" ||
-                                      (r.outcome == "failed" && r.error_class == "XPASS(strict)"));
-}
-
-// Rows in a fixed order: the documented modes, any others, then unknown ("").
-std::vector<std::string> ordered(const std::set<std::string>& present,
-                                 const std::vector<std::string>& known, bool empty_last) {
-  std::vector<std::string> out;
-  for (const auto& k : known)
-    if (present.count(k)) out.push_back(k);
-  for (const auto& p : present)
-    if (!p.empty() && std::find(known.begin(), known.end(), p) == known.end()) out.push_back(p);
-  if (empty_last && present.count("")) out.push_back("");
-  return out;
-}
-
-std::string first_line(const std::string& s, size_t max_chars) {
-  std::string line = s.substr(0, s.find('\n'));
-  if (line.size() > max_chars) line = line.substr(0, max_chars) + "...";
-  return line;
+  return r.mode == TestMode::xfail_strict &&
+         (is_pass(r.outcome) || (r.outcome == Outcome::failed && r.error_class == "XPASS(strict)"));
 }
 
 // "RuntimeError: boom" from error_class and message, without repeating the class.
@@ -46,6 +26,10 @@ std::string detail(const FailingTest& f) {
   if (f.error_class.empty() || message.find(f.error_class) != std::string::npos) return message;
   if (message.empty()) return f.error_class;
   return f.error_class + ": " + message;
+}
+
+std::string mode_row_name(std::optional<TestMode> mode) {
+  return mode ? to_string(*mode) : "(unknown)";
 }
 
 }  // namespace
@@ -62,7 +46,7 @@ Verdict judge(const std::vector<TestResult>& results, const std::vector<TestResu
   size_t ran = 0, mandatory_failed = 0, strict_passed = 0;
   for (const TestResult& r : results) {
     ++v.counts[{r.mode, r.outcome}];
-    if (r.outcome != "skipped") ++ran;
+    if (r.outcome != Outcome::skipped) ++ran;
     if (r.flaky) v.flaky.push_back(r.test_id);
     bool mandatory = must_succeed(r.mode) && is_failure(r.outcome);
     bool strict = strict_xfail_passed(r);
@@ -96,18 +80,18 @@ std::string format_verdict(const Verdict& v) {
   std::string out = fmt::format("verdict: {}\n", v.conclusion);
   for (const auto& r : v.reasons) out += fmt::format("  {}\n", r);
 
-  std::set<std::string> modes, outcomes;
-  for (const auto& [key, n] : v.counts) {
-    modes.insert(key.first);
-    outcomes.insert(key.second);
-  }
-  for (const auto& o : kOutcomes) outcomes.insert(o);  // the table always has the usual columns
-  std::vector<std::string> rows = ordered(modes, kModes, true);
-  std::vector<std::string> cols = ordered(outcomes, kOutcomes, false);
+  // Rows: the modes present, in their order, unknown last; columns: every outcome, then total.
+  std::set<std::optional<TestMode>> present;
+  for (const auto& [key, n] : v.counts) present.insert(key.first);
+  std::vector<std::optional<TestMode>> rows;
+  for (TestMode m : kTestModes)
+    if (present.count(m)) rows.push_back(m);
+  if (present.count(std::nullopt)) rows.push_back(std::nullopt);
+  std::vector<std::string> cols;
+  for (Outcome o : kOutcomes) cols.push_back(to_string(o));
   cols.push_back("total");
-  auto row_name = [](const std::string& mode) { return mode.empty() ? "(unknown)" : mode; };
   size_t name_width = 5;  // "total"
-  for (const auto& m : rows) name_width = std::max(name_width, row_name(m).size());
+  for (const auto& m : rows) name_width = std::max(name_width, mode_row_name(m).size());
 
   auto line = [&](const std::string& name, const std::vector<std::string>& cells) {
     std::string s = fmt::format("{:<{}}", name, name_width);
@@ -116,23 +100,23 @@ std::string format_verdict(const Verdict& v) {
     return s + "\n";
   };
   out += "\n" + line("mode", cols);
-  std::map<std::string, int> column_totals;
+  std::vector<int> column_totals(cols.size(), 0);
   for (const auto& m : rows) {
     std::vector<std::string> cells;
     int total = 0;
-    for (size_t i = 0; i + 1 < cols.size(); ++i) {
-      auto it = v.counts.find({m, cols[i]});
+    for (size_t i = 0; i < std::size(kOutcomes); ++i) {
+      auto it = v.counts.find({m, kOutcomes[i]});
       int n = it == v.counts.end() ? 0 : it->second;
       total += n;
-      column_totals[cols[i]] += n;
+      column_totals[i] += n;
       cells.push_back(std::to_string(n));
     }
-    column_totals["total"] += total;
+    column_totals.back() += total;
     cells.push_back(std::to_string(total));
-    out += line(row_name(m), cells);
+    out += line(mode_row_name(m), cells);
   }
   std::vector<std::string> totals;
-  for (const auto& c : cols) totals.push_back(std::to_string(column_totals[c]));
+  for (int n : column_totals) totals.push_back(std::to_string(n));
   out += line("total", totals);
 
   if (!v.failing.empty()) {
@@ -143,9 +127,9 @@ std::string format_verdict(const Verdict& v) {
                                            : std::string("no green run to compare with"));
     for (const FailingTest& f : v.failing) {
       std::string d = detail(f);
-      out +=
-          fmt::format("  {:<3}  {:<6}  {}  [{}]{}{}\n", f.newly ? "new" : "", f.outcome, f.test_id,
-                      f.mode.empty() ? "unknown mode" : f.mode, d.empty() ? "" : "  ", d);
+      out += fmt::format("  {:<3}  {:<6}  {}  [{}]{}{}\n", f.newly ? "new" : "",
+                         to_string(f.outcome), f.test_id,
+                         f.mode ? to_string(*f.mode) : "unknown mode", d.empty() ? "" : "  ", d);
     }
   }
   if (!v.flaky.empty()) {
@@ -153,20 +137,6 @@ std::string format_verdict(const Verdict& v) {
     for (const auto& id : v.flaky) out += fmt::format("  {}\n", id);
   }
   return out;
-}
-
-bool is_failure(const std::string& outcome) {
-  return outcome == "failed" || outcome == "error";
-}
-
-std::optional<RunInfo> last_green_before(EvidenceStore& store, const RunInfo& run) {
-  std::optional<RunInfo> green = store.last_green_run(run.backend, run.config_hash);
-  if (!green || green->id != run.id) return green;
-  for (const RunInfo& r : store.runs(run.backend))  // newest first
-    if (r.id != run.id && r.config_hash == run.config_hash && r.status == "finished" &&
-        r.verdict == "success")
-      return r;
-  return std::nullopt;
 }
 
 }  // namespace ootci

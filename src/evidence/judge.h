@@ -6,22 +6,15 @@
 #include <utility>
 #include <vector>
 
-#include "evidence/evidence_store.h"
+#include "evidence/test_result.h"
 
 namespace ootci {
-
-// Every outcome a result can have, in the order reports print them.
-inline const std::vector<std::string> kOutcomes = {"passed",  "failed",  "error",
-                                                   "skipped", "xfailed", "xpassed"};
-
-// failed or error.
-bool is_failure(const std::string& outcome);
 
 // A result that makes the run fail.
 struct FailingTest {
   std::string test_id;
-  std::string mode;
-  std::string outcome;
+  std::optional<TestMode> mode;
+  Outcome outcome = Outcome::error;
   std::string error_class;
   std::string message;
   bool newly = false;  // not failing in the last green run (always false without one)
@@ -30,16 +23,12 @@ struct FailingTest {
 struct Verdict {
   std::string conclusion;            // success | failure
   std::vector<std::string> reasons;  // one line per violated clause; empty on success
-  std::map<std::pair<std::string, std::string>, int> counts;  // (mode, outcome) -> results
+  std::map<std::pair<std::optional<TestMode>, Outcome>, int> counts;  // (mode, outcome) -> results
   std::vector<FailingTest> failing;  // newly failing first, then by test id
   std::vector<std::string> flaky;    // passed on a rerun, by test id
   bool compared_to_green = false;    // a last green run was given, so `newly` means something
   bool success() const { return conclusion == "success"; }
 };
-
-// The last green run of the same backend and config hash to compare `run` with: never `run`
-// itself, which may be green already.
-std::optional<RunInfo> last_green_before(EvidenceStore& store, const RunInfo& run);
 
 // `last_green` is the last green run's results for the same backend and config_hash, or null.
 Verdict judge(const std::vector<TestResult>& results, const std::vector<TestResult>* last_green);

@@ -9,8 +9,8 @@ TestResult r(const std::string& id, const std::string& mode, const std::string& 
              const std::string& error_class = "", bool flaky = false) {
   TestResult t;
   t.test_id = id;
-  t.mode = mode;
-  t.outcome = outcome;
+  t.mode = parse_test_mode(mode);
+  t.outcome = *parse_outcome(outcome);
   t.error_class = error_class;
   t.flaky = flaky;
   return t;
@@ -113,10 +113,10 @@ TEST(Judge, CountsPerModeAndOutcome) {
   Verdict v = judge({r("a", "mandatory_success", "passed"), r("b", "mandatory_success", "passed"),
                      r("c", "xfail", "xfailed"), r("d", "", "skipped"), r("e", "xfail", "xfailed")},
                     nullptr);
-  using Key = std::pair<std::string, std::string>;
-  EXPECT_EQ(v.counts, (std::map<Key, int>{{{"mandatory_success", "passed"}, 2},
-                                          {{"xfail", "xfailed"}, 2},
-                                          {{"", "skipped"}, 1}}));
+  using Key = std::pair<std::optional<TestMode>, Outcome>;
+  EXPECT_EQ(v.counts, (std::map<Key, int>{{{TestMode::mandatory_success, Outcome::passed}, 2},
+                                          {{TestMode::xfail, Outcome::xfailed}, 2},
+                                          {{std::nullopt, Outcome::skipped}, 1}}));
 }
 
 TEST(Judge, NewlyFailingTestsComeFirst) {

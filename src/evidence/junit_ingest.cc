@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/utf8.h"
 
 namespace ootci {
 namespace {
@@ -214,7 +215,7 @@ TestResult to_result(pugi::xml_node tc) {
         std::string_view key = p.attribute("name").value();
         std::string value = p.attribute("value").value();
         if (key == "ootci.mode")
-          t.mode = value;
+          t.mode = parse_test_mode(value);
         else if (key == "ootci.op")
           t.op = value;
         else if (key == "ootci.dtype")
@@ -229,11 +230,11 @@ TestResult to_result(pugi::xml_node tc) {
   if (problem) {
     std::string message = attr(problem, "message");
     std::string body = text_of(problem);
-    t.message = first_chars(message.empty() ? body : message, kMessageChars);
+    t.message = truncate_utf8_chars(message.empty() ? body : message, kMessageChars);
     if (problem == skipped) {
-      t.outcome = attr(skipped, "type") == "pytest.xfail" ? "xfailed" : "skipped";
+      t.outcome = attr(skipped, "type") == "pytest.xfail" ? Outcome::xfailed : Outcome::skipped;
     } else {
-      t.outcome = problem == failure ? "failed" : "error";
+      t.outcome = problem == failure ? Outcome::failed : Outcome::error;
       if (t.message.starts_with("[XPASS(strict)]")) {
         t.error_class = "XPASS(strict)";
       } else {
@@ -246,7 +247,7 @@ TestResult to_result(pugi::xml_node tc) {
       }
     }
   } else {
-    t.outcome = "passed";
+    t.outcome = Outcome::passed;
     t.flaky = t.reruns > 0;
   }
   return t;
@@ -300,16 +301,6 @@ std::string error_class_in(const std::string& message) {
     i = j;
   }
   return "";
-}
-
-std::string first_chars(const std::string& text, size_t max_chars) {
-  size_t chars = 0;
-  for (size_t i = 0; i < text.size(); ++i) {
-    // Count lead bytes only: continuation bytes look like 10xxxxxx.
-    if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80 && chars++ == max_chars)
-      return text.substr(0, i);
-  }
-  return text;
 }
 
 void ingest_junit(const std::string& path, const std::function<void(TestResult&&)>& sink,

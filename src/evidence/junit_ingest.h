@@ -34,7 +34,4 @@ JunitLocation junit_location(const std::string& classname, const std::string& fi
 // "torch.OutOfMemoryError:" (last dotted component), or "" when there is none.
 std::string error_class_in(const std::string& message);
 
-// The first `max_chars` UTF-8 characters of `text`, never splitting one.
-std::string first_chars(const std::string& text, size_t max_chars);
-
 }  // namespace ootci

@@ -12,6 +12,7 @@
 #include "base/text.h"
 #include "base/time.h"
 #include "base/utf8.h"
+#include "evidence/baseline.h"
 
 namespace ootci {
 
@@ -38,10 +39,9 @@ std::string node_id(const ReportPage& r, const std::string& test_id) {
   return (it == r.file_path.end() ? relpath : it->second) + test_id.substr(relpath.size());
 }
 
-// A message's first line, trimmed and cut: what groups errors and sums one up.
-std::string first_line(const std::string& message) {
-  std::vector<std::string> ls = lines(message);
-  return truncate_utf8_chars(ls.empty() ? "" : trim(ls.front()), kPageGroupKeyChars);
+// A message's first line, cut: what groups errors and sums one up.
+std::string summary_line(const std::string& message) {
+  return first_line(message, kPageGroupKeyChars);
 }
 
 // The outcome classes, in the order a trend bar stacks them and the device page lists them.
@@ -90,35 +90,35 @@ td{word-break:break-word}td.msg{width:40%}td.msg details{border:0;padding:0;marg
 )";
 
 std::string counts_section(const ReportPage& r) {
-  std::map<std::string, int> by_outcome;
+  std::map<Outcome, int> by_outcome;
   for (const auto& t : r.results) ++by_outcome[t.outcome];
   std::string out = "<div class=\"cards\" id=\"counts\">";
   out += fmt::format(
       "<div class=\"card\"><div class=\"label\">variants</div><div class=\"value\" "
       "data-count=\"total\">{}</div></div>",
       r.results.size());
-  for (const auto& o : kOutcomes)
+  for (Outcome o : kOutcomes)
     out += fmt::format(
         "<div class=\"card\"><div class=\"label\">{0}</div><div class=\"value\" "
         "data-count=\"{0}\">{1}</div></div>",
-        o, by_outcome.count(o) ? by_outcome.at(o) : 0);
+        to_string(o), by_outcome.count(o) ? by_outcome.at(o) : 0);
   out += fmt::format(
       "<div class=\"card\"><div class=\"label\">flaky</div><div class=\"value\" "
       "data-count=\"flaky\">{}</div></div></div>",
       r.verdict.flaky.size());
   // By mode: what the judge weighs.
-  std::set<std::string> outcomes;
-  std::set<std::string> modes;
+  std::set<Outcome> outcomes;
+  std::set<std::optional<TestMode>> modes;
   for (const auto& [k, n] : r.verdict.counts) {
     modes.insert(k.first);
     outcomes.insert(k.second);
   }
   out += "<table id=\"by-mode\"><tr><th>mode</th>";
-  for (const auto& o : outcomes) out += "<th>" + esc(o) + "</th>";
+  for (Outcome o : outcomes) out += "<th>" + esc(to_string(o)) + "</th>";
   out += "</tr>";
   for (const auto& m : modes) {
-    out += "<tr><td>" + esc(m.empty() ? "(unlisted)" : m) + "</td>";
-    for (const auto& o : outcomes) {
+    out += "<tr><td>" + esc(m ? to_string(*m) : "(unlisted)") + "</td>";
+    for (Outcome o : outcomes) {
       auto it = r.verdict.counts.find({m, o});
       out += fmt::format("<td class=\"n\">{}</td>", it == r.verdict.counts.end() ? 0 : it->second);
     }
@@ -150,8 +150,8 @@ std::string failing_section(const ReportPage& r) {
     out += fmt::format(
         "<tr class=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
         "<td class=\"msg\"><details><summary>{}</summary><pre>{}</pre></details></td></tr>",
-        f.newly ? "newly" : "known", esc(f.test_id), f.newly ? "new" : "", esc(f.mode),
-        esc(f.outcome), esc(f.error_class), esc(first_line(f.message)),
+        f.newly ? "newly" : "known", esc(f.test_id), f.newly ? "new" : "", esc(mode_text(f.mode)),
+        esc(to_string(f.outcome)), esc(f.error_class), esc(summary_line(f.message)),
         esc(truncate_utf8_chars(f.message, kPageMessageChars)));
   return out + "</table>";
 }
@@ -172,7 +172,7 @@ std::string errors_section(const ReportPage& r) {
   std::map<std::pair<std::string, std::string>, Group> groups;
   for (const auto& t : r.results) {
     if (!is_failure(t.outcome)) continue;
-    Group& g = groups[{t.error_class, first_line(t.message)}];
+    Group& g = groups[{t.error_class, summary_line(t.message)}];
     ++g.count;
     if (g.tests.size() < 5) g.tests.push_back(t.test_id);
   }
@@ -211,7 +211,7 @@ std::string slowest_section(const ReportPage& r) {
   out += "</table><table id=\"slowest-tests\"><tr><th>test</th><th>outcome</th><th>time</th></tr>";
   for (size_t i = 0; i < n; ++i)
     out += fmt::format("<tr><td>{}</td><td>{}</td><td class=\"n\">{}</td></tr>",
-                       esc(tests[i]->test_id), esc(tests[i]->outcome),
+                       esc(tests[i]->test_id), esc(to_string(tests[i]->outcome)),
                        seconds_text(tests[i]->duration_s));
   return out + "</table>";
 }
@@ -264,7 +264,7 @@ std::string map_section(const std::vector<TestResult>& results) {
                            esc(d), esc(title));
       for (const TestResult* t : c.variants)
         lists += fmt::format("<li class=\"{}\">{} &mdash; {}</li>", outcome_class(t->outcome),
-                             esc(t->test_id), esc(t->outcome));
+                             esc(t->test_id), esc(to_string(t->outcome)));
       lists += "</ul></details>";
     }
     out += "</tr>";
@@ -310,20 +310,20 @@ std::string trend_svg(const std::vector<TrendPoint>& points) {
 }
 
 std::string files_section(const ReportPage& r) {
-  std::map<std::string, std::map<std::string, int>> counts;
+  std::map<std::string, std::map<Outcome, int>> counts;
   std::map<std::string, double> seconds;
   for (const auto& t : r.results) {
     ++counts[t.file][t.outcome];
     seconds[t.file] += t.duration_s;
   }
   std::string out = "<h2>Upstream files</h2><table id=\"files\"><tr><th>file</th>";
-  for (const auto& o : kOutcomes) out += "<th>" + o + "</th>";
+  for (Outcome o : kOutcomes) out += "<th>" + to_string(o) + "</th>";
   out += "<th>time</th><th>last runs</th></tr>";
   for (const auto& [file, c] : counts) {
     out += "<tr data-file=\"" + esc(file) + "\"><td>" + esc(file) + "</td>";
-    for (const auto& o : kOutcomes)
-      out +=
-          fmt::format("<td class=\"n\" data-outcome=\"{}\">{}</td>", o, c.count(o) ? c.at(o) : 0);
+    for (Outcome o : kOutcomes)
+      out += fmt::format("<td class=\"n\" data-outcome=\"{}\">{}</td>", to_string(o),
+                         c.count(o) ? c.at(o) : 0);
     auto trend = r.trend.find(file);
     out += fmt::format("<td class=\"n\">{}</td><td>{}</td></tr>", seconds_text(seconds[file]),
                        trend == r.trend.end() ? "" : trend_svg(trend->second));
@@ -402,10 +402,19 @@ std::string page_frame(const std::string& title, const std::string& body) {
 
 }  // namespace
 
-std::string outcome_class(const std::string& outcome) {
-  if (outcome == "passed" || outcome == "xpassed") return "pass";
-  if (outcome == "xfailed") return "xfail";
-  if (outcome == "skipped") return "skip";
+std::string outcome_class(Outcome outcome) {
+  switch (outcome) {
+    case Outcome::passed:
+    case Outcome::xpassed:
+      return "pass";
+    case Outcome::xfailed:
+      return "xfail";
+    case Outcome::skipped:
+      return "skip";
+    case Outcome::failed:
+    case Outcome::error:
+      return "fail";
+  }
   return "fail";
 }
 
@@ -422,10 +431,9 @@ ReportPage gather_report_page(EvidenceStore& store, const RunInfo& run,
   ReportPage r;
   r.run = run;
   r.results = std::move(results);
-  r.last_green = last_green_before(store, r.run);
-  std::vector<TestResult> green;
-  if (r.last_green) green = store.results(r.last_green->id);
-  r.verdict = judge(r.results, r.last_green ? &green : nullptr);
+  Baseline green = baseline_of(store, r.run);
+  r.last_green = green.run;
+  r.verdict = judge(r.results, green.results_or_null());
 
   // History: this run and the ones of the same backend that started before it.
   std::vector<RunInfo> earlier;

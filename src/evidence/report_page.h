@@ -62,6 +62,6 @@ void add_bucket_changes(DevicePage& page, const std::string& path);
 std::string render_device_page(const DevicePage& page);
 
 // The outcome class a map cell and a trend bar colour by: pass, fail, xfail or skip.
-std::string outcome_class(const std::string& outcome);
+std::string outcome_class(Outcome outcome);
 
 }  // namespace ootci

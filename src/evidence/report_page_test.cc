@@ -19,8 +19,8 @@ TestResult variant(const std::string& test_id, const std::string& outcome,
   t.name = test_id.substr(test_id.rfind("::") + 2);
   t.op = op;
   t.dtype = dtype;
-  t.mode = "mandatory_success";
-  t.outcome = outcome;
+  t.mode = TestMode::mandatory_success;
+  t.outcome = *parse_outcome(outcome);
   t.duration_s = duration_s;
   t.message = message;
   if (outcome == "failed") t.error_class = "AssertionError";
@@ -198,12 +198,12 @@ TEST_F(ReportPageTest, AnUnknownRunIsAnError) {
 }
 
 TEST(OutcomeClass, MapsEveryOutcome) {
-  EXPECT_EQ(outcome_class("passed"), "pass");
-  EXPECT_EQ(outcome_class("xpassed"), "pass");
-  EXPECT_EQ(outcome_class("xfailed"), "xfail");
-  EXPECT_EQ(outcome_class("skipped"), "skip");
-  EXPECT_EQ(outcome_class("failed"), "fail");
-  EXPECT_EQ(outcome_class("error"), "fail");
+  EXPECT_EQ(outcome_class(Outcome::passed), "pass");
+  EXPECT_EQ(outcome_class(Outcome::xpassed), "pass");
+  EXPECT_EQ(outcome_class(Outcome::xfailed), "xfail");
+  EXPECT_EQ(outcome_class(Outcome::skipped), "skip");
+  EXPECT_EQ(outcome_class(Outcome::failed), "fail");
+  EXPECT_EQ(outcome_class(Outcome::error), "fail");
 }
 
 }  // namespace

@@ -60,7 +60,7 @@ void write_junit(const std::string& path, const std::vector<TestResult>& results
       p.append_attribute("name") = name;
       p.append_attribute("value") = value.c_str();
     };
-    prop("ootci.mode", r.mode);
+    prop("ootci.mode", mode_text(r.mode));
     prop("ootci.op", r.op);
     prop("ootci.dtype", r.dtype);
     prop("ootci.device", r.device);
@@ -68,15 +68,15 @@ void write_junit(const std::string& path, const std::vector<TestResult>& results
     if (r.flaky) prop("ootci.flaky", "1");
     if (!props.first_child()) tc.remove_child(props);
     std::string message = xml_text(r.message, 500);
-    if (r.outcome == "failed" || r.outcome == "error") {
-      auto f = tc.append_child(r.outcome == "failed" ? "failure" : "error");
+    if (is_failure(r.outcome)) {
+      auto f = tc.append_child(r.outcome == Outcome::failed ? "failure" : "error");
       f.append_attribute("message") = message.c_str();
       if (!r.error_class.empty()) f.append_attribute("type") = r.error_class.c_str();
       f.text() = xml_text(r.message, 100000).c_str();
-      (r.outcome == "failed" ? failures : errors)++;
-    } else if (r.outcome == "skipped" || r.outcome == "xfailed") {
+      (r.outcome == Outcome::failed ? failures : errors)++;
+    } else if (r.outcome == Outcome::skipped || r.outcome == Outcome::xfailed) {
       auto s = tc.append_child("skipped");
-      s.append_attribute("type") = r.outcome == "xfailed" ? "pytest.xfail" : "pytest.skip";
+      s.append_attribute("type") = r.outcome == Outcome::xfailed ? "pytest.xfail" : "pytest.skip";
       s.append_attribute("message") = message.c_str();
       ++skipped;
     }

@@ -12,14 +12,12 @@ std::optional<std::string> second_stage_reason(const std::vector<TestResult>& fi
   if (last_green)
     for (const auto& r : *last_green) before[r.test_id] = &r;
   for (const auto& r : first) {
-    if (r.outcome != "failed" && r.outcome != "error") continue;
+    if (!is_failure(r.outcome)) continue;
     if (r.error_class == "AssertionError") continue;
-    if (auto b = before.find(r.test_id);
-        b != before.end() && (b->second->outcome == "failed" || b->second->outcome == "error") &&
-        b->second->error_class == r.error_class)
+    if (auto b = before.find(r.test_id); b != before.end() && is_failure(b->second->outcome) &&
+                                         b->second->error_class == r.error_class)
       continue;
-    return fmt::format("{} {} with {}", r.test_id, r.outcome == "error" ? "errored" : "failed",
-                       r.error_class.empty() ? r.outcome : r.error_class);
+    return fmt::format("{} {} with {}", r.test_id, failed_verb(r.outcome), error_or_outcome(r));
   }
   return std::nullopt;
 }

@@ -9,7 +9,7 @@ TestResult outcome_of(const std::string& id, const std::string& outcome,
                       const std::string& error_class = "") {
   TestResult t;
   t.test_id = id;
-  t.outcome = outcome;
+  t.outcome = *parse_outcome(outcome);
   t.error_class = error_class;
   return t;
 }

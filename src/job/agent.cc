@@ -15,14 +15,14 @@
 #include <set>
 #include <thread>
 
-#include "evidence/evidence_path.h"
-#include "evidence/evidence_store.h"
-#include "evidence/report_page.h"
 #include "base/error.h"
 #include "base/file_text.h"
 #include "base/metrics.h"
 #include "base/subprocess.h"
 #include "base/time.h"
+#include "evidence/evidence_path.h"
+#include "evidence/evidence_store.h"
+#include "evidence/report_page.h"
 #include "job/agent_dispatch.h"
 #include "job/agent_queue.h"
 #include "job/callback_report.h"

@@ -5,8 +5,8 @@
 #include <memory>
 #include <string>
 
-#include "plan/backend_config.h"
 #include "job/agent_config.h"
+#include "plan/backend_config.h"
 
 namespace ootci {
 

@@ -9,7 +9,6 @@
 #include <sstream>
 #include <thread>
 
-#include "evidence/judge.h"
 #include "base/callback_caps.h"
 #include "base/error.h"
 #include "base/file_text.h"
@@ -17,6 +16,8 @@
 #include "base/text.h"
 #include "base/time.h"
 #include "base/utf8.h"
+#include "evidence/baseline.h"
+#include "evidence/judge.h"
 #include "net/http_client.h"
 
 namespace ootci {
@@ -97,10 +98,7 @@ RunOutcome outcome_of_run(EvidenceStore& store, const std::string& run_id) {
   std::optional<RunInfo> run = store.run(run_id);
   if (!run) throw Error(fmt::format("run {} not found in the evidence store", run_id));
   std::vector<TestResult> results = store.results(run->id);
-  std::optional<RunInfo> green = last_green_before(store, *run);
-  std::vector<TestResult> green_results;
-  if (green) green_results = store.results(green->id);
-  Verdict verdict = judge(results, green ? &green_results : nullptr);
+  Verdict verdict = judge(results, baseline_of(store, *run).results_or_null());
 
   RunOutcome o;
   if (run->status == "interrupted")
@@ -112,14 +110,14 @@ RunOutcome outcome_of_run(EvidenceStore& store, const std::string& run_id) {
   o.total = static_cast<int64_t>(results.size());
   o.failed = static_cast<int64_t>(verdict.failing.size());
   o.skipped = std::count_if(results.begin(), results.end(),
-                            [](const TestResult& r) { return r.outcome == "skipped"; });
+                            [](const TestResult& r) { return r.outcome == Outcome::skipped; });
   o.passed = o.total - o.failed - o.skipped;
   // The judge lists newly failing tests first: those are the ones a cut must keep.
   for (size_t i = 0; i < std::min(verdict.failing.size(), kMaxFailedTests); ++i) {
     const FailingTest& f = verdict.failing[i];
     o.failed_tests.push_back({{"name", f.test_id},
-                              {"mode", f.mode},
-                              {"outcome", f.outcome},
+                              {"mode", mode_text(f.mode)},
+                              {"outcome", to_string(f.outcome)},
                               {"error_class", f.error_class},
                               {"message", truncate_utf8(f.message, kMaxTestMessageBytes)},
                               {"newly", f.newly}});

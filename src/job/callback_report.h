@@ -8,8 +8,8 @@
 #include <optional>
 #include <string>
 
-#include "plan/backend_config.h"
 #include "evidence/evidence_store.h"
+#include "plan/backend_config.h"
 
 namespace ootci {
 

@@ -246,8 +246,8 @@ class OutcomeOfRun : public ::testing::Test {
     t.file = "test_ops.py";
     t.cls = "TestOps";
     t.name = name;
-    t.mode = mode;
-    t.outcome = outcome;
+    t.mode = parse_test_mode(mode);
+    t.outcome = *parse_outcome(outcome);
     if (outcome == "failed" || outcome == "error") {
       t.error_class = "RuntimeError";
       t.message = message.empty() ? "RuntimeError: " + name : message;

@@ -10,10 +10,10 @@
 #include <regex>
 #include <sstream>
 
-#include "plan/release_pin.h"
 #include "base/error.h"
 #include "base/subprocess.h"
 #include "base/text.h"
+#include "plan/release_pin.h"
 
 // The rules (docs/dispatch.md, "ootci gate"):
 //

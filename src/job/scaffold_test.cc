@@ -5,8 +5,8 @@
 
 #include <filesystem>
 
-#include "plan/backend_config.h"
 #include "base/error.h"
+#include "plan/backend_config.h"
 #include "testing/test_env.h"
 
 namespace ootci {

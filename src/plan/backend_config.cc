@@ -8,9 +8,9 @@
 #include <filesystem>
 #include <regex>
 
-#include "plan/release_pin.h"
 #include "base/config_path.h"
 #include "base/yaml_doc.h"
+#include "plan/release_pin.h"
 
 namespace fs = std::filesystem;
 

@@ -9,13 +9,13 @@
 #include <set>
 #include <sstream>
 
-#include "plan/path_glob.h"
-#include "plan/plan_json.h"
-#include "plan/suite_config.h"
 #include "base/atomic_file.h"
 #include "base/error.h"
 #include "base/file_text.h"
 #include "base/sha256.h"
+#include "plan/path_glob.h"
+#include "plan/plan_json.h"
+#include "plan/suite_config.h"
 
 namespace fs = std::filesystem;
 

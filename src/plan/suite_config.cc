@@ -14,27 +14,6 @@
 
 namespace ootci {
 
-std::string to_string(TestMode mode) {
-  switch (mode) {
-    case TestMode::mandatory_success:
-      return "mandatory_success";
-    case TestMode::xfail:
-      return "xfail";
-    case TestMode::xfail_strict:
-      return "xfail_strict";
-    case TestMode::skip:
-      return "skip";
-  }
-  return "?";
-}
-
-std::optional<TestMode> parse_test_mode(const std::string& text) {
-  for (TestMode m :
-       {TestMode::mandatory_success, TestMode::xfail, TestMode::xfail_strict, TestMode::skip})
-    if (to_string(m) == text) return m;
-  return std::nullopt;
-}
-
 size_t SuiteConfig::rule_count() const {
   size_t n = 0;
   for (const auto& f : files) n += f.rules.size();

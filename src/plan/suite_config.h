@@ -10,12 +10,9 @@
 #include <vector>
 
 #include "base/yaml_doc.h"
+#include "plan/test_mode.h"
 
 namespace ootci {
-
-enum class TestMode { mandatory_success, xfail, xfail_strict, skip };
-std::string to_string(TestMode mode);
-std::optional<TestMode> parse_test_mode(const std::string& text);
 
 struct Precision {
   std::optional<double> atol;

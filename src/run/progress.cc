@@ -85,7 +85,7 @@ std::string Progress::line() {
   std::lock_guard<std::mutex> lock(mutex_);
   size_t total = 0;
   for (const auto& [file, n] : expected_) total += n;
-  std::map<std::string, size_t> counts;
+  std::map<Outcome, size_t> counts;
   size_t flaky = 0;
   for (const auto& [id, outcome] : outcomes_) ++counts[outcome];
   for (const auto& [id, f] : flaky_) flaky += f;
@@ -103,21 +103,22 @@ std::string Progress::line() {
   return fmt::format(
       "[{}/{}{}] {} passed, {} failed, {} error, {} xfailed, {} xpassed, {} skipped, {} flaky | "
       "{} elapsed, ETA {}",
-      done, total, unknown_.empty() ? "" : "+", counts["passed"], counts["failed"], counts["error"],
-      counts["xfailed"], counts["xpassed"], counts["skipped"], flaky, format_seconds(elapsed), eta);
+      done, total, unknown_.empty() ? "" : "+", counts[Outcome::passed], counts[Outcome::failed],
+      counts[Outcome::error], counts[Outcome::xfailed], counts[Outcome::xpassed],
+      counts[Outcome::skipped], flaky, format_seconds(elapsed), eta);
 }
 
 void Progress::file_finished(const std::string& relpath, double seconds) {
   std::string text;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    std::map<std::string, size_t> counts;
+    std::map<std::string, size_t> counts;  // by outcome name, the order the line lists them
     for (auto it = outcomes_.lower_bound(relpath + "::"); it != outcomes_.end(); ++it) {
       if (!in_file(it->first, relpath)) break;
-      ++counts[it->second];
+      ++counts[to_string(it->second)];
     }
     auto whole_file = outcomes_.find(relpath);  // a whole-file error has the relpath as its id
-    if (whole_file != outcomes_.end()) ++counts[whole_file->second];
+    if (whole_file != outcomes_.end()) ++counts[to_string(whole_file->second)];
     std::string parts;
     for (const auto& [outcome, n] : counts)
       parts += fmt::format("{}{} {}", parts.empty() ? "" : ", ", n, outcome);

@@ -10,7 +10,7 @@
 #include <string>
 #include <thread>
 
-#include "evidence/evidence_store.h"
+#include "evidence/test_result.h"
 
 namespace ootci {
 
@@ -55,10 +55,10 @@ class Progress {
   int workers_;
   std::map<std::string, double> history_;
   std::mutex mutex_;
-  std::map<std::string, size_t> expected_;       // relpath -> tests
-  std::set<std::string> unknown_;                // files with no history, not yet collected
-  std::map<std::string, size_t> already_;        // relpath -> tests a resumed run had finished
-  std::map<std::string, std::string> outcomes_;  // test id -> latest outcome
+  std::map<std::string, size_t> expected_;   // relpath -> tests
+  std::set<std::string> unknown_;            // files with no history, not yet collected
+  std::map<std::string, size_t> already_;    // relpath -> tests a resumed run had finished
+  std::map<std::string, Outcome> outcomes_;  // test id -> latest outcome
   std::map<std::string, bool> flaky_;
   double history_total_s_ = 0, history_done_s_ = 0;
   int64_t started_us_ = 0;

@@ -103,9 +103,9 @@ T field(const nlohmann::json& e, const char* key, T fallback) {
 TestResult result_from_event(const nlohmann::json& e) {
   TestResult r;
   split_test_id(field<std::string>(e, "id", ""), r);
-  r.outcome = field<std::string>(e, "outcome", "error");
+  r.outcome = outcome_or_error(field<std::string>(e, "outcome", "error"));
   r.duration_s = field<double>(e, "duration", 0.0);
-  r.mode = field<std::string>(e, "mode", "");
+  r.mode = parse_test_mode(field<std::string>(e, "mode", ""));
   r.op = field<std::string>(e, "op", "");
   r.dtype = field<std::string>(e, "dtype", "");
   r.base = field<std::string>(e, "base", "");

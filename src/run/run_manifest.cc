@@ -8,13 +8,13 @@
 #include <fstream>
 #include <sstream>
 
-#include "run/target_revisions.h"
 #include "base/file_text.h"
 #include "base/git.h"
 #include "base/sha256.h"
 #include "base/subprocess.h"
 #include "base/text.h"
 #include "base/time.h"
+#include "run/target_revisions.h"
 
 namespace fs = std::filesystem;
 

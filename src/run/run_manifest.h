@@ -3,8 +3,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "plan/backend_config.h"
 #include "evidence/evidence_store.h"
+#include "plan/backend_config.h"
 
 namespace ootci {
 

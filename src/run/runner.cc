@@ -13,21 +13,22 @@
 #include <mutex>
 #include <thread>
 
-#include "evidence/evidence_path.h"
-#include "evidence/judge.h"
-#include "plan/plan_env.h"
-#include "plan/plan_resolve.h"
-#include "run/progress.h"
-#include "run/pytest_process.h"
-#include "evidence/report_page.h"
-#include "run/run_manifest.h"
-#include "evidence/run_outputs.h"
-#include "evidence/second_stage.h"
-#include "run/shards.h"
 #include "base/atomic_file.h"
 #include "base/error.h"
 #include "base/file_text.h"
 #include "base/time.h"
+#include "evidence/baseline.h"
+#include "evidence/evidence_path.h"
+#include "evidence/judge.h"
+#include "evidence/report_page.h"
+#include "evidence/run_outputs.h"
+#include "evidence/second_stage.h"
+#include "plan/plan_env.h"
+#include "plan/plan_resolve.h"
+#include "run/progress.h"
+#include "run/pytest_process.h"
+#include "run/run_manifest.h"
+#include "run/shards.h"
 
 namespace fs = std::filesystem;
 
@@ -82,24 +83,10 @@ struct PlanFile {
   std::optional<std::vector<std::string>> bases;
 };
 
-bool is_crash_or_timeout(const TestResult& r) {
-  return r.error_class == "Timeout" || r.error_class.rfind("SIG", 0) == 0;
-}
-
-bool failing(const TestResult& r) {
-  return r.outcome == "failed" || r.outcome == "error";
-}
-
-// Only a real pass clears a failure on a rerun; a skip or an expected failure does not.
-bool passes(const TestResult& r) {
-  return r.outcome == "passed" || r.outcome == "xpassed";
-}
-
 // A failure worth running again: not a confirmed crash or timeout, not a strict xfail that passed
 // (which is deterministic news, not noise), not a whole-file error.
 bool rerunnable(const TestResult& r) {
-  return failing(r) && !is_crash_or_timeout(r) && r.error_class != "XPASS(strict)" &&
-         !r.name.empty();
+  return is_failure(r.outcome) && classify(r) == Seen::fail && !r.name.empty();
 }
 
 std::string tail_of_file(const std::string& path) {
@@ -298,7 +285,7 @@ class Runner {
     auto it = started.find(id);
     if (it != started.end()) r = it->second;
     split_test_id(id, r);
-    r.outcome = "error";
+    r.outcome = Outcome::error;
     r.error_class = error_class;
     r.message = message;
     r.duration_s = seconds;
@@ -508,9 +495,10 @@ class Runner {
           if (it == still.end()) return;
           // A pass clears the failure (flaky); a new failure replaces it; a skip or an expected
           // failure on a rerun proves nothing, so the old failure stands.
-          TestResult r = passes(again) || failing(again) ? again : it->second;
+          // Only a real pass clears a failure; a skip or an expected failure does not.
+          TestResult r = is_pass(again.outcome) || is_failure(again.outcome) ? again : it->second;
           r.reruns = round;
-          r.flaky = passes(again);
+          r.flaky = is_pass(again.outcome);
           if (r.flaky)
             still.erase(it);
           else
@@ -643,18 +631,9 @@ std::vector<PlanFile> only_labelled(const nlohmann::json& plan, const std::vecto
   return out;
 }
 
-// The results of the plan's last green run (nullopt: none), what a run is judged against.
-std::optional<std::vector<TestResult>> last_green_results(EvidenceStore& store,
-                                                          const RunInfo& info) {
-  auto green = store.last_green_run(info.backend, info.config_hash);
-  if (!green) return std::nullopt;
-  return store.results(green->id);
-}
-
 std::string run_verdict(EvidenceStore& store, const RunInfo& info,
                         const std::vector<TestResult>& results) {
-  auto before = last_green_results(store, info);
-  return judge(results, before ? &*before : nullptr).conclusion;
+  return judge(results, baseline_of(store, info).results_or_null()).conclusion;
 }
 
 }  // namespace
@@ -771,9 +750,8 @@ RunReport run_plan(const RunRequest& req) {
   // A stop signal that arrives after the last test is too late to have cut anything short.
   bool stopped = g_run_stop && !runner.all_done();
   if (!stopped && !second_stage.is_null() && !second_stage.contains("ran")) {
-    auto before = last_green_results(*store, info);
     std::optional<std::string> why =
-        second_stage_reason(store->results(info.id), before ? &*before : nullptr);
+        second_stage_reason(store->results(info.id), baseline_of(*store, info).results_or_null());
     auto& stage = info.manifest["second_stage"];
     stage["ran"] = why.has_value();
     stage["why"] = why ? *why : "no first-stage test failed other than by a mismatch";

@@ -2,8 +2,8 @@
 
 #include <gtest/gtest.h>
 
-#include "run/run_manifest.h"
 #include "base/subprocess.h"
+#include "run/run_manifest.h"
 #include "testing/test_env.h"
 
 namespace ootci {

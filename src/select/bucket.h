@@ -61,10 +61,6 @@ struct Bucket {
   bool neutral() const { return cause == Cause::never_ran || cause == Cause::not_admitted; }
 };
 
-// How each recorded result counts.
-enum class Seen { pass, rerun_pass, fail, crash, hang, skipped, upstream_xfail };
-Seen classify(const TestResult& result);
-
 // Buckets for every variant of `base`, in its order. Rules over its results, newest first (first
 // match wins, docs/select.md): never ran / not admitted: skip, and it follows its test; passed
 // in the older runs (the discovery's alone does not count) and failed (or crashed) in the
