@@ -3,7 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "backend/backend_config.h"
+#include "plan/backend_config.h"
 
 namespace ootci {
 
