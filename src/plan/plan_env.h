@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "plan/backend_config.h"
 
@@ -20,6 +21,17 @@ std::string ootci_python_dir();
 std::string choose_python_dir(const std::string& env_dir, const std::string& exe,
                               const std::function<bool(const std::string&)>& is_dir,
                               const std::string& built_in);
+
+// The argv prefix that starts the backend's Python: {backend.python}, or, with backend.root, the
+// same interpreter inside that root through `ootci chroot`, with the workspace, the backend,
+// upstream's tests, ootci's Python package (`python_dir`), ootci's cache, /tmp and root_binds
+// visible at the same paths.
+std::vector<std::string> python_command(const BackendConfig& backend,
+                                        const std::string& python_dir);
+
+// ootci's cache folder, as the Python side and scripts/lib find it: $OOTCI_CACHE_DIR, else
+// $XDG_CACHE_HOME/ootci, else ~/.cache/ootci.
+std::string ootci_cache_dir();
 
 // TORCH_TEST_DEVICES, PYTORCH_TESTING_DEVICE_ONLY_FOR, OOTCI_PLAN, PYTEST_PLUGINS, TORCH_ROOT,
 // TORCH_DEVICE_ROOT and PYTHONPATH (python_dir, the backend's folders, python_dir/shims, then
