@@ -11,7 +11,7 @@ source scripts/lib/torch_suite.sh
 fail() { echo "package test: FAIL: $*" >&2; exit 1; }
 ok() { echo "package test: ok: $*"; }
 
-deb=$(scripts/package)
+deb=$(scripts/package deb)
 tmp=$(mktemp -d /tmp/ootci-package-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 version=$(sed -n 's/^CMAKE_PROJECT_VERSION:STATIC=//p' "${OOTCI_PACKAGE_FROM:-build-package}/CMakeCache.txt")
@@ -29,7 +29,7 @@ listing=$(dpkg-deb -c "$deb" | awk '{print $6}')
 for f in ./usr/bin/ootci ./usr/share/ootci/python/ootci_torch/device_base.py \
   ./usr/share/ootci/python/ootci_torch/csrc/op_observer.cpp \
   ./usr/share/ootci/python/shims/expecttest.py \
-  ./usr/share/doc/ootci/README.md ./usr/share/doc/ootci/run.md \
+  ./usr/share/doc/ootci/README.md ./usr/share/doc/ootci/run.md ./usr/share/doc/ootci/copyright \
   ./lib/systemd/system/ootci-relay.service ./lib/systemd/system/ootci-agent.service \
   ./etc/ootci/relay.yaml.example ./etc/ootci/agent.yaml.example; do
   grep -qxF "$f" <<<"$listing" || fail "$f is not in the package"
@@ -45,6 +45,11 @@ ok "$(wc -l <<<"$listing") entries, Depends: $depends"
 
 dpkg-deb -x "$deb" "$tmp/root"
 ootci=$tmp/root/usr/bin/ootci
+copyright=$tmp/root/usr/share/doc/ootci/copyright
+grep -qx 'License: BSD-3-Clause' "$copyright" && grep -qx ' Redistribution and use in source and binary forms, with or without' "$copyright" ||
+  fail "copyright: $(head -12 "$copyright")"
+[[ $(dpkg-deb -f "$deb" Homepage) == https://* ]] || fail "Homepage: $(dpkg-deb -f "$deb" Homepage)"
+ok "copyright (BSD-3-Clause, from LICENSE), Homepage $(dpkg-deb -f "$deb" Homepage)"
 
 # The units, with ExecStart pointed at the unpacked binary (verify wants it to exist). verify
 # exits 0 on unknown keys and bad values, so any output is a failure.
