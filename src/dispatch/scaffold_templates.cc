@@ -484,7 +484,7 @@ runs:
         }
         case "$HOW" in
           wheel)
-            if [[ "$WHEEL" =~ ^https?:// ]]; then
+            if [[ "$WHEEL" == *://* ]]; then  # a URL, for curl; else a path
               name=${WHEEL%%[?#]*}
               wheel="$RUNNER_TEMP/ootci-setup/${name##*/}"
               download "$WHEEL" "$WHEEL_SHA256" "$wheel"
