@@ -15,6 +15,7 @@ cd "$(dirname "$0")/../.."
 src=$(pwd)
 source scripts/lib/torch_suite.sh
 source scripts/lib/torch_bed.sh
+source tests/package/tiny_run.sh
 bed=$(torch_bed_name)
 fail() { echo "wheel test ($bed): FAIL: $*" >&2; exit 1; }
 ok() { echo "wheel test ($bed): ok: $*"; }
@@ -159,50 +160,16 @@ kill "${pids[@]}" 2>/dev/null || true
 wait 2>/dev/null || true
 pids=()
 
-# Two upstream test_view_ops.py variants on the reference backend. The installed ootci_torch
-# records where each pytest process imported it from.
-cat >>"$python_dir/ootci_torch/__init__.py" <<'PY'
-import os as _os
-if _os.environ.get("OOTCI_WHEEL_TEST_IMPORTS"):
-    with open(_os.environ["OOTCI_WHEEL_TEST_IMPORTS"], "a") as _f:
-        _f.write(__file__ + "\n")
-PY
+# The tiny plan (tests/package/tiny_run.sh), with the installed Python package.
+tiny_run_prepare "$python_dir" "$torch_root"
 ws=$tmp/ws
-mkdir -p "$ws/configs"
-cat >"$ws/ootci.yaml" <<YAML
-backend:
-  name: reference
-  device_type: privateuseone
-  python: /usr/bin/python3
-  modules: [ootci_reference_backend]
-  pythonpath: [$src/examples/reference-backend]
-  env:
-    OOTCI_WHEEL_TEST_IMPORTS: $tmp/imports.txt
-upstream:
-  torch_root: $torch_root
-  device_root: $src/examples/reference-backend
-test_configs: [configs/tiny.yaml]
-workspace: .ootci
-YAML
-cat >"$ws/configs/tiny.yaml" <<YAML
-test_suite_config:
-  files:
-    - path: \${TORCH_ROOT}/test/test_view_ops.py
-      unlisted_test_mode: skip
-      tests:
-        - names: [TestViewOps::test_view_view, TestViewOps::test_reshape_view]
-YAML
 started=$(now)
 if ! out=$(cd "$ws" && in_bed "$ootci" run --config ootci.yaml 2>&1); then
   echo "$out" >&2
   fail "ootci run exited non-zero"
 fi
-grep -q '^run r-.* finished (success): 2 results$' <<<"$out" || fail "ootci run: $out"
-[[ -s $tmp/imports.txt ]] || fail "no pytest process imported ootci_torch"
-if grep -vxF "$python_dir/ootci_torch/__init__.py" "$tmp/imports.txt"; then
-  fail "ootci_torch was imported from elsewhere"
-fi
-ok "ootci run: $(grep '^run r-' <<<"$out") in $(elapsed "$started"); every ootci_torch import from the wheel's"
+imports=$(tiny_run_check "$out" "$python_dir")
+ok "ootci run: $(grep '^run r-' <<<"$out") in $(elapsed "$started"); $imports import(s) of ootci_torch, all the wheel's"
 
 # Without its Python package, ootci says which folder it looked in.
 mv "$python_dir/ootci_torch" "$tmp/ootci_torch.aside"
