@@ -1,6 +1,7 @@
-"""Builds dist/ootci-<version>-py3-none-manylinux_2_34_x86_64.whl from a built ootci (scripts/package).
+"""Builds dist/ootci-<version>-py3-none-manylinux_2_34_x86_64.whl from a built ootci.
 
-The wheel holds, as pip lays it out under an installation's prefix (a venv, ~/.local, --prefix):
+scripts/package runs it. The wheel holds, as pip lays it out under an installation's prefix
+(a venv, --prefix, ~/.local):
   bin/ootci                    the binary, its RPATH $ORIGIN/../lib/ootci
   lib/ootci/*.so*              every shared library it needs that the policy below does not allow
                                to come from the system, each with RPATH $ORIGIN
@@ -60,7 +61,8 @@ def too_new(need):
 
 
 def symbols_of_version(path, version):
-    out = subprocess.run(["objdump", "-T", str(path)], check=True, capture_output=True, text=True).stdout
+    out = subprocess.run(["objdump", "-T", str(path)], check=True, capture_output=True,
+                         text=True).stdout
     return sorted({line.split()[-1] for line in out.splitlines() if f"({version})" in line})
 
 
@@ -117,7 +119,7 @@ def metadata(version, homepage, readme):
         "Metadata-Version: 2.1",
         "Name: ootci",
         f"Version: {version}",
-        "Summary: CI for PyTorch out-of-tree accelerator backends: the CRCR relay and the backend kit",
+        "Summary: CI for PyTorch out-of-tree accelerator backends: CRCR relay and backend kit",
         f"Home-page: {homepage}",
         "License: BSD-3-Clause",
         "License-File: LICENSE",
@@ -155,10 +157,12 @@ def build(args):
                 continue
             shutil.copyfile(path, libdir / name)
             bundled.append(libdir / name)
-        subprocess.run(["patchelf", "--force-rpath", "--set-rpath", "$ORIGIN/../lib/ootci", str(binary)],
-                       check=True)
+        # DT_RPATH, not RUNPATH: it also serves the bundled libraries' own needs, and
+        # LD_LIBRARY_PATH cannot swap in other copies.
+        set_rpath = ["patchelf", "--force-rpath", "--set-rpath"]
+        subprocess.run([*set_rpath, "$ORIGIN/../lib/ootci", str(binary)], check=True)
         for lib in bundled:
-            subprocess.run(["patchelf", "--force-rpath", "--set-rpath", "$ORIGIN", str(lib)], check=True)
+            subprocess.run([*set_rpath, "$ORIGIN", str(lib)], check=True)
         elves = [binary, *bundled]
         for elf in elves:
             unversion_reversioned(elf)
@@ -175,7 +179,8 @@ def build(args):
         (prefix / "lib/ootci").symlink_to(libdir)
         for name, path in shared_libraries(prefix / "bin/ootci"):
             if name not in SYSTEM_LIBRARIES and path.resolve().parent != libdir.resolve():
-                sys.exit(f"build_wheel: the staged ootci loads {name} from {path}, outside the wheel")
+                sys.exit(f"build_wheel: the staged ootci loads {name} from {path}, "
+                         "outside the wheel")
 
         for package in ("ootci_torch", "shims"):
             shutil.copytree(pathlib.Path(args.python_dir) / package, pydir / package,
@@ -186,7 +191,8 @@ def build(args):
 
         info = root / f"ootci-{version}.dist-info"
         info.mkdir()
-        (info / "METADATA").write_text(metadata(version, args.homepage, pathlib.Path(args.readme).read_text()))
+        readme = pathlib.Path(args.readme).read_text()
+        (info / "METADATA").write_text(metadata(version, args.homepage, readme))
         (info / "WHEEL").write_text(f"Wheel-Version: 1.0\nGenerator: ootci scripts/package\n"
                                     f"Root-Is-Purelib: false\nTag: {tag}\n")
         shutil.copyfile(args.license, info / "LICENSE")
@@ -201,14 +207,15 @@ def build(args):
         if not wheel.is_file():
             sys.exit(f"build_wheel: wheel pack wrote no {wheel}")
         glibc = ".".join(map(str, newest_glibc(elves)))
-        print(f"build_wheel: {len(bundled)} libraries bundled; needs glibc {glibc}, tagged {POLICY}",
-              file=sys.stderr)
+        print(f"build_wheel: {len(bundled)} libraries bundled; needs glibc {glibc}, "
+              f"tagged {POLICY}", file=sys.stderr)
         print(wheel)
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", nargs="+", metavar="FILE", help="only check ELF files against the policy")
+    parser.add_argument("--check", nargs="+", metavar="FILE",
+                        help="only check ELF files against the policy")
     parser.add_argument("--binary")
     parser.add_argument("--python-dir")
     parser.add_argument("--version")
@@ -222,8 +229,8 @@ def main():
         for p in problems:
             print(p, file=sys.stderr)
         sys.exit(1 if problems else 0)
-    missing = [f"--{k.replace('_', '-')}" for k in ("binary", "python_dir", "version", "homepage", "readme", "license")
-               if not getattr(args, k)]
+    required = ("binary", "python_dir", "version", "homepage", "readme", "license")
+    missing = [f"--{k.replace('_', '-')}" for k in required if not getattr(args, k)]
     if missing:
         parser.error("missing " + ", ".join(missing))
     build(args)

@@ -52,8 +52,9 @@ def version_needs(data):
             aux, prev = need + aux_rel, -1
             for _ in range(aux_count):
                 _, flags, other, name_at, aux_next = struct.unpack_from("<IHHII", data, aux)
-                needs.append(VersionNeed(_string(data, strtab, file_at), _string(data, strtab, name_at),
-                                         other & 0x7FFF, bool(flags & VER_FLG_WEAK), need, aux, prev))
+                needs.append(VersionNeed(
+                    _string(data, strtab, file_at), _string(data, strtab, name_at),
+                    other & 0x7FFF, bool(flags & VER_FLG_WEAK), need, aux, prev))
                 if not aux_next:
                     break
                 prev, aux = aux, aux + aux_next
@@ -78,7 +79,8 @@ def drop_unused_need(data, need):
     if need.index in used_version_indexes(data):
         raise ValueError(f"{need.name} is still used by a symbol")
     _, _, _, _, aux_next = struct.unpack_from("<IHHII", data, need.aux_offset)
-    version, count, file_at, aux_rel, next_rel = struct.unpack_from("<HHIII", data, need.need_offset)
+    version, count, file_at, aux_rel, next_rel = struct.unpack_from("<HHIII", data,
+                                                                     need.need_offset)
     if count == 1:
         raise ValueError(f"{need.name} is the only version needed from {need.library}")
     if need.prev_aux_offset < 0:
@@ -87,4 +89,5 @@ def drop_unused_need(data, need):
         prev = struct.unpack_from("<IHHII", data, need.prev_aux_offset)
         link = prev[4] + aux_next if aux_next else 0
         struct.pack_into("<IHHII", data, need.prev_aux_offset, *prev[:4], link)
-    struct.pack_into("<HHIII", data, need.need_offset, version, count - 1, file_at, aux_rel, next_rel)
+    struct.pack_into("<HHIII", data, need.need_offset, version, count - 1, file_at, aux_rel,
+                     next_rel)
