@@ -127,6 +127,13 @@ struct BackendConfig {
   // test_configs entries made absolute (globs not yet expanded), each with "file:line:col".
   std::vector<std::string> test_configs;
   std::vector<std::string> test_config_where;
+  // test_configs.by_torch instead of a list: one set per torch MAJOR.MINOR ("2.6"), the one that
+  // matches backend.python's torch applies (choose_test_configs in python_versions.h).
+  struct ConfigSet {
+    std::vector<std::string> patterns, where;
+  };
+  std::map<std::string, ConfigSet> test_config_sets;
+  std::string test_config_sets_where;  // "file:line:col" of by_torch
   std::string workspace;  // absolute
   RunSettings run;
   GatePolicy gate;
