@@ -208,6 +208,17 @@ class BackendReader {
         static_cast<int>(m.integer("stall_timeout_s", 1, 86400).value_or(r.stall_timeout_s));
     r.test_timeout_s =
         static_cast<int>(m.integer("test_timeout_s", 1, 86400).value_or(r.test_timeout_s));
+    r.test_timeout_floor_s = static_cast<int>(
+        m.integer("test_timeout_floor_s", 1, 86400).value_or(r.test_timeout_floor_s));
+    r.discover_test_timeout_s = static_cast<int>(
+        m.integer("discover_test_timeout_s", 1, 86400).value_or(r.discover_test_timeout_s));
+    if (auto f = m.number("test_timeout_factor")) {
+      if (!(*f >= 1) || !std::isfinite(*f))
+        m.fail(m.raw("test_timeout_factor"), m.child_path("test_timeout_factor"),
+               "expected a number of at least 1");
+      else
+        r.test_timeout_factor = *f;
+    }
     if (auto v = m.str_list("pytest_args")) r.pytest_args = *v;
     if (auto v = m.str_list("labels")) r.labels = *v;
   }
