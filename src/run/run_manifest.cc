@@ -136,6 +136,7 @@ nlohmann::json build_manifest(const BackendConfig& backend, const nlohmann::json
       {"started", iso8601_utc(run.started_ms)},
       {"ended", nullptr},
   };
+  if (!backend.root.empty()) m["python_root"] = backend.root;  // backend.root: Python ran there
   return m;
 }
 
