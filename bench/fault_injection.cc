@@ -28,6 +28,7 @@
 #include <tuple>
 
 #include "base/error.h"
+#include "base/root_exec.h"
 #include "base/subprocess.h"
 #include "base/time.h"
 #include "evidence/evidence_store.h"
@@ -52,6 +53,8 @@ struct Options {
   std::vector<std::string> ops;  // fixed faults ("sum", "prod:float32") instead of drawn ones
   double minutes = 0;            // no new fault after this long (0: no limit)
   int probe_inputs = 8;          // discovery's input probe passes (0: none)
+  std::string python_root;       // backend.root: the tests' Python runs there (a torch bed)
+  std::string configs = "examples/reference-backend/configs";  // the backend's own configs
 };
 
 // SIGINT or SIGTERM (a CI time limit): finish the fault under way, then print the summary of the
@@ -140,29 +143,31 @@ void write_config(const Options& o, const std::string& bench, const std::string&
                   const std::string& env_name, const std::string& env_value) {
   std::string disabled = env_name == "OOTCI_REF_DISABLED_OPS" ? env_value : "";
   std::string wrong = env_name == "OOTCI_REF_WRONG_RESULTS" ? env_value : "";
-  write_file(
-      bench + "/ootci.yaml",
-      fmt::format("backend:\n"
-                  "  name: reference-fault-bench\n"
-                  "  device_type: privateuseone\n"
-                  "  python: /usr/bin/python3\n"
-                  "  modules: [ootci_reference_backend]\n"
-                  "  pythonpath: [{repo}]\n"
-                  "  env:\n"
-                  "    OOTCI_REF_DISABLED_OPS: \"{disabled}\"\n"
-                  "    OOTCI_REF_WRONG_RESULTS: \"{wrong}\"\n"
-                  "upstream:\n"
-                  "  torch_root: {torch}\n"
-                  "  device_root: {repo}\n"
-                  "test_configs: [configs/*.yaml]\n"
-                  "workspace: .ootci\n"
-                  "run:\n"
-                  "  workers: {workers}\n"
-                  "  reruns: 0\n"
-                  "  stall_timeout_s: 60\n"
-                  "  test_timeout_s: 60\n",
-                  fmt::arg("repo", repo), fmt::arg("disabled", disabled), fmt::arg("wrong", wrong),
-                  fmt::arg("torch", o.torch_root), fmt::arg("workers", o.workers)));
+  write_file(bench + "/ootci.yaml",
+             fmt::format(
+                 "backend:\n"
+                 "  name: reference-fault-bench\n"
+                 "  device_type: privateuseone\n"
+                 "  python: /usr/bin/python3\n"
+                 "{root}"
+                 "  modules: [ootci_reference_backend]\n"
+                 "  pythonpath: [{repo}]\n"
+                 "  env:\n"
+                 "    OOTCI_REF_DISABLED_OPS: \"{disabled}\"\n"
+                 "    OOTCI_REF_WRONG_RESULTS: \"{wrong}\"\n"
+                 "upstream:\n"
+                 "  torch_root: {torch}\n"
+                 "  device_root: {repo}\n"
+                 "test_configs: [configs/*.yaml]\n"
+                 "workspace: .ootci\n"
+                 "run:\n"
+                 "  workers: {workers}\n"
+                 "  reruns: 0\n"
+                 "  stall_timeout_s: 60\n"
+                 "  test_timeout_s: 60\n",
+                 fmt::arg("repo", repo), fmt::arg("disabled", disabled), fmt::arg("wrong", wrong),
+                 fmt::arg("torch", o.torch_root), fmt::arg("workers", o.workers),
+                 fmt::arg("root", o.python_root.empty() ? "" : "  root: " + o.python_root + "\n")));
 }
 
 // The reference backend's own config for a file when it has one, else every variant mandatory.
@@ -170,7 +175,7 @@ void write_suite_configs(const Options& o, const std::string& bench) {
   fs::create_directories(bench + "/configs");
   for (const auto& f : o.files) {
     std::string stem = fs::path(f).stem().string();
-    std::string own = source_dir() + "/examples/reference-backend/configs/" + stem + ".yaml";
+    std::string own = fs::absolute(source_dir() + "/" + o.configs).string() + "/" + stem + ".yaml";
     if (fs::exists(own)) {
       fs::copy_file(own, bench + "/configs/" + stem + ".yaml",
                     fs::copy_options::overwrite_existing);
@@ -225,7 +230,8 @@ std::map<std::string, std::vector<std::string>> discovered_ops(EvidenceStore& st
 // The ops among `ops` that reach the device's boxed fallback: a CPU kernel and no composite one
 // (a CompositeExplicitAutograd op such as rand runs its composite kernel on the device and only
 // the ops it calls reach the fallback, so switching it off would break nothing).
-std::set<std::string> reaching_fallback(const std::set<std::string>& ops, const std::string& dir) {
+std::set<std::string> reaching_fallback(const std::set<std::string>& ops, const std::string& dir,
+                                        const Options& o) {
   write_file(dir + "/ops.json", nlohmann::json(ops).dump());
   write_file(dir + "/reaching_fallback.py",
              "import json, sys, torch\n"
@@ -240,9 +246,10 @@ std::set<std::string> reaching_fallback(const std::set<std::string>& ops, const 
              "    except RuntimeError:\n"
              "        pass\n"
              "json.dump(out, open(sys.argv[2], 'w'))\n");
-  int code = run_logged({"/usr/bin/python3", dir + "/reaching_fallback.py", dir + "/ops.json",
-                         dir + "/reaching_fallback.json"},
-                        dir + "/reaching_fallback.log");
+  std::vector<std::string> argv = {"/usr/bin/python3", dir + "/reaching_fallback.py",
+                                   dir + "/ops.json", dir + "/reaching_fallback.json"};
+  if (!o.python_root.empty()) argv = root_command(o.python_root, {dir}, argv, ootci_binary());
+  int code = run_logged(argv, dir + "/reaching_fallback.log");
   if (code != 0)
     throw Error(fmt::format("{}/reaching_fallback.py exited with {} (see its .log)", dir, code));
   return nlohmann::json::parse(read_file(dir + "/reaching_fallback.json"))
@@ -448,7 +455,7 @@ int bench(const Options& o) {
   std::vector<std::tuple<std::string, std::string, std::string>> candidates = given;
   if (o.ops.empty()) {
     auto drawn =
-        candidate_ops(ops, baseline, own_kernels, reaching_fallback(called, bench), o.seed);
+        candidate_ops(ops, baseline, own_kernels, reaching_fallback(called, bench, o), o.seed);
     for (size_t i = 0; i < drawn.size(); ++i)
       candidates.emplace_back(drawn[i].first, drawn[i].second, i % 2 == 0 ? "op" : "op:dtype");
   }
@@ -692,6 +699,11 @@ int main(int argc, char** argv) {
   app.add_option("--probe-inputs", o.probe_inputs,
                  "discovery's input probe passes, for --staged (0: none)")
       ->check(CLI::Range(0, kMaxInputProbes));
+  app.add_option(
+      "--python-root", o.python_root,
+      "run the tests' Python in this root folder (backend.root), e.g. the torch 2.6 bed");
+  app.add_option("--configs", o.configs,
+                 "the reference backend's configs to start from, relative to the checkout");
   app.add_option("--workdir", o.workdir, "keep everything here (default: a temporary folder)");
   app.add_option("--minutes", o.minutes,
                  "start no new fault after this many minutes, then print the summary (SIGINT or "

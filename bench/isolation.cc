@@ -58,21 +58,23 @@ Run run(const std::string& dir, const std::string& name, const std::string& isol
   return r;
 }
 
-int bench(const std::string& backend_dir, const std::string& torch_root,
+int bench(const std::string& backend_dir, const std::string& configs_dir,
+          const std::string& python_root, const std::string& torch_root,
           const std::vector<std::string>& files, const std::string& crash_ops,
           const std::string& missing_ops) {
   std::string dir = make_temp_dir();
   std::string configs;
-  for (const auto& p : fs::directory_iterator(backend_dir + "/configs"))
-    configs += fmt::format("  - {}\n", fs::absolute(p.path()).string());
+  for (const auto& p : fs::directory_iterator(configs_dir))
+    if (p.path().extension() == ".yaml")
+      configs += fmt::format("  - {}\n", fs::absolute(p.path()).string());
   write_file(dir + "/ootci.yaml",
-             fmt::format("backend:\n  name: reference\n  device_type: privateuseone\n"
+             fmt::format("backend:\n  name: reference\n  device_type: privateuseone\n{6}"
                          "  modules: [ootci_reference_backend]\n  pythonpath: [{0}]\n  env:\n"
                          "    OOTCI_REF_CRASH_OPS: \"{1}\"\n    OOTCI_REF_DISABLED_OPS: \"{2}\"\n"
                          "upstream:\n  torch_root: {3}\n  device_root: {0}\n"
                          "test_configs:\n{4}workspace: {5}/ws\n",
                          fs::absolute(backend_dir).string(), crash_ops, missing_ops, torch_root,
-                         configs, dir));
+                         configs, dir, python_root.empty() ? "" : "  root: " + python_root + "\n"));
   nlohmann::json selection = {{"files", files}};
   write_file(dir + "/all.json", selection.dump());
 
@@ -128,14 +130,20 @@ int main(int argc, char** argv) {
   std::vector<std::string> files = {"test/test_view_ops.py"};
   std::string crash_ops = "mul,max,bitwise_not";
   std::string missing_ops = "sum,div,clone,complex,nonzero,isnan";
+  std::string configs, python_root;
   app.add_option("--backend", backend, "the reference backend's folder");
+  app.add_option("--configs", configs, "its configs to run (default: BACKEND/configs)");
+  app.add_option(
+      "--python-root", python_root,
+      "run the tests' Python in this root folder (backend.root), e.g. the torch 2.6 bed");
   app.add_option("--torch-root", torch_root, "upstream PyTorch tree (default $TORCH_ROOT)");
   app.add_option("--files", files, "plan files (relpaths) to run")->delimiter(',');
   app.add_option("--crash-ops", crash_ops, "OOTCI_REF_CRASH_OPS: ops that crash the process");
   app.add_option("--missing-ops", missing_ops, "OOTCI_REF_DISABLED_OPS: ops that are missing");
   CLI11_PARSE(app, argc, argv);
   try {
-    return bench(backend, torch_root, files, crash_ops, missing_ops);
+    return bench(backend, configs.empty() ? backend + "/configs" : configs, python_root, torch_root,
+                 files, crash_ops, missing_ops);
   } catch (const Error& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 1;

@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -18,6 +19,7 @@
 #include "testing/test_env.h"
 
 namespace ootci::bench::runner_overhead {
+namespace fs = std::filesystem;
 
 double timed(const SpawnOptions& options) {
   int64_t start = steady_us();
@@ -40,10 +42,14 @@ int bench(const std::string& config, const std::vector<std::string>& only, int r
   write_plan(plan.plan, plan_path);
   auto env = plan_environment(backend, plan_path, ootci_python_dir(), process_env("PYTHONPATH"));
 
-  SpawnOptions bare{{backend.python, "-m", "pytest", "-p", "no:cacheprovider", "-q"},
-                    env,
-                    dir + "/bare.log",
-                    dir};
+  // backend.root: bare pytest runs in the root too, through the same `ootci chroot`.
+  std::string ootci =
+      std::string(std::getenv("OOTCI_BINARY_DIR") ? std::getenv("OOTCI_BINARY_DIR") : "build") +
+      "/ootci";
+  std::vector<std::string> python =
+      python_command(backend, ootci_python_dir(), fs::absolute(ootci).string());
+  python.insert(python.end(), {"-m", "pytest", "-p", "no:cacheprovider", "-q"});
+  SpawnOptions bare{python, env, dir + "/bare.log", dir};
   nlohmann::json selection = {{"files", nlohmann::json::array()}};
   size_t files = 0;
   for (const auto& f : plan.plan["files"]) {
@@ -55,14 +61,11 @@ int bench(const std::string& config, const std::vector<std::string>& only, int r
   }
   if (files == 0) throw Error("no plan file matches --only");
   write_file(dir + "/selection.json", selection.dump());
-  SpawnOptions runner{
-      {std::string(std::getenv("OOTCI_BINARY_DIR") ? std::getenv("OOTCI_BINARY_DIR") : "build") +
-           "/ootci",
-       "run", "--config", config, "--workers", std::to_string(workers), "--evidence",
-       dir + "/evidence.db", "--select", dir + "/selection.json"},
-      {},
-      dir + "/ootci.log",
-      ""};
+  SpawnOptions runner{{ootci, "run", "--config", config, "--workers", std::to_string(workers),
+                       "--evidence", dir + "/evidence.db", "--select", dir + "/selection.json"},
+                      {},
+                      dir + "/ootci.log",
+                      ""};
   std::vector<double> bare_s, ootci_s;
   for (int i = 0; i < repeat; ++i) {
     bare_s.push_back(timed(bare));

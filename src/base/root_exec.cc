@@ -84,14 +84,17 @@ std::string exec_in_root(const RootExec& x) {
 
 std::vector<std::string> root_command(const std::string& root,
                                       const std::vector<std::string>& binds,
-                                      const std::vector<std::string>& argv) {
-  std::error_code ec;
-  std::string self = fs::read_symlink("/proc/self/exe", ec).string();
-  // A binary replaced while it runs (a rebuild, a package upgrade) reads "PATH (deleted)": the
-  // new one at PATH does the same job.
-  constexpr std::string_view kDeleted = " (deleted)";
-  if (self.ends_with(kDeleted)) self.resize(self.size() - kDeleted.size());
-  std::vector<std::string> cmd{ec ? std::string("ootci") : self, "chroot", "--root", root};
+                                      const std::vector<std::string>& argv, std::string ootci) {
+  if (ootci.empty()) {
+    std::error_code ec;
+    ootci = fs::read_symlink("/proc/self/exe", ec).string();
+    // A binary replaced while it runs (a rebuild, a package upgrade) reads "PATH (deleted)": the
+    // new one at PATH does the same job.
+    constexpr std::string_view kDeleted = " (deleted)";
+    if (ootci.ends_with(kDeleted)) ootci.resize(ootci.size() - kDeleted.size());
+    if (ec) ootci = "ootci";
+  }
+  std::vector<std::string> cmd{ootci, "chroot", "--root", root};
   for (const auto& b : root_binds(binds)) {
     cmd.push_back("--bind");
     cmd.push_back(b);

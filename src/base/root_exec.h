@@ -24,9 +24,10 @@ std::vector<std::string> root_binds(std::vector<std::string> folders);
 // descriptors stay as they were. Returns only when that failed, with the reason and the fix.
 std::string exec_in_root(const RootExec& exec);
 
-// The argv that runs `argv` in `root` through `ootci chroot` of this very binary.
+// The argv that runs `argv` in `root` through `ootci chroot`: of `ootci` when given, else of this
+// very binary.
 std::vector<std::string> root_command(const std::string& root,
                                       const std::vector<std::string>& binds,
-                                      const std::vector<std::string>& argv);
+                                      const std::vector<std::string>& argv, std::string ootci = "");
 
 }  // namespace ootci

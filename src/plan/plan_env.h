@@ -28,8 +28,9 @@ std::string choose_python_dir(const std::string& env_dir, const std::string& exe
 // same interpreter inside that root through `ootci chroot`, with the workspace, the backend,
 // upstream's tests, ootci's Python package (`python_dir`), ootci's cache, /tmp and root_binds
 // visible at the same paths.
-std::vector<std::string> python_command(const BackendConfig& backend,
-                                        const std::string& python_dir);
+// `ootci`: the binary whose `ootci chroot` enters the root (default: this one).
+std::vector<std::string> python_command(const BackendConfig& backend, const std::string& python_dir,
+                                        const std::string& ootci = "");
 
 // ootci's cache folder, as the Python side and scripts/lib find it: $OOTCI_CACHE_DIR, else
 // $XDG_CACHE_HOME/ootci, else ~/.cache/ootci.
