@@ -113,16 +113,20 @@ constexpr const char* kInsertOpsSql =
 // Mean of the last N results per test in finished runs. Results from whole (unsharded) runs are
 // preferred: when a test has any, shard runs are ignored, so running shard 1 cannot change how
 // shard 2 is assigned. Tests timed only by shard runs use those.
-constexpr const char* kDurationsSql =
-    "SELECT test_id, file, AVG(duration_s) FROM ("
-    "  SELECT test_id, file, duration_s, whole, MAX(whole) OVER (PARTITION BY test_id) AS "
-    "has_whole,"
-    "    ROW_NUMBER() OVER (PARTITION BY test_id ORDER BY whole DESC, finished_ms DESC,"
-    "      run_id DESC) AS n"
-    "  FROM (SELECT r.test_id, r.file, r.duration_s, r.finished_ms, r.run_id,"
-    "          (u.shard IS NULL OR u.shard = '') AS whole"
-    "        FROM results r JOIN runs u ON u.id = r.run_id WHERE u.status = 'finished')"
-    ") WHERE n <= ? AND whole = has_whole GROUP BY test_id";
+#define OOTCI_DURATIONS_SQL(WHERE)                                                       \
+  "SELECT test_id, file, AVG(duration_s) FROM ("                                         \
+  "  SELECT test_id, file, duration_s, whole, MAX(whole) OVER (PARTITION BY test_id) AS " \
+  "has_whole,"                                                                           \
+  "    ROW_NUMBER() OVER (PARTITION BY test_id ORDER BY whole DESC, finished_ms DESC,"   \
+  "      run_id DESC) AS n"                                                              \
+  "  FROM (SELECT r.test_id, r.file, r.duration_s, r.finished_ms, r.run_id,"             \
+  "          (u.shard IS NULL OR u.shard = '') AS whole"                                 \
+  "        FROM results r JOIN runs u ON u.id = r.run_id WHERE u.status = 'finished'" WHERE \
+  ")) WHERE n <= ? AND whole = has_whole GROUP BY test_id"
+constexpr const char* kDurationsSql = OOTCI_DURATIONS_SQL("");
+constexpr const char* kCompletedDurationsSql =
+    OOTCI_DURATIONS_SQL(" AND r.outcome NOT IN ('error', 'skipped')");
+#undef OOTCI_DURATIONS_SQL
 
 RunInfo read_run(const SqlRow& s) {
   RunInfo r;
@@ -352,6 +356,15 @@ class SqliteEvidenceStore : public EvidenceStore {
     return read([&](SqlTx& tx) {
       std::map<std::string, double> out;
       tx.each(kDurationsSql, {window}, [&](const SqlRow& r) { out.emplace(r.text(0), r.f64(2)); });
+      return out;
+    });
+  }
+
+  std::map<std::string, double> completed_durations(int window) override {
+    return read([&](SqlTx& tx) {
+      std::map<std::string, double> out;
+      tx.each(kCompletedDurationsSql, {window},
+              [&](const SqlRow& r) { out.emplace(r.text(0), r.f64(2)); });
       return out;
     });
   }

@@ -73,6 +73,9 @@ class EvidenceStore {
   // sum of those means.
   virtual std::map<std::string, double> test_durations(int window = 5) = 0;
   virtual std::map<std::string, double> file_durations(int window = 5) = 0;
+  // The same over results whose test ran to an end (not an error, not a skip): how long a test
+  // takes, which a crash or a timeout says nothing about (the run's test limits).
+  virtual std::map<std::string, double> completed_durations(int window = 5) = 0;
   // Per test id: how often its newest `window` results in finished runs went from passing to
   // failing (failed or error right after a pass): the history of it catching a breakage. A test
   // that always fails never counts.

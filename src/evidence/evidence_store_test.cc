@@ -328,6 +328,18 @@ TEST_F(EvidenceTest, DurationsPreferWholeRunsOverShardRuns) {
             (std::map<std::string, double>{{"a.py::t", 2}, {"b.py::u", 7}}));
 }
 
+// A hang's or a crash's recorded time says how long the runner waited, not how long the test
+// takes: the test limits leave such results out, so a timeout does not raise its own next limit.
+TEST_F(EvidenceTest, CompletedDurationsLeaveOutErrorsAndSkips) {
+  finished_run("r-1", 100,
+               {result("a.py::t", "passed", 2, 100), result("a.py::hung", "error", 120, 100),
+                result("a.py::s", "skipped", 0, 100), result("a.py::f", "failed", 4, 100)});
+  finished_run("r-2", 200, {result("a.py::t", "error", 900, 200)});
+  EXPECT_EQ(store_->completed_durations(5),
+            (std::map<std::string, double>{{"a.py::f", 4}, {"a.py::t", 2}}));
+  EXPECT_DOUBLE_EQ(store_->test_durations(5)["a.py::t"], 451);
+}
+
 TEST_F(EvidenceTest, DataSurvivesClosingAndReopening) {
   finished_run("r-1", 100, {result("a.py::t", "failed", 2)}, "failure");
   store_.reset();

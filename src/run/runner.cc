@@ -740,8 +740,7 @@ RunReport run_plan(const RunRequest& req) {
     env["OOTCI_DEVICE_TYPE"] = backend.device_type;
   }
   int workers = req.workers > 0 ? req.workers : backend.run.workers;
-  std::map<std::string, double> durations = store->test_durations();
-  Progress progress(req.tty, durations, workers);
+  Progress progress(req.tty, store->test_durations(), workers);
   for (const auto& f : files) progress.expect_from_history(f.relpath);
   if (!finished.empty()) {
     std::vector<TestResult> settled;
@@ -750,7 +749,7 @@ RunReport run_plan(const RunRequest& req) {
     progress.add_finished(settled);
   }
   Runner runner(req, *store, info.id, run_dir, env, finished,
-                TestLimits(backend.run, std::move(durations), req.discovery));
+                TestLimits(backend.run, store->completed_durations(), req.discovery));
   progress.start();
   runner.run(files, progress);
   progress.stop();
