@@ -101,7 +101,10 @@ upstream:
   torch_root: ${FAKE_TORCH}
 test_configs: [configs/*.yaml]
 )");
-    env_ = {{"FAKE_TORCH", root_ + "/torch"}, {"OOTCI_PYTHON_DIR", "/py"}, {"PYTHONPATH", ""}};
+    // ootci checks that the folder holds ootci_torch/.
+    std::filesystem::create_directories(root_ + "/py/ootci_torch");
+    env_ = {
+        {"FAKE_TORCH", root_ + "/torch"}, {"OOTCI_PYTHON_DIR", root_ + "/py"}, {"PYTHONPATH", ""}};
   }
   std::string root_;
   std::map<std::string, std::string> env_;
@@ -149,16 +152,17 @@ TEST_F(PlanCliResolve, EnvResolvesIntoTheWorkspaceAndPrintsExports) {
   ASSERT_EQ(r.code, 0) << r.err;
   std::string plan = root_ + "/backend/.ootci/plan.json";
   EXPECT_TRUE(std::filesystem::exists(plan));
-  EXPECT_EQ(lines(r.out), (Lines{
-                              "export OOTCI_PLAN='" + plan + "'",
-                              "export PYTEST_PLUGINS='ootci_torch.pytest_plugin'",
-                              "export PYTHONPATH='/py:" + root_ + "/backend:/py/shims'",
-                              "export PYTORCH_TESTING_DEVICE_ONLY_FOR='privateuseone'",
-                              "export QUOTED='it'\\''s'",
-                              "export TORCH_DEVICE_ROOT='" + root_ + "/backend'",
-                              "export TORCH_ROOT='" + root_ + "/torch'",
-                              "export TORCH_TEST_DEVICES='/py/ootci_torch/device_base.py'",
-                          }));
+  EXPECT_EQ(lines(r.out),
+            (Lines{
+                "export OOTCI_PLAN='" + plan + "'",
+                "export PYTEST_PLUGINS='ootci_torch.pytest_plugin'",
+                "export PYTHONPATH='" + root_ + "/py:" + root_ + "/backend:" + root_ + "/py/shims'",
+                "export PYTORCH_TESTING_DEVICE_ONLY_FOR='privateuseone'",
+                "export QUOTED='it'\\''s'",
+                "export TORCH_DEVICE_ROOT='" + root_ + "/backend'",
+                "export TORCH_ROOT='" + root_ + "/torch'",
+                "export TORCH_TEST_DEVICES='" + root_ + "/py/ootci_torch/device_base.py'",
+            }));
 }
 
 TEST_F(PlanCliResolve, EnvWithAPlanAndJson) {
@@ -172,7 +176,7 @@ TEST_F(PlanCliResolve, EnvWithAPlanAndJson) {
   ASSERT_EQ(r.code, 0) << r.err;
   json env = json::parse(r.out);
   EXPECT_EQ(env["OOTCI_PLAN"], plan);
-  EXPECT_EQ(env["PYTHONPATH"], "/py:" + root_ + "/backend:/py/shims:/site");
+  EXPECT_EQ(env["PYTHONPATH"], root_ + "/py:" + root_ + "/backend:" + root_ + "/py/shims:/site");
   EXPECT_EQ(env["QUOTED"], "it's");
   EXPECT_FALSE(std::filesystem::exists(root_ + "/backend/.ootci"));  // nothing resolved
 
