@@ -113,14 +113,14 @@ constexpr const char* kInsertOpsSql =
 // Mean of the last N results per test in finished runs. Results from whole (unsharded) runs are
 // preferred: when a test has any, shard runs are ignored, so running shard 1 cannot change how
 // shard 2 is assigned. Tests timed only by shard runs use those.
-#define OOTCI_DURATIONS_SQL(WHERE)                                                       \
-  "SELECT test_id, file, AVG(duration_s) FROM ("                                         \
-  "  SELECT test_id, file, duration_s, whole, MAX(whole) OVER (PARTITION BY test_id) AS " \
-  "has_whole,"                                                                           \
-  "    ROW_NUMBER() OVER (PARTITION BY test_id ORDER BY whole DESC, finished_ms DESC,"   \
-  "      run_id DESC) AS n"                                                              \
-  "  FROM (SELECT r.test_id, r.file, r.duration_s, r.finished_ms, r.run_id,"             \
-  "          (u.shard IS NULL OR u.shard = '') AS whole"                                 \
+#define OOTCI_DURATIONS_SQL(WHERE)                                                          \
+  "SELECT test_id, file, AVG(duration_s) FROM ("                                            \
+  "  SELECT test_id, file, duration_s, whole, MAX(whole) OVER (PARTITION BY test_id) AS "   \
+  "has_whole,"                                                                              \
+  "    ROW_NUMBER() OVER (PARTITION BY test_id ORDER BY whole DESC, finished_ms DESC,"      \
+  "      run_id DESC) AS n"                                                                 \
+  "  FROM (SELECT r.test_id, r.file, r.duration_s, r.finished_ms, r.run_id,"                \
+  "          (u.shard IS NULL OR u.shard = '') AS whole"                                    \
   "        FROM results r JOIN runs u ON u.id = r.run_id WHERE u.status = 'finished'" WHERE \
   ")) WHERE n <= ? AND whole = has_whole GROUP BY test_id"
 constexpr const char* kDurationsSql = OOTCI_DURATIONS_SQL("");

@@ -192,6 +192,44 @@ std::string errors_section(const ReportPage& r) {
   return out + "</table>";
 }
 
+// A new device's first question of a red run: how much is missing, how much is wrong, and what
+// crashes or hangs. Each cause with its count, the ops it hits most and a few of its tests.
+std::string causes_section(const ReportPage& r) {
+  struct Group {
+    int count = 0;
+    std::map<std::string, int> ops;
+    std::vector<std::string> tests;
+  };
+  std::map<FailureCause, Group> groups;
+  for (const auto& t : r.results) {
+    std::optional<FailureCause> cause = failure_cause(t);
+    if (!cause) continue;
+    Group& g = groups[*cause];
+    ++g.count;
+    if (!t.op.empty()) ++g.ops[t.op];
+    if (g.tests.size() < 5) g.tests.push_back(t.test_id);
+  }
+  std::string out = "<h2>Failures by cause</h2>";
+  if (groups.empty()) return out + "<p id=\"causes\">None.</p>";
+  out +=
+      "<table id=\"causes\"><tr><th>cause</th><th>tests</th><th>ops hit most</th><th>for "
+      "example</th></tr>";
+  for (const auto& [cause, g] : groups) {
+    std::vector<std::pair<std::string, int>> ops(g.ops.begin(), g.ops.end());
+    std::stable_sort(ops.begin(), ops.end(),
+                     [](const auto& a, const auto& b) { return a.second > b.second; });
+    std::string top;
+    for (size_t i = 0; i < ops.size() && i < 5; ++i)
+      top += fmt::format("{}{} ({})", i ? ", " : "", ops[i].first, ops[i].second);
+    out += fmt::format(
+        "<tr data-cause=\"{0}\"><td>{0}</td><td class=\"n\">{1}</td><td>{2}</td><td><pre>{3}"
+        "</pre></td></tr>",
+        esc(to_string(cause)), g.count, esc(top.empty() ? "-" : top),
+        esc(fmt::format("{}", fmt::join(g.tests, "\n"))));
+  }
+  return out + "</table>";
+}
+
 std::string slowest_section(const ReportPage& r) {
   std::map<std::string, double> files;
   for (const auto& t : r.results) files[t.file] += t.duration_s;
@@ -359,8 +397,7 @@ std::string reproduce_section(const ReportPage& r) {
   for (const auto& [k, v] : r.reproduce_env) cmd += " \\\n  " + k + "=" + shell_quote(v);
   cmd += " \\\n ";
   for (const auto& word : r.python) cmd += " " + shell_quote(word);
-  cmd += " -m pytest -p no:cacheprovider " +
-         shell_quote(node_id(r, first->test_id));
+  cmd += " -m pytest -p no:cacheprovider " + shell_quote(node_id(r, first->test_id));
   out +=
       "<p>The plan's environment and the pytest command the run used, for the first failing "
       "test; put another test's id in its place.</p><pre id=\"reproduce\">" +
@@ -482,6 +519,7 @@ std::string render_report_page(const ReportPage& r) {
   body += counts_section(r);
   body += failing_section(r);
   body += flaky_section(r);
+  body += causes_section(r);
   body += errors_section(r);
   body += map_section(r.results);
   body += files_section(r);

@@ -111,6 +111,42 @@ TEST_F(ReportPageTest, CountsNewFailuresFlakyErrorsAndTheMapComeFromTheStore) {
   EXPECT_TRUE(page.trend.at("b.py").front().outcomes.counts.empty());  // r-1 did not run b.py
 }
 
+TEST_F(ReportPageTest, FailuresAreGroupedByCause) {
+  auto with = [](TestResult t, const std::string& error_class, const std::string& message) {
+    t.error_class = error_class;
+    t.message = message;
+    return t;
+  };
+  run("r-1", 1000,
+      {with(variant("a.py::T::test_neg_int16", "error", "neg", "int16"), "NotImplementedError",
+            "Could not run 'aten::neg.out' with arguments from the 'PrivateUse1' backend"),
+       with(variant("a.py::T::test_abs_int16", "failed", "abs", "int16"), "RuntimeError",
+            "\"abs_cpu\" not implemented for 'Short'"),
+       with(variant("a.py::T::test_add_float32", "failed", "add", "float32"), "AssertionError",
+            "Tensor-likes are not close!\n\nMismatched elements: 3 / 9"),
+       with(variant("a.py::T::test_add_int64", "failed", "add", "int64"), "AssertionError",
+            "Scalars are not equal!"),
+       with(variant("a.py::T::test_mul_int8", "error", "mul", "int8"), "SIGSEGV", "died"),
+       with(variant("a.py::T::test_atleast_int16", "error"), "Timeout",
+            "ran longer than its limit of 30 s"),
+       with(variant("a.py::T::test_other", "failed"), "AssertionError", "False is not true"),
+       variant("a.py::T::test_fine", "passed", "add", "float64")},
+      "failure");
+  std::string html = render_report_page(gather_report_page(*store_, "r-1"));
+  auto row = [&](const std::string& cause) {
+    std::smatch m;
+    std::regex re("<tr data-cause=\"" + cause +
+                  "\"><td>[^<]*</td><td class=\"n\">(\\d+)</td><td>([^<]*)</td>");
+    return std::regex_search(html, m, re) ? m[1].str() + " | " + m[2].str() : "(absent)";
+  };
+  EXPECT_EQ(row("missing kernel"), "2 | abs (1), neg (1)");
+  EXPECT_EQ(row("wrong result"), "2 | add (2)");
+  EXPECT_EQ(row("crash"), "1 | mul (1)");
+  EXPECT_EQ(row("hang"), "1 | -");
+  EXPECT_EQ(row("other"), "1 | -");
+  EXPECT_LT(html.find("<h2>Failures by cause</h2>"), html.find("<h2>Errors by message</h2>"));
+}
+
 TEST_F(ReportPageTest, WhatATestSaysIsShownAsTextAndThePageLoadsNothing) {
   run("r-x", 1000,
       {variant("a.py::test_<b>bold</b>", "failed", "add<script>", "float32", 1,

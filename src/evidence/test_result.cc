@@ -62,3 +62,62 @@ std::string error_or_outcome(const TestResult& r) {
 }
 
 }  // namespace ootci
+
+namespace ootci {
+
+std::string to_string(FailureCause cause) {
+  switch (cause) {
+    case FailureCause::missing_kernel:
+      return "missing kernel";
+    case FailureCause::wrong_result:
+      return "wrong result";
+    case FailureCause::crash:
+      return "crash";
+    case FailureCause::hang:
+      return "hang";
+    case FailureCause::other:
+      break;
+  }
+  return "other";
+}
+
+namespace {
+
+bool has(const std::string& text, std::string_view what) {
+  return text.find(what) != std::string::npos;
+}
+
+std::string lowered(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+}  // namespace
+
+bool says_unimplemented(const TestResult& r) {
+  std::string m = lowered(r.message);
+  return has(r.error_class, "NotImplementedError") || has(m, "could not run") ||
+         has(m, "not implemented") || has(m, "switched off") || has(m, "not supported");
+}
+
+std::optional<FailureCause> failure_cause(const TestResult& r) {
+  switch (classify(r)) {
+    case Seen::crash:
+      return FailureCause::crash;
+    case Seen::hang:
+      return FailureCause::hang;
+    case Seen::fail:
+      break;
+    default:
+      return std::nullopt;
+  }
+  if (says_unimplemented(r)) return FailureCause::missing_kernel;
+  // torch.testing's comparison: "Tensor-likes are not close!", "Scalars are not equal!".
+  std::string m = lowered(r.message);
+  if (has(r.error_class, "AssertionError") &&
+      (has(m, "are not close") || has(m, "are not equal") || has(m, "mismatched elements")))
+    return FailureCause::wrong_result;
+  return FailureCause::other;
+}
+
+}  // namespace ootci

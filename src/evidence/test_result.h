@@ -75,6 +75,16 @@ enum class Seen {
 };
 Seen classify(const TestResult& result);
 
+// Why a failing result failed, as a new device's owner sorts failures: the device has no kernel
+// (or no kernel for the dtype), a kernel computed something else than the CPU, the process died,
+// the test ran past its limit, or anything else.
+enum class FailureCause { missing_kernel, wrong_result, crash, hang, other };
+std::string to_string(FailureCause cause);
+// nullopt for a result that did not fail (classify() is not fail, crash or hang).
+std::optional<FailureCause> failure_cause(const TestResult& result);
+// The error says the device lacks a kernel rather than computing something wrong.
+bool says_unimplemented(const TestResult& result);
+
 // What a short reason names of a result: its error class, or its outcome when it has none.
 std::string error_or_outcome(const TestResult& result);
 

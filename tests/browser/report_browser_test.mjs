@@ -28,7 +28,7 @@ function torchRoot() {
 }
 
 function config(faults) {
-  const configs = readdirSync(join(backend, 'configs')).map((c) => `  - ${join(backend, 'configs', c)}`);
+  const configs = readdirSync(join(backend, 'configs')).filter((c) => c.endsWith('.yaml')).map((c) => `  - ${join(backend, 'configs', c)}`);
   const env = Object.entries(faults).map(([k, v]) => `    ${k}: "${v}"`).join('\n');
   writeFileSync(join(dir, 'ootci.yaml'), `backend:\n  name: reference\n  device_type: privateuseone\n` +
     `  python: /usr/bin/python3\n  modules: [ootci_reference_backend]\n  pythonpath: [${backend}]\n` +
