@@ -44,9 +44,9 @@ Seen classify(const TestResult& r) {
       return Seen::pass;
     case Outcome::failed:
     case Outcome::error:
-      if (r.error_class == "XPASS(strict)") return Seen::pass;
-      if (r.error_class.rfind("SIG", 0) == 0) return Seen::crash;
-      if (r.error_class == "Timeout") return Seen::hang;
+      if (r.error_class == kStrictXpassError) return Seen::pass;
+      if (r.error_class.starts_with("SIG")) return Seen::crash;
+      if (r.error_class == kTimeoutError) return Seen::hang;
       return Seen::fail;
     case Outcome::xfailed:
       return r.mode == TestMode::xfail || r.mode == TestMode::xfail_strict ? Seen::fail

@@ -329,7 +329,7 @@ class Runner {
       why = fmt::format("the test process died from {} while this test ran, also when run alone",
                         cls);
     } else if (again.ending == PytestEnding::test_timeout && again.killed_test == id) {
-      cls = "Timeout";
+      cls = kTimeoutError;
       why = fmt::format(
           "crashed ({}) among other tests; alone it ran longer than "
           "test_timeout_s={}",
@@ -354,7 +354,7 @@ class Runner {
       if (st.done.count(id) || one.ending == PytestEnding::interrupted) continue;
       std::string cls = one.ending == PytestEnding::signaled ? signal_name(one.signal)
                         : one.ending == PytestEnding::exited ? "NotReported"
-                                                             : "Timeout";
+                                                             : std::string(kTimeoutError);
       keep(st, error_result(id, cls, tail_of_file(one.log_path), st.started, one.in_progress_s));
     }
   }
@@ -442,7 +442,7 @@ class Runner {
       // It ran first and did not report: this attempt was its run alone.
       confirm_crash(f, st, judged->id, judged->signal, judged->seconds, &out);
     } else if (out.ending == PytestEnding::test_timeout) {
-      keep(st, error_result(out.killed_test, "Timeout",
+      keep(st, error_result(out.killed_test, std::string(kTimeoutError),
                             fmt::format("ran longer than test_timeout_s={}",
                                         req_.backend.run.test_timeout_s),
                             st.started, out.in_progress_s));
@@ -468,7 +468,7 @@ class Runner {
       }
       // Hung twice outside any test (import, collection, teardown): the file is one error.
       keep(st,
-           error_result(f.relpath, "Timeout",
+           error_result(f.relpath, std::string(kTimeoutError),
                         fmt::format("no output for stall_timeout_s={} outside any test, "
                                     "twice (after a retry)\n{}",
                                     req_.backend.run.stall_timeout_s, tail_of_file(out.log_path)),

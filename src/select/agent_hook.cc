@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "base/atomic_file.h"
+#include "base/enum_names.h"
 #include "base/error.h"
 #include "base/scratch_dir.h"
 #include "base/subprocess.h"
@@ -33,24 +34,18 @@ const TestResult* newest_failure(const VariantEvidence& v) {
   return expected;
 }
 
+// What the agent reads of a result: classify()'s reading, as a word.
 std::string outcome_word(const TestResult& r) {
-  switch (classify(r)) {
-    case Seen::pass:
-      return "passed";
-    case Seen::rerun_pass:
-      return "passed_on_rerun";
-    case Seen::fail:
-      return "failed";
-    case Seen::crash:
-      return "crashed";
-    case Seen::hang:
-      return "timeout";
-    case Seen::skipped:
-      return "skipped";
-    case Seen::upstream_xfail:
-      return "xfailed";
-  }
-  return "?";
+  static constexpr EnumName<Seen> kWords[] = {
+      {Seen::pass, "passed"},
+      {Seen::rerun_pass, "passed_on_rerun"},
+      {Seen::fail, "failed"},
+      {Seen::crash, "crashed"},
+      {Seen::hang, "timeout"},
+      {Seen::skipped, "skipped"},
+      {Seen::upstream_xfail, "xfailed"},
+  };
+  return std::string(enum_text(kWords, classify(r)));
 }
 
 // Why the evidence forbids `mode` for the variant, or "" when it allows it: mandatory_success

@@ -7,6 +7,7 @@
 #include <optional>
 #include <sstream>
 
+#include "base/enum_names.h"
 #include "base/error.h"
 #include "base/file_text.h"
 #include "base/sha256.h"
@@ -94,21 +95,15 @@ void ChangeFacts::merge(const ChangeFacts& other) {
 }
 
 std::string to_string(Evidence e) {
-  switch (e) {
-    case Evidence::test_changed:
-      return "test changed";
-    case Evidence::op_and_dtype:
-      return "op and dtype";
-    case Evidence::op:
-      return "op";
-    case Evidence::op_any_dtype:
-      return "op, dtypes not recorded";
-    case Evidence::inputs_only:
-      return "op in input generation only";
-    case Evidence::unknown:
-      return "no evidence";
-  }
-  return "";
+  static constexpr EnumName<Evidence> kNames[] = {
+      {Evidence::test_changed, "test changed"},
+      {Evidence::op_and_dtype, "op and dtype"},
+      {Evidence::op, "op"},
+      {Evidence::op_any_dtype, "op, dtypes not recorded"},
+      {Evidence::inputs_only, "op in input generation only"},
+      {Evidence::unknown, "no evidence"},
+  };
+  return std::string(enum_text(kNames, e));
 }
 
 nlohmann::json ChangedSelection::to_json() const {
