@@ -135,7 +135,7 @@ TEST_F(ReportPageTest, TriageAndTheReproductionCommandComeFromTheRunFolder) {
   write_file_atomically(run_dir + "/plan.json",
                         R"({"files": [{"relpath": "test/a.py", "path": "/src/torch/test/a.py"}]})");
   ReportPage page = gather_report_page(*store_, "r-t", run_dir);
-  page.python = "/usr/bin/python3";
+  page.python = {"/usr/bin/python3"};
   page.reproduce_dir = run_dir;
   page.reproduce_env = {{"OOTCI_PLAN", run_dir + "/plan.json"}, {"QUOTE", "it's"}};
   std::string html = render_report_page(page);
