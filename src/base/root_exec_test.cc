@@ -18,9 +18,9 @@ TEST(RootBinds, KeepsExistingFoldersOnceOutermostFirst) {
   ScratchDir d("binds");
   fs::create_directories(d.path() + "/a/b");
   fs::create_directories(d.path() + "/c");
-  std::vector<std::string> got = root_binds({d.path() + "/a/b", d.path() + "/c/", "/", "relative",
-                                             d.path() + "/missing", d.path() + "/a",
-                                             d.path() + "/a"});
+  std::vector<std::string> got =
+      root_binds({d.path() + "/a/b", d.path() + "/c/", "/", "relative", d.path() + "/missing",
+                  d.path() + "/a", d.path() + "/a"});
   EXPECT_EQ(got, (std::vector<std::string>{d.path() + "/a", d.path() + "/c"}));
 }
 
@@ -69,11 +69,11 @@ TEST(ExecInRoot, RunsInTheSameProcessAndLeavesNoMountBehind) {
   pid_t child = fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
-    RootExec x{root.path(),
-               {"/usr", shared.path()},
-               shared.path(),
-               {"/bin/sh", "-c",
-                "{ echo $$; cat seen; test -r /proc/self/status && echo proc; } > out"}};
+    RootExec x{
+        root.path(),
+        {"/usr", shared.path()},
+        shared.path(),
+        {"/bin/sh", "-c", "{ echo $$; cat seen; test -r /proc/self/status && echo proc; } > out"}};
     std::string why = exec_in_root(x);
     write(2, why.data(), why.size());
     _exit(99);

@@ -359,8 +359,7 @@ std::string reproduce_section(const ReportPage& r) {
   for (const auto& [k, v] : r.reproduce_env) cmd += " \\\n  " + k + "=" + shell_quote(v);
   cmd += " \\\n ";
   for (const auto& word : r.python) cmd += " " + shell_quote(word);
-  cmd += " -m pytest -p no:cacheprovider " +
-         shell_quote(node_id(r, first->test_id));
+  cmd += " -m pytest -p no:cacheprovider " + shell_quote(node_id(r, first->test_id));
   out +=
       "<p>The plan's environment and the pytest command the run used, for the first failing "
       "test; put another test's id in its place.</p><pre id=\"reproduce\">" +

@@ -1,5 +1,4 @@
 #include "plan/backend_config.h"
-#include "plan/python_versions.h"
 
 #include <fmt/format.h>
 
@@ -11,6 +10,7 @@
 
 #include "base/config_path.h"
 #include "base/yaml_doc.h"
+#include "plan/python_versions.h"
 #include "plan/release_pin.h"
 
 namespace fs = std::filesystem;

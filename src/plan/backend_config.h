@@ -141,7 +141,7 @@ struct BackendConfig {
   };
   std::map<std::string, ConfigSet> test_config_sets;
   std::string test_config_sets_where;  // "file:line:col" of by_torch
-  std::string workspace;  // absolute
+  std::string workspace;               // absolute
   RunSettings run;
   GatePolicy gate;
   ReportSettings report;

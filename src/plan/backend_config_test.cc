@@ -519,12 +519,14 @@ TEST(BackendConfig, TestConfigSetErrorsNamePositionAndPath) {
 
 TEST(BackendConfig, RootMustHoldThePython) {
   std::string root = std::filesystem::canonical(make_temp_dir()).string();
-  std::string path = write_config(
-      "backend: {name: ref, device_type: privateuseone, root: " + root +
-      ", root_binds: [data]}\nupstream: {torch_root: /t}\ntest_configs: [c.yaml]\n");
+  std::string path =
+      write_config("backend: {name: ref, device_type: privateuseone, root: " + root +
+                   ", root_binds: [data]}\nupstream: {torch_root: /t}\ntest_configs: [c.yaml]\n");
   BackendConfigResult r = load_backend_config(path, fake_env({}));
-  EXPECT_EQ(r.errors, Lines{path + ":1:56: backend.root: backend.python /usr/bin/python3 is not "
-                                   "in the root " + root + " (no " + root + "/usr/bin/python3)"});
+  EXPECT_EQ(r.errors, Lines{path +
+                            ":1:56: backend.root: backend.python /usr/bin/python3 is not "
+                            "in the root " +
+                            root + " (no " + root + "/usr/bin/python3)"});
   std::filesystem::create_directories(root + "/usr/bin");
   write_file(root + "/usr/bin/python3", "");
   r = load_backend_config(path, fake_env({}));

@@ -52,7 +52,8 @@ std::string ootci_python_dir() {
 
 std::string ootci_cache_dir() {
   if (const char* dir = std::getenv("OOTCI_CACHE_DIR"); dir && *dir) return dir;
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return std::string(xdg) + "/ootci";
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
+    return std::string(xdg) + "/ootci";
   const char* home = std::getenv("HOME");
   return std::string(home && *home ? home : "/root") + "/.cache/ootci";
 }
@@ -60,9 +61,9 @@ std::string ootci_cache_dir() {
 std::vector<std::string> python_command(const BackendConfig& backend,
                                         const std::string& python_dir) {
   if (backend.root.empty()) return {backend.python};
-  std::vector<std::string> binds = {backend.workspace,  backend.dir,  backend.torch_root,
-                                    backend.device_root, python_dir,  ootci_cache_dir(),
-                                    "/tmp"};
+  std::vector<std::string> binds = {
+      backend.workspace, backend.dir, backend.torch_root, backend.device_root, python_dir,
+      ootci_cache_dir(), "/tmp"};
   binds.insert(binds.end(), backend.pythonpath.begin(), backend.pythonpath.end());
   binds.insert(binds.end(), backend.root_binds.begin(), backend.root_binds.end());
   // The workspace may not exist yet: make it, so it is bound rather than left out.

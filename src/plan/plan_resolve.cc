@@ -83,9 +83,9 @@ class PlanResolver {
       const std::string& pattern = chosen_.patterns[i];
       auto files = matching_files(pattern);
       if (files.empty())
-        errors_.push_back(fmt::format(
-            "{}: test_configs{}[{}]: no file matches '{}'", chosen_.where[i],
-            chosen_.set.empty() ? "" : ".by_torch." + chosen_.set, i, pattern));
+        errors_.push_back(
+            fmt::format("{}: test_configs{}[{}]: no file matches '{}'", chosen_.where[i],
+                        chosen_.set.empty() ? "" : ".by_torch." + chosen_.set, i, pattern));
       for (const auto& f : files) {
         if (!seen.insert(f).second) continue;
         SuiteConfigResult parsed = load_suite_config(f, strict_);
@@ -310,8 +310,7 @@ class PlanResolver {
 
 PlanResult resolve_plan(const BackendConfig& backend, bool strict) {
   // Only a backend with test_configs.by_torch asks its Python which torch it has.
-  std::string torch =
-      backend.test_config_sets.empty() ? "" : probe_python_versions(backend).torch;
+  std::string torch = backend.test_config_sets.empty() ? "" : probe_python_versions(backend).torch;
   return resolve_plan_for_torch(backend, torch, strict);
 }
 

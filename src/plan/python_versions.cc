@@ -52,7 +52,10 @@ ChosenConfigs choose_test_configs(const BackendConfig& backend, const std::strin
     out.error = fmt::format(
         "{}: test_configs.by_torch has no set for torch {} (backend.python {} {}); its sets: {}",
         backend.test_config_sets_where,
-        version.empty() ? "(none found)" : minor.empty() ? version : minor, backend.python,
+        version.empty() ? "(none found)"
+        : minor.empty() ? version
+                        : minor,
+        backend.python,
         version.empty() ? "has no torch, or did not answer" : "runs torch " + version, sets);
     return out;
   }

@@ -41,9 +41,8 @@ std::optional<double> remaining_seconds(const ProgressSnapshot& s) {
 std::string long_running_text(std::vector<RunningTest> tests, double after_s) {
   std::erase_if(tests, [&](const RunningTest& t) { return t.running_s <= after_s; });
   if (tests.empty()) return "";
-  std::sort(tests.begin(), tests.end(), [](const RunningTest& a, const RunningTest& b) {
-    return a.running_s > b.running_s;
-  });
+  std::sort(tests.begin(), tests.end(),
+            [](const RunningTest& a, const RunningTest& b) { return a.running_s > b.running_s; });
   std::string out = " | running:";
   for (size_t i = 0; i < tests.size() && i < 3; ++i)
     out += fmt::format("{} {} {} (limit {})", i ? "," : "", tests[i].id,

@@ -152,8 +152,7 @@ std::string devices_of_worker(int w, int workers, int devices) {
 class Runner {
  public:
   Runner(const RunRequest& req, EvidenceStore& store, std::string run_id, std::string run_dir,
-         std::map<std::string, std::string> env, std::set<std::string> finished,
-         TestLimits limits)
+         std::map<std::string, std::string> env, std::set<std::string> finished, TestLimits limits)
       : req_(req),
         store_(store),
         run_id_(std::move(run_id)),
