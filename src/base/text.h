@@ -21,6 +21,11 @@ std::vector<std::string> lines(std::string_view s);
 // ASCII lower case.
 std::string lower(std::string s);
 
+// Whether `part` occurs anywhere in `text`.
+inline bool contains(std::string_view text, std::string_view part) {
+  return text.find(part) != std::string_view::npos;
+}
+
 // The number of leading spaces and tabs (a tab counts one); a blank line's whole length.
 size_t indent_of(std::string_view line);
 

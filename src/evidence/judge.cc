@@ -17,7 +17,8 @@ bool must_succeed(std::optional<TestMode> mode) {
 
 bool strict_xfail_passed(const TestResult& r) {
   return r.mode == TestMode::xfail_strict &&
-         (is_pass(r.outcome) || (r.outcome == Outcome::failed && r.error_class == "XPASS(strict)"));
+         (is_pass(r.outcome) ||
+          (r.outcome == Outcome::failed && r.error_class == kStrictXpassError));
 }
 
 // "RuntimeError: boom" from error_class and message, without repeating the class.

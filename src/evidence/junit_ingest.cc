@@ -236,7 +236,7 @@ TestResult to_result(pugi::xml_node tc) {
     } else {
       t.outcome = problem == failure ? Outcome::failed : Outcome::error;
       if (t.message.starts_with("[XPASS(strict)]")) {
-        t.error_class = "XPASS(strict)";
+        t.error_class = kStrictXpassError;
       } else {
         t.error_class = attr(problem, "type");
         if (t.error_class.empty()) t.error_class = error_class_in(message);

@@ -1,6 +1,7 @@
 #include "evidence/test_result.h"
 
 #include "base/enum_names.h"
+#include "base/text.h"
 
 namespace ootci {
 namespace {
@@ -44,9 +45,9 @@ Seen classify(const TestResult& r) {
       return Seen::pass;
     case Outcome::failed:
     case Outcome::error:
-      if (r.error_class == "XPASS(strict)") return Seen::pass;
-      if (r.error_class.rfind("SIG", 0) == 0) return Seen::crash;
-      if (r.error_class == "Timeout") return Seen::hang;
+      if (r.error_class == kStrictXpassError) return Seen::pass;
+      if (r.error_class.starts_with("SIG")) return Seen::crash;
+      if (r.error_class == kTimeoutError) return Seen::hang;
       return Seen::fail;
     case Outcome::xfailed:
       return r.mode == TestMode::xfail || r.mode == TestMode::xfail_strict ? Seen::fail
@@ -81,23 +82,11 @@ std::string to_string(FailureCause cause) {
   return "other";
 }
 
-namespace {
-
-bool has(const std::string& text, std::string_view what) {
-  return text.find(what) != std::string::npos;
-}
-
-std::string lowered(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
-}  // namespace
-
 bool says_unimplemented(const TestResult& r) {
-  std::string m = lowered(r.message);
-  return has(r.error_class, "NotImplementedError") || has(m, "could not run") ||
-         has(m, "not implemented") || has(m, "switched off") || has(m, "not supported");
+  std::string m = lower(r.message);
+  return contains(r.error_class, "NotImplementedError") || contains(m, "could not run") ||
+         contains(m, "not implemented") || contains(m, "switched off") ||
+         contains(m, "not supported");
 }
 
 std::optional<FailureCause> failure_cause(const TestResult& r) {
@@ -113,9 +102,10 @@ std::optional<FailureCause> failure_cause(const TestResult& r) {
   }
   if (says_unimplemented(r)) return FailureCause::missing_kernel;
   // torch.testing's comparison: "Tensor-likes are not close!", "Scalars are not equal!".
-  std::string m = lowered(r.message);
-  if (has(r.error_class, "AssertionError") &&
-      (has(m, "are not close") || has(m, "are not equal") || has(m, "mismatched elements")))
+  std::string m = lower(r.message);
+  if (contains(r.error_class, "AssertionError") &&
+      (contains(m, "are not close") || contains(m, "are not equal") ||
+       contains(m, "mismatched elements")))
     return FailureCause::wrong_result;
   return FailureCause::other;
 }

@@ -63,6 +63,11 @@ struct TestResult {
   std::vector<std::string> input_op_dtypes;
 };
 
+// Error classes that carry meaning: written by the runner and the JUnit reader, read by classify()
+// and the judge. A crash's error class is its signal's name ("SIGSEGV").
+inline constexpr std::string_view kTimeoutError = "Timeout";            // it hung
+inline constexpr std::string_view kStrictXpassError = "XPASS(strict)";  // a strict xfail passed
+
 // What one result says of its test.
 enum class Seen {
   pass,            // passed or xpassed, or a strict xfail's XPASS(strict) failure

@@ -230,60 +230,72 @@ struct Agent::Impl {
     spdlog::info("job {}: starting (upstream {}, PR {})", job.id, job.upstream_sha, job.pr_number);
     int64_t start_ms = now_ms();
     std::vector<std::string> errors;
-    auto note = [&](const std::string& e) {
-      if (!e.empty()) errors.push_back(e);
-    };
-    if (!job.in_progress_reported) {
-      std::string failed = report(job, "in_progress", std::nullopt);
-      if (failed.empty()) {
-        queue.set_in_progress_reported(job.id);
-        job.in_progress_reported = true;
-      } else {
-        note(failed);
-      }
-    }
+    if (!job.in_progress_reported) note(errors, report_in_progress(job));
     fs::create_directories(config.jobs_dir);
     std::string log_path = fmt::format("{}/{}.log", config.jobs_dir, job.id);
+    std::optional<RunOutcome> outcome = run_tests(job, log_path, errors);
+    if (stopped() && !is_cancelled(job.id)) return;
+    complete(job, std::move(outcome), std::move(errors), start_ms);
+  }
 
+  static void note(std::vector<std::string>& errors, const std::string& error) {
+    if (!error.empty()) errors.push_back(error);
+  }
+
+  // Sends the job's in_progress callback and remembers that it went; returns the failure, if any.
+  std::string report_in_progress(AgentJob& job) {
+    std::string failed = report(job, "in_progress", std::nullopt);
+    if (failed.empty()) {
+      queue.set_in_progress_reported(job.id);
+      job.in_progress_reported = true;
+    }
+    return failed;
+  }
+
+  // The job's tests: the prepare command, `ootci run` (resumed where the job's run exists), and
+  // the attribution of a red run. Returns the run's outcome, or nullopt when no run exists.
+  std::optional<RunOutcome> run_tests(AgentJob& job, const std::string& log_path,
+                                      std::vector<std::string>& errors) {
     auto store = EvidenceStore::open(evidence_path(backend));
-    std::optional<RunOutcome> outcome;
-    bool prepared = true;
     if (!config.prepare_command.empty()) {
       int status = run_child(job, config.prepare_command, log_path);
       if (status != 0) {
-        prepared = false;
-        note(fmt::format("prepare_command failed: {} (log: {})", exit_text(status), log_path));
+        note(errors,
+             fmt::format("prepare_command failed: {} (log: {})", exit_text(status), log_path));
+        return std::nullopt;
       }
     }
-    if (prepared && !is_cancelled(job.id) && !stopped()) {
-      if (job.run_id.empty()) {
-        job.run_id = new_run_id(now_ms());
-        queue.set_run(job.id, job.run_id);
-      }
-      std::optional<RunInfo> prior = store->run(job.run_id);
-      std::vector<std::string> argv = {ootci_binary, "run", "--config", backend.path};
-      if (!prior)
-        argv.insert(argv.end(), {"--run-id", job.run_id});
-      else if (prior->status != "finished")
-        argv.insert(argv.end(), {"--resume", job.run_id});
-      if (!prior || prior->status != "finished") {
-        int status = run_child(job, argv, log_path);
-        bool tests_ran =
-            WIFEXITED(status) && (WEXITSTATUS(status) <= 1 || WEXITSTATUS(status) == 130);
-        if (!tests_ran)
-          note(fmt::format("ootci run failed: {} (log: {})", exit_text(status), log_path));
-      }
-      if (stopped() && !is_cancelled(job.id)) {
-        spdlog::info("job {}: agent stopping; the job resumes at the next start", job.id);
-        return;
-      }
-      if (store->run(job.run_id)) outcome = outcome_of_run(*store, job.run_id);
-      if (outcome && outcome->conclusion == "failure" && config.attribute &&
-          !is_cancelled(job.id) && !stopped())
-        outcome->triage_verdict = attribute(job, log_path);
+    if (is_cancelled(job.id) || stopped()) return std::nullopt;
+    if (job.run_id.empty()) {
+      job.run_id = new_run_id(now_ms());
+      queue.set_run(job.id, job.run_id);
     }
-    if (stopped() && !is_cancelled(job.id)) return;
+    std::optional<RunInfo> prior = store->run(job.run_id);
+    if (!prior || prior->status != "finished") {
+      std::vector<std::string> argv = {
+          ootci_binary, "run", "--config", backend.path, prior ? "--resume" : "--run-id",
+          job.run_id};
+      int status = run_child(job, argv, log_path);
+      bool tests_ran =
+          WIFEXITED(status) && (WEXITSTATUS(status) <= 1 || WEXITSTATUS(status) == 130);
+      if (!tests_ran)
+        note(errors, fmt::format("ootci run failed: {} (log: {})", exit_text(status), log_path));
+    }
+    if (stopped() && !is_cancelled(job.id)) {
+      spdlog::info("job {}: agent stopping; the job resumes at the next start", job.id);
+      return std::nullopt;
+    }
+    std::optional<RunOutcome> outcome;
+    if (store->run(job.run_id)) outcome = outcome_of_run(*store, job.run_id);
+    if (outcome && outcome->conclusion == "failure" && config.attribute && !is_cancelled(job.id) &&
+        !stopped())
+      outcome->triage_verdict = attribute(job, log_path);
+    return outcome;
+  }
 
+  // The job's end: the completed callback, the queue's record of it, and the metrics.
+  void complete(AgentJob& job, std::optional<RunOutcome> outcome, std::vector<std::string> errors,
+                int64_t start_ms) {
     bool cancelled_now = is_cancelled(job.id);
     if (!outcome) {
       outcome = RunOutcome{};
@@ -293,12 +305,8 @@ struct Agent::Impl {
     // The completed callback needs a matching in_progress; without one the relay refuses it. An
     // in_progress that failed at the start (no token, the relay down) is sent again first, with
     // the same identity and started_at, so a transient failure does not lose the result.
-    if (!job.in_progress_reported && !backend.report.callback_url.empty() &&
-        report(job, "in_progress", std::nullopt).empty()) {
-      queue.set_in_progress_reported(job.id);
-      job.in_progress_reported = true;
-    }
-    if (job.in_progress_reported) note(report(job, "completed", outcome));
+    if (!job.in_progress_reported && !backend.report.callback_url.empty()) report_in_progress(job);
+    if (job.in_progress_reported) note(errors, report(job, "completed", outcome));
     std::string error;
     for (const auto& e : errors) error += (error.empty() ? "" : "; ") + e;
     queue.finish(job.id, cancelled_now ? "cancelled" : "done", outcome->conclusion, error,

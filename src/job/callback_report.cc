@@ -78,6 +78,71 @@ std::string github_actions_token(const std::string& request_url, const std::stri
   return j["value"].get<std::string>();
 }
 
+// The workflow fields a callback must carry, as the relay checks them.
+void check_workflow_identity(const std::string& status, const WorkflowIdentity& w) {
+  if (status != "in_progress" && status != "completed")
+    throw Error(fmt::format("workflow.status: must be in_progress or completed, got '{}'", status));
+  if (w.name.empty()) throw Error("workflow.name: required");
+  // GitHub's run ids are integers; Buildkite's are build UUIDs (the relay takes either).
+  if (!is_callback_run_id(w.run_id))
+    throw Error(fmt::format("workflow.run_id: must be {}, got '{}'", kCallbackRunIdRule, w.run_id));
+  if (w.run_id.find_first_not_of('0') == std::string::npos)
+    throw Error("workflow.run_id: must not be 0 (reserved for dispatch records)");
+  if (!is_decimal(w.run_attempt) || std::stoll(w.run_attempt) < 1)
+    throw Error(
+        fmt::format("workflow.run_attempt: must be a positive integer, got '{}'", w.run_attempt));
+}
+
+// The callback's `workflow` object; `outcome` is set when status is completed.
+nlohmann::json workflow_object(const std::string& status, const WorkflowIdentity& w,
+                               const std::optional<RunOutcome>& outcome) {
+  bool completed = status == "completed";
+  auto or_null = [](const std::string& s) {
+    return s.empty() ? nlohmann::json() : nlohmann::json(s);
+  };
+  nlohmann::json wf = {
+      {"schema_version", "1"},
+      {"status", status},
+      {"conclusion", completed ? nlohmann::json(outcome->conclusion) : nlohmann::json()},
+      {"name", w.name},
+      {"url", or_null(w.url)},
+      {"run_id", w.run_id},
+      {"run_attempt", w.run_attempt},
+      {"job_name", or_null(w.job_name)},
+      {"check_run_id", w.check_run_id.empty() ? w.run_id + "-" + w.run_attempt : w.check_run_id},
+      {"started_at", !w.started_at.empty() ? nlohmann::json(w.started_at)
+                     : completed           ? nlohmann::json()
+                                           : nlohmann::json(iso8601_utc(now_ms()))},
+      {"completed_at", !completed                ? nlohmann::json()
+                       : !w.completed_at.empty() ? nlohmann::json(w.completed_at)
+                                                 : nlohmann::json(iso8601_utc(now_ms()))},
+      {"test_results", nullptr}};
+  // An outcome without results (a build that failed before any test ran) has no summary.
+  if (completed && (outcome->total || outcome->passed || outcome->failed || outcome->skipped))
+    wf["test_results"] = {{"passed", outcome->passed},
+                          {"failed", outcome->failed},
+                          {"skipped", outcome->skipped},
+                          {"total", outcome->total}};
+  return wf;
+}
+
+// A completed body's failed_tests_detail: 1,000 entries of 1 KB messages plus the upstream
+// webhook can pass the 2 MB a body may have, so the first entries (newly failing) that fit.
+void add_failed_tests_detail(nlohmann::json& body, const RunOutcome& outcome) {
+  if (!outcome.failed_tests.is_array() || outcome.failed_tests.empty()) return;
+  size_t fixed = kEnvelopeBytes + body.dump().size() +
+                 (outcome.triage_verdict.is_null() ? 0 : outcome.triage_verdict.dump().size());
+  size_t room = fixed < kMaxCallbackBodyBytes ? kMaxCallbackBodyBytes - fixed : 0;
+  nlohmann::json kept = nlohmann::json::array();
+  size_t used = std::string(R"(,"failed_tests_detail":[])").size();
+  for (const auto& entry : outcome.failed_tests) {
+    used += entry.dump().size() + 1;
+    if (used > room) break;
+    kept.push_back(entry);
+  }
+  if (!kept.empty()) body["failed_tests_detail"] = std::move(kept);
+}
+
 }  // namespace
 
 WorkflowIdentity workflow_from_environment(const EnvLookup& env) {
@@ -137,46 +202,10 @@ nlohmann::json build_callback_body(const nlohmann::json& client_payload, const s
   auto payload = client_payload.find("payload");
   if (payload == client_payload.end() || !payload->is_object())
     throw Error("client_payload.payload: missing (expected an object)");
-  if (status != "in_progress" && status != "completed")
-    throw Error(fmt::format("workflow.status: must be in_progress or completed, got '{}'", status));
-  if (w.name.empty()) throw Error("workflow.name: required");
-  // GitHub's run ids are integers; Buildkite's are build UUIDs (the relay takes either).
-  if (!is_callback_run_id(w.run_id))
-    throw Error(fmt::format("workflow.run_id: must be {}, got '{}'", kCallbackRunIdRule, w.run_id));
-  if (w.run_id.find_first_not_of('0') == std::string::npos)
-    throw Error("workflow.run_id: must not be 0 (reserved for dispatch records)");
-  if (!is_decimal(w.run_attempt) || std::stoll(w.run_attempt) < 1)
-    throw Error(
-        fmt::format("workflow.run_attempt: must be a positive integer, got '{}'", w.run_attempt));
+  check_workflow_identity(status, w);
   bool completed = status == "completed";
   if (completed && !outcome) throw Error("workflow.conclusion: a completed callback needs one");
-
-  auto or_null = [](const std::string& s) {
-    return s.empty() ? nlohmann::json() : nlohmann::json(s);
-  };
-  nlohmann::json wf = {
-      {"schema_version", "1"},
-      {"status", status},
-      {"conclusion", completed ? nlohmann::json(outcome->conclusion) : nlohmann::json()},
-      {"name", w.name},
-      {"url", or_null(w.url)},
-      {"run_id", w.run_id},
-      {"run_attempt", w.run_attempt},
-      {"job_name", or_null(w.job_name)},
-      {"check_run_id", w.check_run_id.empty() ? w.run_id + "-" + w.run_attempt : w.check_run_id},
-      {"started_at", !w.started_at.empty() ? nlohmann::json(w.started_at)
-                     : completed           ? nlohmann::json()
-                                           : nlohmann::json(iso8601_utc(now_ms()))},
-      {"completed_at", !completed                ? nlohmann::json()
-                       : !w.completed_at.empty() ? nlohmann::json(w.completed_at)
-                                                 : nlohmann::json(iso8601_utc(now_ms()))},
-      {"test_results", nullptr}};
-  // An outcome without results (a build that failed before any test ran) has no summary.
-  if (completed && (outcome->total || outcome->passed || outcome->failed || outcome->skipped))
-    wf["test_results"] = {{"passed", outcome->passed},
-                          {"failed", outcome->failed},
-                          {"skipped", outcome->skipped},
-                          {"total", outcome->total}};
+  nlohmann::json wf = workflow_object(status, w, outcome);
   if (!artifact_url.empty()) wf["artifact_url"] = artifact_url;
 
   nlohmann::json body = {{"delivery_id", *delivery}, {"payload", *payload}, {"workflow", wf}};
@@ -187,21 +216,7 @@ nlohmann::json build_callback_body(const nlohmann::json& client_payload, const s
   if (auto t = client_payload.find("callback_token"); t != client_payload.end() && t->is_string())
     body["callback_token"] = *t;
   // Beside `workflow`, as the relay reads them (RFC-0054's additive fields).
-  if (completed && outcome->failed_tests.is_array() && !outcome->failed_tests.empty()) {
-    // 1,000 entries of 1 KB messages plus the upstream webhook can pass the 2 MB a body may
-    // have: keep the first entries (newly failing) that fit.
-    size_t fixed = kEnvelopeBytes + body.dump().size() +
-                   (outcome->triage_verdict.is_null() ? 0 : outcome->triage_verdict.dump().size());
-    size_t room = fixed < kMaxCallbackBodyBytes ? kMaxCallbackBodyBytes - fixed : 0;
-    nlohmann::json kept = nlohmann::json::array();
-    size_t used = std::string(R"(,"failed_tests_detail":[])").size();
-    for (const auto& entry : outcome->failed_tests) {
-      used += entry.dump().size() + 1;
-      if (used > room) break;
-      kept.push_back(entry);
-    }
-    if (!kept.empty()) body["failed_tests_detail"] = std::move(kept);
-  }
+  if (completed) add_failed_tests_detail(body, *outcome);
   if (completed && !outcome->triage_verdict.is_null()) {
     if (relay == "crcr") {
       nlohmann::json v = outcome->triage_verdict;

@@ -123,6 +123,145 @@ TestResult result_from_event(const nlohmann::json& e) {
   return r;
 }
 
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+// What is known of a running pytest between two looks at it: the reporter's events so far, the
+// test in progress and its limit, and the outcome being built.
+class PytestWatch {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  PytestWatch(const PytestRequest& req, const std::string& events, const std::string& log_path,
+              const std::function<void(const TestResult&)>& on_result)
+      : req_(req), reader_(events), on_result_(on_result) {
+    out_.log_path = log_path;
+  }
+  // Whoever watches the run's progress learns that the test stopped running, also on a throw.
+  ~PytestWatch() { set_running(std::nullopt); }
+
+  // Takes in new events and log output.
+  void poll() {
+    bool active = read_events();
+    uintmax_t size = file_size_or_zero(out_.log_path);
+    if (active || size != log_size_) last_activity_ = Clock::now();
+    log_size_ = size;
+  }
+
+  // Why the process must be killed now, if it must. Inside a test only the per-test timeout
+  // applies (a test prints nothing until it ends); the stall watchdog covers everything else:
+  // imports, collection, teardown.
+  std::optional<PytestEnding> kill_reason(bool stop) const {
+    if (stop) return PytestEnding::interrupted;
+    if (out_.in_progress && seconds_since(test_started_) > limit_.seconds)
+      return PytestEnding::test_timeout;
+    if (!out_.in_progress && seconds_since(last_activity_) > req_.stall_timeout_s)
+      return PytestEnding::stalled;
+    return std::nullopt;
+  }
+
+  // Before the kill: the test a timeout kills is named while it is still the one in progress.
+  void killing(PytestEnding why) {
+    if (why != PytestEnding::test_timeout) return;
+    out_.killed_test = *out_.in_progress;
+    out_.killed_limit = limit_;
+  }
+
+  // The outcome once the process the watcher killed for `why` is gone.
+  PytestOutcome killed(PytestEnding why) {
+    read_events();
+    out_.ending = why;
+    if (out_.in_progress == out_.killed_test) out_.in_progress_s = seconds_since(test_started_);
+    if (why != PytestEnding::test_timeout)
+      settle();
+    else
+      out_.bad_events = reader_.bad_lines();
+    return std::move(out_);
+  }
+
+  // The outcome once the process ended by itself with wait status `status`.
+  PytestOutcome ended(int status) {
+    read_events();
+    if (WIFSIGNALED(status)) {
+      out_.ending = PytestEnding::signaled;
+      out_.signal = WTERMSIG(status);
+    } else {
+      out_.exit_code = WEXITSTATUS(status);
+    }
+    settle();
+    return std::move(out_);
+  }
+
+ private:
+  bool read_events() {
+    return reader_.poll([this](const nlohmann::json& e) { on_event(e); });
+  }
+
+  void on_event(const nlohmann::json& e) {
+    std::string kind = field<std::string>(e, "e", "");
+    if (kind == "collected") {
+      out_.collected = field<std::vector<std::string>>(e, "tests", {});
+      out_.multi_device = field<std::vector<std::string>>(e, "multi_device", {});
+    } else if (kind == "start") {
+      TestResult skeleton = result_from_event(e);
+      out_.in_progress = skeleton.test_id;
+      out_.started[skeleton.test_id] = skeleton;
+      test_started_ = Clock::now();
+      called_.reset();
+      limit_ = req_.limit_of ? req_.limit_of(skeleton.test_id)
+                             : TestLimit{req_.test_timeout_s,
+                                         fmt::format("test_timeout_s={}", req_.test_timeout_s)};
+      set_running(skeleton.test_id);
+    } else if (kind == "called") {
+      called_ = result_from_event(e);
+    } else if (kind == "result") {
+      TestResult r = result_from_event(e);
+      if (out_.in_progress == r.test_id) out_.in_progress.reset();
+      called_.reset();
+      set_running(out_.in_progress);
+      on_result_(r);
+      out_.results.push_back(std::move(r));
+    } else if (kind == "collect_error") {
+      out_.collect_errors.push_back(field<std::string>(e, "message", ""));
+    }
+  }
+
+  // Whoever watches the run's progress learns which test runs, and when it stops running.
+  void set_running(const std::optional<std::string>& id) {
+    if (!req_.on_running || running_ == id.value_or("")) return;
+    if (!running_.empty()) req_.on_running(running_, 0, false);
+    running_ = id.value_or("");
+    if (!running_.empty()) req_.on_running(running_, limit_.seconds, true);
+  }
+
+  // After an abnormal end: a test whose call phase had finished keeps that outcome; the death
+  // belongs to teardown, not to the test.
+  void settle() {
+    out_.bad_events = reader_.bad_lines();
+    if (out_.in_progress) out_.in_progress_s = seconds_since(test_started_);
+    if (out_.in_progress && called_ && called_->test_id == *out_.in_progress) {
+      called_->message =
+          fmt::format("(the process died after this test's call phase) {}", called_->message);
+      on_result_(*called_);
+      out_.results.push_back(*called_);
+      out_.in_progress.reset();
+      out_.died_after_call = true;
+    }
+  }
+
+  const PytestRequest& req_;
+  EventReader reader_;
+  const std::function<void(const TestResult&)>& on_result_;
+  PytestOutcome out_;
+  Clock::time_point test_started_ = Clock::now();
+  Clock::time_point last_activity_ = Clock::now();
+  uintmax_t log_size_ = 0;
+  std::optional<TestResult> called_;  // the in-progress test's call outcome, once reported
+  TestLimit limit_;                   // the in-progress test's
+  std::string running_;               // the test the progress watcher was told runs
+};
+
 // Watches a running pytest (spawned, or forked by a fork server) to its end: results as they
 // come, the per-test timeout and the stall watchdog, and how it ended.
 template <typename Process>
@@ -130,116 +269,20 @@ PytestOutcome watch(Process& proc, const PytestRequest& req, const std::string& 
                     const std::string& log_path,
                     const std::function<void(const TestResult&)>& on_result,
                     const std::atomic<bool>& stop) {
-  PytestOutcome out;
-  out.log_path = log_path;
-  using Clock = std::chrono::steady_clock;
-  EventReader reader(events);
-  Clock::time_point test_started = Clock::now();
-  std::optional<TestResult> called;  // the in-progress test's call outcome, once reported
-  TestLimit limit;                   // the in-progress test's
-  // Whoever watches the run's progress learns which test runs, and when it stops running.
-  std::string running;
-  auto set_running = [&](const std::optional<std::string>& id) {
-    if (!req.on_running || running == id.value_or("")) return;
-    if (!running.empty()) req.on_running(running, 0, false);
-    running = id.value_or("");
-    if (!running.empty()) req.on_running(running, limit.seconds, true);
-  };
-  struct StopRunning {
-    std::function<void()> f;
-    ~StopRunning() { f(); }
-  } stop_running{[&] { set_running(std::nullopt); }};
-  auto on_event = [&](const nlohmann::json& e) {
-    std::string kind = field<std::string>(e, "e", "");
-    if (kind == "collected") {
-      out.collected = field<std::vector<std::string>>(e, "tests", {});
-      out.multi_device = field<std::vector<std::string>>(e, "multi_device", {});
-    } else if (kind == "start") {
-      TestResult skeleton = result_from_event(e);
-      out.in_progress = skeleton.test_id;
-      out.started[skeleton.test_id] = skeleton;
-      test_started = Clock::now();
-      called.reset();
-      limit = req.limit_of ? req.limit_of(skeleton.test_id)
-                           : TestLimit{req.test_timeout_s,
-                                       fmt::format("test_timeout_s={}", req.test_timeout_s)};
-      set_running(skeleton.test_id);
-    } else if (kind == "called") {
-      called = result_from_event(e);
-    } else if (kind == "result") {
-      TestResult r = result_from_event(e);
-      if (out.in_progress == r.test_id) out.in_progress.reset();
-      called.reset();
-      set_running(out.in_progress);
-      on_result(r);
-      out.results.push_back(std::move(r));
-    } else if (kind == "collect_error") {
-      out.collect_errors.push_back(field<std::string>(e, "message", ""));
-    }
-  };
-  auto seconds_since = [](Clock::time_point t) {
-    return std::chrono::duration<double>(Clock::now() - t).count();
-  };
-  // After an abnormal end: a test whose call phase had finished keeps that outcome; the death
-  // belongs to teardown, not to the test.
-  auto settle = [&] {
-    out.bad_events = reader.bad_lines();
-    if (out.in_progress) out.in_progress_s = seconds_since(test_started);
-    if (out.in_progress && called && called->test_id == *out.in_progress) {
-      called->message =
-          fmt::format("(the process died after this test's call phase) {}", called->message);
-      on_result(*called);
-      out.results.push_back(*called);
-      out.in_progress.reset();
-      out.died_after_call = true;
-    }
-  };
-
-  Clock::time_point last_activity = Clock::now();
-  uintmax_t log_size = 0;
+  PytestWatch watched(req, events, log_path, on_result);
   std::optional<int> status;
   while (!(status = proc.try_wait())) {
-    bool active = reader.poll(on_event);
-    uintmax_t size = file_size_or_zero(out.log_path);
-    if (active || size != log_size) last_activity = Clock::now();
-    log_size = size;
-    // Inside a test only the per-test timeout applies (a test prints nothing until it ends);
-    // the stall watchdog covers everything else: imports, collection, teardown.
-    std::optional<PytestEnding> kill_for;
-    if (stop)
-      kill_for = PytestEnding::interrupted;
-    else if (out.in_progress && seconds_since(test_started) > limit.seconds)
-      kill_for = PytestEnding::test_timeout;
-    else if (!out.in_progress && seconds_since(last_activity) > req.stall_timeout_s)
-      kill_for = PytestEnding::stalled;
-    if (kill_for) {
-      if (kill_for == PytestEnding::test_timeout) {
-        out.killed_test = *out.in_progress;
-        out.killed_limit = limit;
-      }
+    watched.poll();
+    if (std::optional<PytestEnding> why = watched.kill_reason(stop)) {
+      watched.killing(*why);
       proc.signal(SIGKILL);
       proc.wait();
-      reader.poll(on_event);
-      out.ending = *kill_for;
-      if (out.in_progress == out.killed_test) out.in_progress_s = seconds_since(test_started);
-      if (out.ending != PytestEnding::test_timeout)
-        settle();
-      else
-        out.bad_events = reader.bad_lines();
-      return out;
+      return watched.killed(*why);
     }
     proc.await_exit(50);
   }
   proc.kill_group();
-  reader.poll(on_event);
-  if (WIFSIGNALED(*status)) {
-    out.ending = PytestEnding::signaled;
-    out.signal = WTERMSIG(*status);
-  } else {
-    out.exit_code = WEXITSTATUS(*status);
-  }
-  settle();
-  return out;
+  return watched.ended(*status);
 }
 
 }  // namespace

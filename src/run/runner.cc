@@ -171,9 +171,8 @@ class Runner {
     files_finished_ = 0;
     std::mutex queue_mutex;
     size_t next = 0;
-    int workers = std::max(1, req_.workers > 0 ? req_.workers : req_.backend.run.workers);
+    int workers = run_workers(req_);
     int devices = req_.backend.run.devices;
-    if (devices > 0) workers = std::min(workers, devices);  // a worker owns at least one device
     std::vector<std::thread> threads;
     for (int w = 0; w < workers; ++w) {
       threads.emplace_back([&, w] {
@@ -336,7 +335,7 @@ class Runner {
       why = fmt::format("the test process died from {} while this test ran, also when run alone",
                         cls);
     } else if (again.ending == PytestEnding::test_timeout && again.killed_test == id) {
-      cls = "Timeout";
+      cls = kTimeoutError;
       why = fmt::format(
           "crashed ({}) among other tests; alone it ran longer than its limit of {} s ({})",
           signal_name(sig), again.killed_limit.seconds, again.killed_limit.why);
@@ -360,123 +359,164 @@ class Runner {
       if (st.done.count(id) || one.ending == PytestEnding::interrupted) continue;
       std::string cls = one.ending == PytestEnding::signaled ? signal_name(one.signal)
                         : one.ending == PytestEnding::exited ? "NotReported"
-                                                             : "Timeout";
+                                                             : std::string(kTimeoutError);
       keep(st, error_result(id, cls, tail_of_file(one.log_path), st.started, one.in_progress_s));
     }
   }
 
+  // A test that crashed its process after other tests is not judged yet: it leads the rest of
+  // the file into the next process, so it runs there alone, as a fresh process would run it,
+  // and if it survives, the rest follows it in that process instead of in one more.
+  struct Suspect {
+    std::string id;
+    int signal;
+    double seconds;
+  };
+
+  // A file's first pass between two attempts: what the next one runs, and what the pass has seen.
+  struct FirstPass {
+    std::optional<std::vector<std::string>> only;  // the next attempt's tests (nullopt: all)
+    bool stall_retried = false;
+    int attempts_without_progress = 0;
+    std::optional<Suspect> suspect;
+  };
+
+  // What finish_attempt decides: another attempt, the end of the first pass, or a stop.
+  enum class Step { again, file_done, interrupted };
+
   // The file's first pass: crashes and hangs are isolated, and every test ends with a result.
+  // One attempt at a time, as ninja's Builder starts an edge and finishes its command:
+  // finish_attempt reads how the attempt ended and decides what runs next.
   void run_file(const PlanFile& f, FileState& st) {
     st.done = finished_;
-    std::optional<std::vector<std::string>> only = f.only;
-    bool stall_retried = false;
-    int passes_without_progress = 0;
-    // A test that crashed its process after other tests is not judged yet: it leads the rest of
-    // the file into the next process, so it runs there alone, as a fresh process would run it,
-    // and if it survives, the rest follows it in that process instead of in one more.
-    struct Suspect {
-      std::string id;
-      int signal;
-      double seconds;
-    };
-    std::optional<Suspect> suspect;
+    FirstPass pass;
+    pass.only = f.only;
     for (;;) {
-      PytestOutcome out = attempt(
-          f, st, only, st.done,
-          [&](const TestResult& r) {
-            keep(st, suspect && r.test_id == suspect->id ? survived_alone(r, suspect->signal) : r);
-          },
-          st.all.empty() ? f.bases : std::nullopt);
-      for (const auto& [k, v] : out.started) st.started.emplace(k, v);
-      st.multi_device.insert(out.multi_device.begin(), out.multi_device.end());
-      if (out.collected && st.all.empty()) {
-        st.all = *out.collected;
-        progress_->expect(f.relpath, st.all.size() + st.multi_device.size());
-      }
-      if (out.ending == PytestEnding::interrupted) return;
-      bool exited = out.ending == PytestEnding::exited;
-      if (exited && !out.in_progress && out.results.empty() && st.all.empty()) {
-        // Nothing ran: an import or collection error (pytest exits 2), or no tests (5).
-        if (out.exit_code != 5 && out.exit_code != 0)
-          keep(st,
-               error_result(f.relpath, "CollectionError",
-                            fmt::format("pytest exited {} before running a test\n{}", out.exit_code,
-                                        out.collect_errors.empty() ? tail_of_file(out.log_path)
-                                                                   : out.collect_errors.front()),
-                            st.started));
-        break;
-      }
-      std::optional<Suspect> judged = std::exchange(suspect, std::nullopt);
-      if (judged && !st.done.count(judged->id)) {
-        // It ran first and did not report: this attempt was its run alone.
-        confirm_crash(f, st, judged->id, judged->signal, judged->seconds, &out);
-      } else if (out.ending == PytestEnding::test_timeout) {
-        keep(st, error_result(out.killed_test, "Timeout",
-                              fmt::format("ran longer than its limit of {} s ({})",
-                                          out.killed_limit.seconds, out.killed_limit.why),
-                              st.started, out.in_progress_s));
-      } else if (out.in_progress && out.ending == PytestEnding::signaled) {
-        // A death its fork server caused says nothing about the test: it runs alone anyway.
-        bool first = out.started.size() == 1 && out.results.empty() && !out.server_died;
-        if (first)
-          confirm_crash(f, st, *out.in_progress, out.signal, out.in_progress_s, &out);
-        else if (!st.all.empty())
-          suspect = Suspect{*out.in_progress, out.signal, out.in_progress_s};
-        else
-          confirm_crash(f, st, *out.in_progress, out.signal, out.in_progress_s);
-      } else if (out.in_progress && exited) {
-        keep(st, error_result(*out.in_progress, "ProcessExit",
-                              fmt::format("the test process exited with status {} during this "
-                                          "test\n{}",
-                                          out.exit_code, tail_of_file(out.log_path)),
-                              st.started, out.in_progress_s));
-      } else if (out.ending == PytestEnding::stalled) {
-        if (stall_retried) {
-          // Hung twice outside any test (import, collection, teardown): the file is one error.
-          keep(st, error_result(
-                       f.relpath, "Timeout",
-                       fmt::format("no output for stall_timeout_s={} outside any test, "
-                                   "twice (after a retry)\n{}",
-                                   req_.backend.run.stall_timeout_s, tail_of_file(out.log_path)),
-                       st.started));
-          break;
-        }
-        stall_retried = true;  // kill and retry the rest once
-      } else if (!exited) {
-        // Died between tests (module setup, or teardown after a test's call phase): nobody to
-        // blame, so the death itself is a file-level error and the rest runs one process per
-        // test.
-        std::string cls = signal_name(out.signal);
-        keep(st, error_result(f.relpath, cls,
-                              fmt::format("the test process died ({}) outside any test's call "
-                                          "phase\n{}",
-                                          cls, tail_of_file(out.log_path)),
-                              st.started));
-        if (!st.all.empty()) run_one_by_one(f, st, st.all);
-        break;
-      }
-      std::vector<std::string> rest;
-      for (const auto& id : st.all)
-        if (!st.done.count(id)) rest.push_back(id);
-      if (rest.empty() && !st.all.empty()) break;
-      // A clean exit that left tests unreported (pytest -x, a lost event line): run the rest,
-      // unless a whole pass got nowhere.
-      if (exited && !out.in_progress) {
-        passes_without_progress = out.results.empty() ? passes_without_progress + 1 : 0;
-        if (passes_without_progress >= 2) {
-          for (const auto& id : rest)
-            keep(st, error_result(id, "NotReported",
-                                  "pytest ended without reporting this test (twice)\n" +
-                                      tail_of_file(out.log_path),
-                                  st.started));
-          break;
-        }
-      }
-      only = st.all.empty() ? f.only : std::optional<std::vector<std::string>>(rest);
+      PytestOutcome out = start_attempt(f, st, pass);
+      Step next = finish_attempt(f, st, pass, out);
+      if (next == Step::interrupted) return;
+      if (next == Step::file_done) break;
     }
     if (!g_run_stop && !st.multi_device.empty())
       run_one_by_one(f, st, {st.multi_device.begin(), st.multi_device.end()});
     rerun_failures(f, st);
+  }
+
+  // One attempt of the first pass; a suspect that reports survived its run alone.
+  PytestOutcome start_attempt(const PlanFile& f, FileState& st, const FirstPass& pass) {
+    PytestOutcome out = attempt(
+        f, st, pass.only, st.done,
+        [&](const TestResult& r) {
+          bool survivor = pass.suspect && r.test_id == pass.suspect->id;
+          keep(st, survivor ? survived_alone(r, pass.suspect->signal) : r);
+        },
+        st.all.empty() ? f.bases : std::nullopt);
+    for (const auto& [k, v] : out.started) st.started.emplace(k, v);
+    st.multi_device.insert(out.multi_device.begin(), out.multi_device.end());
+    if (out.collected && st.all.empty()) {
+      st.all = *out.collected;
+      progress_->expect(f.relpath, st.all.size() + st.multi_device.size());
+    }
+    return out;
+  }
+
+  Step finish_attempt(const PlanFile& f, FileState& st, FirstPass& pass, const PytestOutcome& out) {
+    if (out.ending == PytestEnding::interrupted) return Step::interrupted;
+    bool exited = out.ending == PytestEnding::exited;
+    if (exited && !out.in_progress && out.results.empty() && st.all.empty()) {
+      // Nothing ran: an import or collection error (pytest exits 2), or no tests (5).
+      if (out.exit_code != 5 && out.exit_code != 0)
+        keep(st,
+             error_result(f.relpath, "CollectionError",
+                          fmt::format("pytest exited {} before running a test\n{}", out.exit_code,
+                                      out.collect_errors.empty() ? tail_of_file(out.log_path)
+                                                                 : out.collect_errors.front()),
+                          st.started));
+      return Step::file_done;
+    }
+    if (settle_ending(f, st, pass, out) == Step::file_done) return Step::file_done;
+    return plan_rest(f, st, pass, out);
+  }
+
+  // Records what the attempt's ending says about the test it stopped in (or about the file);
+  // file_done when that ends the file's first pass.
+  Step settle_ending(const PlanFile& f, FileState& st, FirstPass& pass, const PytestOutcome& out) {
+    bool exited = out.ending == PytestEnding::exited;
+    std::optional<Suspect> judged = std::exchange(pass.suspect, std::nullopt);
+    if (judged && !st.done.count(judged->id)) {
+      // It ran first and did not report: this attempt was its run alone.
+      confirm_crash(f, st, judged->id, judged->signal, judged->seconds, &out);
+    } else if (out.ending == PytestEnding::test_timeout) {
+      keep(st, error_result(out.killed_test, std::string(kTimeoutError),
+                            fmt::format("ran longer than its limit of {} s ({})",
+                                        out.killed_limit.seconds, out.killed_limit.why),
+                            st.started, out.in_progress_s));
+    } else if (out.in_progress && out.ending == PytestEnding::signaled) {
+      // A death its fork server caused says nothing about the test: it runs alone anyway.
+      bool first = out.started.size() == 1 && out.results.empty() && !out.server_died;
+      if (first)
+        confirm_crash(f, st, *out.in_progress, out.signal, out.in_progress_s, &out);
+      else if (!st.all.empty())
+        pass.suspect = Suspect{*out.in_progress, out.signal, out.in_progress_s};
+      else
+        confirm_crash(f, st, *out.in_progress, out.signal, out.in_progress_s);
+    } else if (out.in_progress && exited) {
+      keep(st, error_result(*out.in_progress, "ProcessExit",
+                            fmt::format("the test process exited with status {} during this "
+                                        "test\n{}",
+                                        out.exit_code, tail_of_file(out.log_path)),
+                            st.started, out.in_progress_s));
+    } else if (out.ending == PytestEnding::stalled) {
+      if (!pass.stall_retried) {
+        pass.stall_retried = true;  // kill and retry the rest once
+        return Step::again;
+      }
+      // Hung twice outside any test (import, collection, teardown): the file is one error.
+      keep(st,
+           error_result(f.relpath, std::string(kTimeoutError),
+                        fmt::format("no output for stall_timeout_s={} outside any test, "
+                                    "twice (after a retry)\n{}",
+                                    req_.backend.run.stall_timeout_s, tail_of_file(out.log_path)),
+                        st.started));
+      return Step::file_done;
+    } else if (!exited) {
+      // Died between tests (module setup, or teardown after a test's call phase): nobody to
+      // blame, so the death itself is a file-level error and the rest runs one process per
+      // test.
+      std::string cls = signal_name(out.signal);
+      keep(st, error_result(f.relpath, cls,
+                            fmt::format("the test process died ({}) outside any test's call "
+                                        "phase\n{}",
+                                        cls, tail_of_file(out.log_path)),
+                            st.started));
+      if (!st.all.empty()) run_one_by_one(f, st, st.all);
+      return Step::file_done;
+    }
+    return Step::again;
+  }
+
+  // The tests still without a result go to the next attempt, unless none are left or attempts
+  // stopped getting anywhere.
+  Step plan_rest(const PlanFile& f, FileState& st, FirstPass& pass, const PytestOutcome& out) {
+    std::vector<std::string> rest;
+    for (const auto& id : st.all)
+      if (!st.done.count(id)) rest.push_back(id);
+    if (rest.empty() && !st.all.empty()) return Step::file_done;
+    // A clean exit that left tests unreported (pytest -x, a lost event line): run the rest,
+    // unless a whole attempt got nowhere twice.
+    if (out.ending == PytestEnding::exited && !out.in_progress) {
+      pass.attempts_without_progress = out.results.empty() ? pass.attempts_without_progress + 1 : 0;
+      if (pass.attempts_without_progress >= 2) {
+        for (const auto& id : rest)
+          keep(st, error_result(id, "NotReported",
+                                "pytest ended without reporting this test (twice)\n" +
+                                    tail_of_file(out.log_path),
+                                st.started));
+        return Step::file_done;
+      }
+    }
+    pass.only = st.all.empty() ? f.only : std::optional<std::vector<std::string>>(rest);
+    return Step::again;
   }
 
   // Failed tests run again in fresh processes; one that then passes is flaky, not a failure.
@@ -637,33 +677,89 @@ std::vector<PlanFile> only_labelled(const nlohmann::json& plan, const std::vecto
   return out;
 }
 
-std::string run_verdict(EvidenceStore& store, const RunInfo& info,
-                        const std::vector<TestResult>& results) {
-  return judge(results, baseline_of(store, info).results_or_null()).conclusion;
-}
-
-}  // namespace
-
-RunReport run_plan(const RunRequest& req) {
-  const BackendConfig& backend = req.backend;
+// The resolved plan the run runs: the request's own, or the backend's test configs resolved.
+nlohmann::json plan_to_run(const RunRequest& req) {
   PlanResult resolved;
   if (req.plan_override)
     resolved.plan = *req.plan_override;
   else
-    resolved = resolve_plan(backend);
+    resolved = resolve_plan(req.backend);
   if (!resolved.ok()) {
     std::string all;
     for (const auto& e : resolved.errors) all += e + "\n";
     throw Error(all + "the plan has errors; nothing ran");
   }
-  auto store = EvidenceStore::open(req.evidence_path);
-  std::string config_hash = plan_config_hash(resolved.plan);
+  return resolved.plan;
+}
 
+// What a run works on: a new run, or the one --resume continues.
+struct RunStart {
   RunInfo info;
-  std::set<std::string> finished;
-  std::vector<PlanFile> files = plan_files(resolved.plan, req.selection);
+  std::vector<PlanFile> files;
+  std::set<std::string> finished;  // the settled tests of a resumed run
   // A staged selection's second stage: decided after the first, and kept in the manifest so a
-  // resumed run still decides it (or still covers it, once it ran).
+  // resumed run still decides it (or still covers it, once it ran). Null: none.
+  nlohmann::json second_stage;
+  std::vector<std::string> labels;
+};
+
+// The run --resume continues: its own files, labels and second stage. Finished means settled:
+// failures still owed their reruns run again, and whole-file errors are dropped so the file gets
+// another chance.
+RunStart resumed_run(const RunRequest& req, EvidenceStore& store, const nlohmann::json& plan,
+                     const std::string& config_hash) {
+  if (req.selection || req.shards > 0)
+    throw Error("--resume continues the run's own files; leave out --select and --shard");
+  auto prior = store.run(req.resume_run);
+  if (!prior)
+    throw Error(fmt::format("--resume: no run {} in {}", req.resume_run, req.evidence_path));
+  if (prior->config_hash != config_hash)
+    throw Error(fmt::format("--resume: run {} ran another plan (config hash {}, now {})",
+                            req.resume_run, prior->config_hash, config_hash));
+  RunStart run;
+  run.info = *prior;
+  run.files = files_of_manifest(plan, run.info.manifest);
+  run.second_stage = run.info.manifest.value("second_stage", nlohmann::json());
+  run.labels = run.info.manifest.value("labels", std::vector<std::string>{});
+  for (const auto& r : store.results(run.info.id)) {
+    if (r.name.empty())
+      store.forget(run.info.id, r.test_id);
+    else if (!(rerunnable(r) && r.reruns == 0))
+      run.finished.insert(r.test_id);
+  }
+  return run;
+}
+
+// A new run of the request's selection, labels and shard.
+RunStart new_run(const RunRequest& req, EvidenceStore& store, const nlohmann::json& plan,
+                 const std::string& config_hash, nlohmann::json second_stage) {
+  RunStart run;
+  RunInfo& info = run.info;
+  info.id = req.run_id.empty() ? new_run_id(now_ms()) : req.run_id;
+  // It names a folder under the workspace.
+  bool safe =
+      !info.id.empty() && info.id[0] != '.' &&
+      std::all_of(info.id.begin(), info.id.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+      });
+  if (!safe)
+    throw Error(fmt::format("--run-id {}: use letters, digits, '-', '_' and '.'", info.id));
+  if (store.run(info.id))
+    throw Error(fmt::format("--run-id: run {} already exists in {}", info.id, req.evidence_path));
+  info.backend = req.backend.name;
+  info.config_hash = config_hash;
+  info.started_ms = now_ms();
+  info.shard = req.shards > 0 ? fmt::format("{}/{}", req.shard, req.shards) : "";
+  run.second_stage = std::move(second_stage);
+  run.files = plan_files(plan, req.selection);
+  run.labels = req.labels.value_or(req.backend.run.labels);
+  if (!run.labels.empty()) run.files = only_labelled(plan, run.files, run.labels);
+  if (req.shards > 0) run.files = shard_of(run.files, store, req.shard, req.shards);
+  return run;
+}
+
+RunStart start_run(const RunRequest& req, EvidenceStore& store, const nlohmann::json& plan) {
+  std::string config_hash = plan_config_hash(plan);
   nlohmann::json second_stage;
   if (req.selection && !req.selection->then_tests.empty()) {
     if (req.shards > 0)
@@ -672,142 +768,145 @@ RunReport run_plan(const RunRequest& req) {
           "second stage from its own first stage; select without --staged to shard");
     second_stage = {{"tests", req.selection->then_tests}};
   }
-  if (!req.resume_run.empty()) {
-    if (req.selection || req.shards > 0)
-      throw Error("--resume continues the run's own files; leave out --select and --shard");
-    auto prior = store->run(req.resume_run);
-    if (!prior)
-      throw Error(fmt::format("--resume: no run {} in {}", req.resume_run, req.evidence_path));
-    if (prior->config_hash != config_hash)
-      throw Error(fmt::format("--resume: run {} ran another plan (config hash {}, now {})",
-                              req.resume_run, prior->config_hash, config_hash));
-    info = *prior;
-    files = files_of_manifest(resolved.plan, info.manifest);
-    second_stage = info.manifest.value("second_stage", nlohmann::json());
-    // Finished means settled: failures still owed their reruns run again, and whole-file errors
-    // are dropped so the file gets another chance.
-    for (const auto& r : store->results(info.id)) {
-      if (r.name.empty())
-        store->forget(info.id, r.test_id);
-      else if (!(rerunnable(r) && r.reruns == 0))
-        finished.insert(r.test_id);
-    }
-  } else {
-    info.id = req.run_id.empty() ? new_run_id(now_ms()) : req.run_id;
-    // It names a folder under the workspace.
-    bool safe =
-        !info.id.empty() && info.id[0] != '.' &&
-        std::all_of(info.id.begin(), info.id.end(), [](char c) {
-          return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
-        });
-    if (!safe)
-      throw Error(fmt::format("--run-id {}: use letters, digits, '-', '_' and '.'", info.id));
-    if (store->run(info.id))
-      throw Error(fmt::format("--run-id: run {} already exists in {}", info.id, req.evidence_path));
-    info.backend = backend.name;
-    info.config_hash = config_hash;
-    info.started_ms = now_ms();
-    info.shard = req.shards > 0 ? fmt::format("{}/{}", req.shard, req.shards) : "";
-  }
-  info.status = "running";
+  RunStart run = req.resume_run.empty() ? new_run(req, store, plan, config_hash, second_stage)
+                                        : resumed_run(req, store, plan, config_hash);
+  run.info.status = "running";
+  return run;
+}
 
-  std::vector<std::string> labels = req.labels.value_or(backend.run.labels);
-  if (!req.resume_run.empty())
-    labels = info.manifest.value("labels", std::vector<std::string>{});
-  else if (!labels.empty())
-    files = only_labelled(resolved.plan, files, labels);
-  if (req.shards > 0) files = shard_of(files, *store, req.shard, req.shards);
-
-  std::string run_dir = run_folder(backend, info.id);
+// Writes the run's plan and manifest into `run_dir` and records the run as running.
+void open_run(const RunRequest& req, EvidenceStore& store, const nlohmann::json& plan,
+              RunStart& run, const std::string& run_dir, const std::string& plan_path) {
   fs::create_directories(run_dir);
-  std::string plan_path = run_dir + "/plan.json";
-  write_plan(resolved.plan, plan_path);
-  info.manifest = build_manifest(backend, resolved.plan, plan_path, info);
-  record_files(info.manifest, files);
-  if (!labels.empty()) info.manifest["labels"] = labels;
-  info.manifest["isolation"] = run_isolation(backend);
-  if (!second_stage.is_null()) info.manifest["second_stage"] = second_stage;
+  write_plan(plan, plan_path);
+  RunInfo& info = run.info;
+  info.manifest = build_manifest(req.backend, plan, plan_path, info);
+  record_files(info.manifest, run.files);
+  if (!run.labels.empty()) info.manifest["labels"] = run.labels;
+  info.manifest["isolation"] = run_isolation(req.backend);
+  if (!run.second_stage.is_null()) info.manifest["second_stage"] = run.second_stage;
   if (req.resume_run.empty())
-    store->begin_run(info);
+    store.begin_run(info);
   else
-    store->finish_run(info.id, 0, "running", "", info.manifest);
-  order_longest_first(files, store->file_durations());
+    store.finish_run(info.id, 0, "running", "", info.manifest);
+  order_longest_first(run.files, store.file_durations());
+}
 
-  auto env = plan_environment(backend, plan_path, ootci_python_dir(), process_env("PYTHONPATH"));
+// The environment of every test process: the plan's, the labels, and op recording.
+std::map<std::string, std::string> run_environment(const RunRequest& req,
+                                                   const std::string& plan_path,
+                                                   const std::vector<std::string>& labels) {
+  auto env =
+      plan_environment(req.backend, plan_path, ootci_python_dir(), process_env("PYTHONPATH"));
   if (!labels.empty()) env["OOTCI_LABELS"] = fmt::format("{}", fmt::join(labels, ","));
   if (req.record_ops) {
     env["OOTCI_RECORD_OPS"] = "1";
-    env["OOTCI_DEVICE_TYPE"] = backend.device_type;
+    env["OOTCI_DEVICE_TYPE"] = req.backend.device_type;
   }
-  int workers = req.workers > 0 ? req.workers : backend.run.workers;
-  Progress progress(req.tty, store->test_durations(), workers);
-  for (const auto& f : files) progress.expect_from_history(f.relpath);
-  if (!finished.empty()) {
-    std::vector<TestResult> settled;
-    for (const auto& r : store->results(info.id))
-      if (finished.count(r.test_id)) settled.push_back(r);
-    progress.add_finished(settled);
-  }
-  Runner runner(req, *store, info.id, run_dir, env, finished,
-                TestLimits(backend.run, store->completed_durations(), req.discovery));
-  progress.start();
-  runner.run(files, progress);
-  progress.stop();
+  return env;
+}
 
-  // A stop signal that arrives after the last test is too late to have cut anything short.
-  bool stopped = g_run_stop && !runner.all_done();
-  if (!stopped && !second_stage.is_null() && !second_stage.contains("ran")) {
-    std::optional<std::string> why =
-        second_stage_reason(store->results(info.id), baseline_of(*store, info).results_or_null());
-    auto& stage = info.manifest["second_stage"];
-    stage["ran"] = why.has_value();
-    stage["why"] = why ? *why : "no first-stage test failed other than by a mismatch";
-    std::vector<PlanFile> more;
-    if (why) {
-      Selection then;
-      then.tests = stage["tests"].get<std::set<std::string>>();
-      more = plan_files(resolved.plan, then);
-      // The first stage already named the unlabelled files.
-      if (!labels.empty()) more = only_labelled(resolved.plan, more, labels, /*warn=*/false);
-      // One manifest entry per file, so --resume covers both stages.
-      for (const auto& m : more) {
-        auto same = std::find_if(files.begin(), files.end(),
-                                 [&](const PlanFile& f) { return f.relpath == m.relpath; });
-        if (same == files.end())
-          files.push_back(m);
-        else if (same->only && m.only)
-          same->only->insert(same->only->end(), m.only->begin(), m.only->end());
-      }
-      record_files(info.manifest, files);
-      std::cerr << fmt::format("ootci run: second stage, {} tests in {} files: {}\n",
-                               stage["tests"].size(), more.size(), *why);
+// A staged selection's second stage, once the first is through: decided from the first stage's
+// results against the baseline, recorded in the manifest, and run when called for. Returns
+// whether a stop cut it short.
+bool run_second_stage(Runner& runner, Progress& progress, EvidenceStore& store,
+                      const nlohmann::json& plan, RunStart& run) {
+  RunInfo& info = run.info;
+  std::optional<std::string> why =
+      second_stage_reason(store.results(info.id), baseline_of(store, info).results_or_null());
+  auto& stage = info.manifest["second_stage"];
+  stage["ran"] = why.has_value();
+  stage["why"] = why ? *why : "no first-stage test failed other than by a mismatch";
+  std::vector<PlanFile> more;
+  if (why) {
+    Selection then;
+    then.tests = stage["tests"].get<std::set<std::string>>();
+    more = plan_files(plan, then);
+    // The first stage already named the unlabelled files.
+    if (!run.labels.empty()) more = only_labelled(plan, more, run.labels, /*warn=*/false);
+    // One manifest entry per file, so --resume covers both stages.
+    for (const auto& m : more) {
+      auto same = std::find_if(run.files.begin(), run.files.end(),
+                               [&](const PlanFile& f) { return f.relpath == m.relpath; });
+      if (same == run.files.end())
+        run.files.push_back(m);
+      else if (same->only && m.only)
+        same->only->insert(same->only->end(), m.only->begin(), m.only->end());
     }
-    store->finish_run(info.id, 0, "running", "", info.manifest);
-    if (!more.empty()) {
-      runner.run(more, progress);
-      stopped = g_run_stop && !runner.all_done();
-    }
+    record_files(info.manifest, run.files);
+    std::cerr << fmt::format("ootci run: second stage, {} tests in {} files: {}\n",
+                             stage["tests"].size(), more.size(), *why);
   }
+  store.finish_run(info.id, 0, "running", "", info.manifest);
+  if (more.empty()) return false;
+  runner.run(more, progress);
+  return g_run_stop && !runner.all_done();
+}
+
+// The run's end: its status and verdict in the store, and its manifest, junit.xml and report
+// page in `run_dir`.
+RunReport close_run(const RunRequest& req, EvidenceStore& store, RunInfo& info, bool stopped,
+                    const std::string& run_dir, const std::map<std::string, std::string>& env) {
   RunReport report;
   report.run_id = info.id;
-  report.results = store->results(info.id);
+  report.results = store.results(info.id);
   report.status = stopped ? "interrupted" : "finished";
   // A verdict on part of a run would mislead; an interrupted run gets one when resumed.
-  report.verdict = stopped ? "" : run_verdict(*store, info, report.results);
+  report.verdict =
+      stopped ? "" : judge(report.results, baseline_of(store, info).results_or_null()).conclusion;
   info.ended_ms = now_ms();
   finalize_manifest(info.manifest, info.ended_ms);
-  store->finish_run(info.id, info.ended_ms, report.status, report.verdict, info.manifest);
+  store.finish_run(info.id, info.ended_ms, report.status, report.verdict, info.manifest);
   report.manifest_path = run_dir + "/manifest.json";
   write_json_file(report.manifest_path, info.manifest);
   report.junit_path = run_dir + "/junit.xml";
   write_junit(report.junit_path, report.results);
-  ReportPage page = gather_report_page(*store, *store->run(info.id), report.results, run_dir);
+  ReportPage page = gather_report_page(store, *store.run(info.id), report.results, run_dir);
   page.reproduce_env = env;
   page.reproduce_dir = run_dir;
-  page.python = python_command(backend, ootci_python_dir());
+  page.python = python_command(req.backend, ootci_python_dir());
   report.html_path = run_dir + "/report.html";
   write_file_atomically(report.html_path, render_report_page(page));
   return report;
+}
+
+}  // namespace
+
+int run_workers(const RunRequest& req) {
+  int workers = std::max(1, req.workers > 0 ? req.workers : req.backend.run.workers);
+  int devices = req.backend.run.devices;
+  if (devices > 0) workers = std::min(workers, devices);  // a worker owns at least one device
+  return workers;
+}
+
+RunReport run_plan(const RunRequest& req) {
+  nlohmann::json plan = plan_to_run(req);
+  auto store = EvidenceStore::open(req.evidence_path);
+  RunStart run = start_run(req, *store, plan);
+  std::string run_dir = run_folder(req.backend, run.info.id);
+  std::string plan_path = run_dir + "/plan.json";
+  open_run(req, *store, plan, run, run_dir, plan_path);
+  auto env = run_environment(req, plan_path, run.labels);
+
+  Progress progress(req.tty, store->test_durations(), run_workers(req));
+  for (const auto& f : run.files) progress.expect_from_history(f.relpath);
+  if (!run.finished.empty()) {
+    std::vector<TestResult> settled;
+    for (const auto& r : store->results(run.info.id))
+      if (run.finished.count(r.test_id)) settled.push_back(r);
+    progress.add_finished(settled);
+  }
+  Runner runner(req, *store, run.info.id, run_dir, env, run.finished,
+                TestLimits(req.backend.run, store->completed_durations(), req.discovery));
+  progress.start();
+  runner.run(run.files, progress);
+  progress.stop();
+
+  // A stop signal that arrives after the last test is too late to have cut anything short.
+  bool stopped = g_run_stop && !runner.all_done();
+  if (!stopped && !run.second_stage.is_null() && !run.second_stage.contains("ran"))
+    stopped = run_second_stage(runner, progress, *store, plan, run);
+  return close_run(req, *store, run.info, stopped, run_dir, env);
 }
 
 }  // namespace ootci

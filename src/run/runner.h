@@ -67,6 +67,11 @@ extern std::atomic<bool> g_run_stop;
 
 RunReport run_plan(const RunRequest& request);
 
+// The run's worker threads: --workers, else run.workers, at least 1, and under a device pool
+// (run.devices) at most one per device, since a worker owns at least one. The runner starts
+// them and the progress line's ETA divides by them.
+int run_workers(const RunRequest& request);
+
 // "fork" or "spawn": run.isolation, unless the backend is not fork_safe.
 std::string run_isolation(const BackendConfig& backend);
 

@@ -58,6 +58,23 @@ TEST(LoadSelection, ReadsTheSecondStage) {
   }
 }
 
+// A worker owns at least one device, so a pool caps the workers, and the progress line's ETA
+// assumes the workers that run (it used to divide by run.workers uncapped).
+TEST(RunWorkers, AtMostOnePerDeviceOfThePool) {
+  RunRequest req;
+  req.backend.run.workers = 4;
+  EXPECT_EQ(run_workers(req), 4);
+  req.backend.run.devices = 2;
+  EXPECT_EQ(run_workers(req), 2);
+  req.workers = 8;  // --workers
+  EXPECT_EQ(run_workers(req), 2);
+  req.backend.run.devices = 0;
+  EXPECT_EQ(run_workers(req), 8);
+  req.workers = 0;
+  req.backend.run.workers = 0;
+  EXPECT_EQ(run_workers(req), 1);
+}
+
 // Spyre's CI filter: a file runs when one of its labels is selected; an unlabelled one never does.
 TEST(FilesWithLabels, SelectsByAnyLabelAndNamesUnlabelledFiles) {
   nlohmann::json plan = nlohmann::json::parse(R"({"files": [

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "base/atomic_file.h"
+#include "base/enum_names.h"
 #include "base/error.h"
 #include "base/scratch_dir.h"
 #include "base/subprocess.h"
@@ -33,24 +34,18 @@ const TestResult* newest_failure(const VariantEvidence& v) {
   return expected;
 }
 
+// What the agent reads of a result: classify()'s reading, as a word.
 std::string outcome_word(const TestResult& r) {
-  switch (classify(r)) {
-    case Seen::pass:
-      return "passed";
-    case Seen::rerun_pass:
-      return "passed_on_rerun";
-    case Seen::fail:
-      return "failed";
-    case Seen::crash:
-      return "crashed";
-    case Seen::hang:
-      return "timeout";
-    case Seen::skipped:
-      return "skipped";
-    case Seen::upstream_xfail:
-      return "xfailed";
-  }
-  return "?";
+  static constexpr EnumName<Seen> kWords[] = {
+      {Seen::pass, "passed"},
+      {Seen::rerun_pass, "passed_on_rerun"},
+      {Seen::fail, "failed"},
+      {Seen::crash, "crashed"},
+      {Seen::hang, "timeout"},
+      {Seen::skipped, "skipped"},
+      {Seen::upstream_xfail, "xfailed"},
+  };
+  return std::string(enum_text(kWords, classify(r)));
 }
 
 // Why the evidence forbids `mode` for the variant, or "" when it allows it: mandatory_success
@@ -119,6 +114,30 @@ bool declares(const std::string& line, const std::string& keyword, const std::st
     return n != std::string::npos && line[n] == '(';
   }
   return n == line.size() || !(std::isalnum(static_cast<unsigned char>(line[n])) || line[n] == '_');
+}
+
+// The first key of a proposal that is unknown or not a string, as a rejection ("" when none).
+std::string bad_proposal_key(const nlohmann::json& proposal) {
+  for (const auto& [key, value] : proposal.items()) {
+    if (key != "base" && key != "op" && key != "dtype" && key != "mode" && key != "reason")
+      return fmt::format("unknown key '{}'", key);
+    if (!value.is_string()) return fmt::format("{} must be a string", key);
+  }
+  return "";
+}
+
+// The variants of `base` a proposal names: of its op (either spelling) and dtype, when given.
+std::vector<size_t> proposed_variants(const BaseEvidence& base, const std::string& op,
+                                      const std::string& dtype) {
+  std::vector<size_t> selected;
+  for (size_t v = 0; v < base.variants.size(); ++v) {
+    const VariantEvidence& x = base.variants[v];
+    std::vector<std::string> dtypes = split(x.dtype, ',');
+    if (!op.empty() && op != x.op && op != formatted_op(x.op)) continue;
+    if (!dtype.empty() && std::find(dtypes.begin(), dtypes.end(), dtype) == dtypes.end()) continue;
+    selected.push_back(v);
+  }
+  return selected;
 }
 
 }  // namespace
@@ -254,15 +273,7 @@ std::vector<AgentVerdict> apply_agent_answer(const nlohmann::json& answer,
       reject("expected an object");
       continue;
     }
-    std::string bad;
-    for (const auto& [key, value] : p.items()) {
-      if (key != "base" && key != "op" && key != "dtype" && key != "mode" && key != "reason")
-        bad = fmt::format("unknown key '{}'", key);
-      else if (!value.is_string())
-        bad = fmt::format("{} must be a string", key);
-      if (!bad.empty()) break;
-    }
-    if (!bad.empty()) {
+    if (std::string bad = bad_proposal_key(p); !bad.empty()) {
       reject(bad);
       continue;
     }
@@ -291,17 +302,7 @@ std::vector<AgentVerdict> apply_agent_answer(const nlohmann::json& answer,
       reject("missing reason");
       continue;
     }
-    std::vector<size_t> selected;
-    for (size_t v = 0; v < b->variants.size(); ++v) {
-      const VariantEvidence& x = b->variants[v];
-      std::string formatted = x.op;
-      std::replace(formatted.begin(), formatted.end(), '.', '_');
-      std::vector<std::string> dtypes = split(x.dtype, ',');
-      if (!op.empty() && op != x.op && op != formatted) continue;
-      if (!dtype.empty() && std::find(dtypes.begin(), dtypes.end(), dtype) == dtypes.end())
-        continue;
-      selected.push_back(v);
-    }
+    std::vector<size_t> selected = proposed_variants(*b, op, dtype);
     if (selected.empty()) {
       reject(fmt::format("selects no variant of {}", base));
       continue;

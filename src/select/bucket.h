@@ -2,6 +2,7 @@
 // Buckets from execution evidence (docs/select.md, "Buckets"): every variant of an upstream test
 // gets mandatory_success, xfail, xfail_strict or skip with a reason, and each config name
 // ("Class::method") gets the config entries that reproduce those buckets when the config runs.
+// Two algorithms: evidence -> buckets (bucket.cc), buckets -> config entries (bucket_entries.cc).
 #include <map>
 #include <optional>
 #include <set>
@@ -112,6 +113,9 @@ bool may_restrict_dtype(const std::vector<PoolVariant>& pool, const std::string&
 // strict failure (never red, only weaker); skip for anything but a regression candidate, which
 // always stays mandatory_success.
 bool accepts(const Bucket& bucket, TestMode mode);
+
+// "<label>: <body>", or either alone when the other is empty: the form of every bucket reason.
+std::string join_reason(const std::string& label, const std::string& body);
 
 // "ComplexFloat" -> "complex64" (c10 ScalarType names in error messages), or "".
 std::string dtype_of_scalar_type(const std::string& scalar_type);

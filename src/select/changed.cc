@@ -7,6 +7,7 @@
 #include <optional>
 #include <sstream>
 
+#include "base/enum_names.h"
 #include "base/error.h"
 #include "base/file_text.h"
 #include "base/sha256.h"
@@ -15,6 +16,7 @@
 #include "run/run_manifest.h"
 #include "select/budget.h"
 #include "select/discover.h"
+#include "select/inputs_only.h"
 #include "select/native_functions.h"
 
 namespace ootci {
@@ -23,21 +25,6 @@ namespace {
 // At most this many reasons per selected test or file: the first ones say why, the count says
 // how much more.
 constexpr size_t kMaxReasons = 8;
-
-// Keeps the strongest evidence seen for a test or file.
-void note_evidence(ChangedSelection& s, const std::string& id, Evidence e) {
-  auto [it, fresh] = s.evidence.emplace(id, e);
-  if (!fresh && e < it->second) it->second = e;
-}
-
-void add_reason(std::vector<std::string>& reasons, const std::string& why) {
-  if (std::find(reasons.begin(), reasons.end(), why) != reasons.end()) return;
-  if (reasons.size() < kMaxReasons) {
-    reasons.push_back(why);
-  } else if (reasons.size() == kMaxReasons) {
-    reasons.push_back("... and more");
-  }
-}
 
 // "" for a file that cannot be read: it is then simply "changed".
 std::string file_sha256(const std::string& path) {
@@ -108,21 +95,15 @@ void ChangeFacts::merge(const ChangeFacts& other) {
 }
 
 std::string to_string(Evidence e) {
-  switch (e) {
-    case Evidence::test_changed:
-      return "test changed";
-    case Evidence::op_and_dtype:
-      return "op and dtype";
-    case Evidence::op:
-      return "op";
-    case Evidence::op_any_dtype:
-      return "op, dtypes not recorded";
-    case Evidence::inputs_only:
-      return "op in input generation only";
-    case Evidence::unknown:
-      return "no evidence";
-  }
-  return "";
+  static constexpr EnumName<Evidence> kNames[] = {
+      {Evidence::test_changed, "test changed"},
+      {Evidence::op_and_dtype, "op and dtype"},
+      {Evidence::op, "op"},
+      {Evidence::op_any_dtype, "op, dtypes not recorded"},
+      {Evidence::inputs_only, "op in input generation only"},
+      {Evidence::unknown, "no evidence"},
+  };
+  return std::string(enum_text(kNames, e));
 }
 
 nlohmann::json ChangedSelection::to_json() const {
@@ -134,10 +115,152 @@ nlohmann::json ChangedSelection::to_json() const {
   return out;
 }
 
-ChangedSelection select_from_facts(const ChangeFacts& facts, const std::vector<PlanFileRef>& plan,
-                                   EvidenceStore& store, const SelectOptions& options) {
-  const bool ignore_dtypes = options.ignore_dtypes;
-  ChangedSelection s;
+void ChangedSelection::add_reason(const std::string& id, const std::string& why) {
+  std::vector<std::string>& all = reasons[id];
+  if (std::find(all.begin(), all.end(), why) != all.end()) return;
+  if (all.size() < kMaxReasons) {
+    all.push_back(why);
+  } else if (all.size() == kMaxReasons) {
+    all.push_back("... and more");
+  }
+}
+
+void ChangedSelection::note_evidence(const std::string& id, Evidence e) {
+  auto [it, fresh] = evidence.emplace(id, e);
+  if (!fresh && e < it->second) it->second = e;
+}
+
+namespace {
+
+// Plan files and tests run for lack of evidence (missing evidence means running more).
+struct FailOpen {
+  size_t undiscovered = 0;  // files never discovered
+  size_t stale = 0;         // files changed since their discovery
+  size_t unrecorded = 0;    // tests that failed in discovery without recorded ops
+};
+
+// The full plan: every file runs whole.
+void select_full_plan(const ChangeFacts& facts, const std::vector<PlanFileRef>& plan,
+                      ChangedSelection& s) {
+  for (const auto& f : plan) {
+    s.files.insert(f.relpath);
+    s.note_evidence(f.relpath, Evidence::unknown);
+    for (const auto& why : facts.full_plan) s.add_reason(f.relpath, "full plan: " + why);
+  }
+}
+
+// Changed upstream test files run whole.
+void select_changed_files(const ChangeFacts& facts, const std::vector<PlanFileRef>& plan,
+                          ChangedSelection& s) {
+  for (const auto& f : plan) {
+    auto it = facts.files.find(f.relpath);
+    if (it == facts.files.end()) continue;
+    s.files.insert(f.relpath);
+    s.note_evidence(f.relpath, Evidence::test_changed);
+    for (const auto& why : it->second) s.add_reason(f.relpath, why);
+  }
+}
+
+// The discovery that still describes `f`, or nullptr when there is none and the file runs whole.
+const DiscoveredFile* current_discovery(const PlanFileRef& f,
+                                        const std::map<std::string, DiscoveredFile>& discovered,
+                                        ChangedSelection& s, FailOpen& fail_open) {
+  auto d = discovered.find(f.relpath);
+  std::string why;
+  if (d == discovered.end()) {
+    ++fail_open.undiscovered;
+    why = "no execution evidence: the file was never discovered (ootci discover), so it runs whole";
+  } else if (d->second.file_hash != file_sha256(f.path)) {
+    ++fail_open.stale;
+    why = fmt::format(
+        "stale execution evidence: the file changed since its discovery (run {}), so it runs "
+        "whole",
+        d->second.run_id);
+  } else {
+    return &d->second;
+  }
+  s.files.insert(f.relpath);
+  s.note_evidence(f.relpath, Evidence::unknown);
+  s.add_reason(f.relpath, why);
+  return nullptr;
+}
+
+// The ops a change touches, by op family: a test that called any op of the family is reached.
+using ChangeFamilies = std::map<std::string, std::vector<const OpChange*>>;
+
+// Selects `test` for each changed op it called, with the strongest evidence and one reason per
+// change.
+void select_test(const std::string& test, const std::vector<std::string>& called_ops,
+                 const RunFacts& run, const ChangeFamilies& families, bool ignore_dtypes,
+                 InputsOnlyMode& mode, ChangedSelection& s) {
+  const TestDtypes dtypes = test_dtypes(run.op_dtypes, run.input_op_dtypes, test);
+  std::set<const OpChange*> done;  // changes already explained for this test
+  for (const auto& called : called_ops) {
+    auto fam = families.find(op_family(called));
+    if (fam == families.end()) continue;
+    for (const OpChange* change : fam->second) {
+      std::optional<Reach> r = reach(*change, called, dtypes, ignore_dtypes);
+      if (!r || !mode.selects(test, fam->first, r->evidence)) continue;
+      s.tests.insert(test);
+      s.note_evidence(test, r->evidence);
+      if (!done.insert(change).second) continue;
+      std::string only = change->dtypes.empty() || ignore_dtypes
+                             ? ""
+                             : fmt::format(", for {} only ({})", fmt::join(change->dtypes, ", "),
+                                           change->dtype_why);
+      s.add_reason(test,
+                   fmt::format("{}{}; the test called {}{}", change->why, only, called, r->with));
+    }
+  }
+}
+
+// A variant of `relpath` that failed in discovery without recorded ops (a crash loses them):
+// unknown, so it runs. Returns how many.
+size_t select_unrecorded(const std::string& relpath, const RunFacts& run, ChangedSelection& s) {
+  size_t n = 0;
+  for (const auto& r : run.results) {
+    if (r.file != relpath || r.name.empty() || !is_failure(r.outcome) || run.ops.count(r.test_id))
+      continue;
+    ++n;
+    s.tests.insert(r.test_id);
+    s.note_evidence(r.test_id, Evidence::unknown);
+    s.add_reason(r.test_id,
+                 fmt::format("no ops recorded: it {} in discovery ({}), so it may call any op",
+                             failed_verb(r.outcome), error_or_outcome(r)));
+  }
+  return n;
+}
+
+// For touched ops: the tests of every discovered file whose latest discovery called a changed op.
+FailOpen select_by_ops(const ChangeFacts& facts, const std::vector<PlanFileRef>& plan,
+                       EvidenceStore& store, const SelectOptions& options, InputsOnlyMode& mode,
+                       ChangedSelection& s) {
+  ChangeFamilies families;
+  for (const auto& [op, changes] : facts.ops)
+    for (const auto& c : changes) families[op_family(op)].push_back(&c);
+  std::map<std::string, DiscoveredFile> discovered;
+  for (auto& d : store.latest_discoveries()) discovered[d.relpath] = d;
+  RunFactCache runs(store, options.staged);
+  FailOpen fail_open;
+  for (const auto& f : plan) {
+    if (s.files.count(f.relpath)) continue;
+    const DiscoveredFile* d = current_discovery(f, discovered, s, fail_open);
+    if (!d) continue;
+    const RunFacts& run = runs.of(d->run_id);
+    std::string prefix = f.relpath + "::";
+    mode.see_file(f.relpath, prefix, run);
+    for (auto it = run.ops.lower_bound(prefix);
+         it != run.ops.end() && it->first.rfind(prefix, 0) == 0; ++it)
+      select_test(it->first, it->second, run, families, options.ignore_dtypes, mode, s);
+    fail_open.unrecorded += select_unrecorded(f.relpath, run, s);
+  }
+  return fail_open;
+}
+
+// The summary, written once everything is decided.
+void write_summary(const ChangeFacts& facts, const std::vector<PlanFileRef>& plan,
+                   const SelectOptions& options, const FailOpen& fail_open,
+                   const InputsOnlyMode& mode, ChangedSelection& s) {
   s.summary = facts.summary;
   nlohmann::json touched = nlohmann::json::array();
   nlohmann::json touched_dtypes = nlohmann::json::object();
@@ -149,183 +272,36 @@ ChangedSelection select_from_facts(const ChangeFacts& facts, const std::vector<P
       every = every || c.dtypes.empty();
       dtypes.insert(c.dtypes.begin(), c.dtypes.end());
     }
-    if (!every && !ignore_dtypes) touched_dtypes[op] = dtypes;
+    if (!every && !options.ignore_dtypes) touched_dtypes[op] = dtypes;
   }
   s.summary["touched_ops"] = touched;
   // Ops whose changes can affect some dtypes only; an op not listed: every dtype.
   s.summary["touched_dtypes"] = touched_dtypes;
   s.summary["full_plan"] = facts.full_plan;
   s.summary["plan_files"] = plan.size();
-
-  if (!facts.full_plan.empty()) {
-    for (const auto& f : plan) {
-      s.files.insert(f.relpath);
-      note_evidence(s, f.relpath, Evidence::unknown);
-      for (const auto& why : facts.full_plan) add_reason(s.reasons[f.relpath], "full plan: " + why);
-    }
-  } else {
-    for (const auto& f : plan) {
-      auto it = facts.files.find(f.relpath);
-      if (it == facts.files.end()) continue;
-      s.files.insert(f.relpath);
-      note_evidence(s, f.relpath, Evidence::test_changed);
-      for (const auto& why : it->second) add_reason(s.reasons[f.relpath], why);
-    }
-  }
-
-  size_t undiscovered = 0, stale = 0, unrecorded = 0;
-  std::set<std::string> inputs_only;  // tests reached only through their input generation
-  // --staged: the op families some test calls itself, and per test the families it reached only
-  // while generating its inputs.
-  std::set<std::string> called_itself;
-  std::map<std::string, std::set<std::string>> input_families;
-  // test -> what discovery's input probe found, for the tests a shift failed
-  std::map<std::string, std::string> value_sensitive;
-  std::set<std::string> unprobed;  // files whose tests drew inputs but were never probed
-  if (facts.full_plan.empty() && !facts.ops.empty()) {
-    // op family -> the changes of its ops
-    std::map<std::string, std::vector<const OpChange*>> families;
-    for (const auto& [op, changes] : facts.ops)
-      for (const auto& c : changes) families[op_family(op)].push_back(&c);
-    std::map<std::string, DiscoveredFile> discovered;
-    for (auto& d : store.latest_discoveries()) discovered[d.relpath] = d;
-    std::map<std::string, std::map<std::string, std::vector<std::string>>> ops_by_run;
-    std::map<std::string, std::map<std::string, std::vector<std::string>>> dtypes_by_run;
-    std::map<std::string, std::map<std::string, std::vector<std::string>>> inputs_by_run;
-    std::map<std::string, std::vector<TestResult>> results_by_run;
-    std::map<std::string, std::map<std::string, std::string>> probes_by_run;
-
-    for (const auto& f : plan) {
-      if (s.files.count(f.relpath)) continue;
-      auto d = discovered.find(f.relpath);
-      if (d == discovered.end()) {
-        ++undiscovered;
-        s.files.insert(f.relpath);
-        note_evidence(s, f.relpath, Evidence::unknown);
-        add_reason(s.reasons[f.relpath],
-                   "no execution evidence: the file was never discovered (ootci discover), so it "
-                   "runs whole");
-        continue;
-      }
-      if (d->second.file_hash != file_sha256(f.path)) {
-        ++stale;
-        s.files.insert(f.relpath);
-        note_evidence(s, f.relpath, Evidence::unknown);
-        add_reason(s.reasons[f.relpath],
-                   fmt::format("stale execution evidence: the file changed since its discovery "
-                               "(run {}), so it runs whole",
-                               d->second.run_id));
-        continue;
-      }
-      const std::string& run = d->second.run_id;
-      if (!ops_by_run.count(run)) ops_by_run[run] = store.ops_of_run(run);
-      if (!results_by_run.count(run)) results_by_run[run] = store.results(run);
-      if (!dtypes_by_run.count(run)) dtypes_by_run[run] = store.op_dtypes_of_run(run);
-      if (!inputs_by_run.count(run)) inputs_by_run[run] = store.input_op_dtypes_of_run(run);
-      const auto& ops = ops_by_run[run];
-      const auto& pairs = dtypes_by_run[run];
-      const auto& inputs = inputs_by_run[run];
-      std::string prefix = f.relpath + "::";
-      if (options.staged) {
-        if (!probes_by_run.count(run)) probes_by_run[run] = store.input_probes_of_run(run);
-        const auto& probes = probes_by_run[run];
-        bool drew = false, probed = false;
-        for (auto it = inputs.lower_bound(prefix);
-             it != inputs.end() && it->first.rfind(prefix, 0) == 0; ++it) {
-          drew = true;
-          if (auto p = probes.find(it->first); p != probes.end()) {
-            probed = true;
-            if (input_probe_failed(p->second)) value_sensitive[it->first] = p->second;
-          }
-        }
-        if (drew && !probed) unprobed.insert(f.relpath);
-      }
-      for (auto it = ops.lower_bound(prefix); it != ops.end() && it->first.rfind(prefix, 0) == 0;
-           ++it) {
-        const TestDtypes dtypes = test_dtypes(pairs, inputs, it->first);
-        std::set<const OpChange*> done;  // changes already explained for this test
-        for (const auto& called : it->second) {
-          auto fam = families.find(op_family(called));
-          if (fam == families.end()) continue;
-          for (const OpChange* change : fam->second) {
-            std::optional<Reach> r = reach(*change, called, dtypes, ignore_dtypes);
-            if (!r) continue;
-            if (options.staged) {
-              if (r->evidence == Evidence::inputs_only)
-                input_families[it->first].insert(fam->first);
-              else
-                called_itself.insert(fam->first);
-            }
-            if (options.own_calls_only && r->evidence == Evidence::inputs_only) {
-              inputs_only.insert(it->first);
-              continue;
-            }
-            s.tests.insert(it->first);
-            note_evidence(s, it->first, r->evidence);
-            if (!done.insert(change).second) continue;
-            std::string only =
-                change->dtypes.empty() || ignore_dtypes
-                    ? ""
-                    : fmt::format(", for {} only ({})", fmt::join(change->dtypes, ", "),
-                                  change->dtype_why);
-            add_reason(s.reasons[it->first], fmt::format("{}{}; the test called {}{}", change->why,
-                                                         only, called, r->with));
-          }
-        }
-      }
-      // A variant that failed in discovery without recorded ops (a crash loses them): unknown,
-      // so it runs.
-      for (const auto& r : results_by_run[run]) {
-        if (r.file != f.relpath || r.name.empty() || !is_failure(r.outcome) || ops.count(r.test_id))
-          continue;
-        ++unrecorded;
-        s.tests.insert(r.test_id);
-        note_evidence(s, r.test_id, Evidence::unknown);
-        add_reason(s.reasons[r.test_id],
-                   fmt::format("no ops recorded: it {} in discovery ({}), so it may call any op",
-                               failed_verb(r.outcome), error_or_outcome(r)));
-      }
-    }
-  }
-  s.summary["undiscovered_files"] = undiscovered;
-  s.summary["stale_files"] = stale;
-  s.summary["unrecorded_tests"] = unrecorded;
-  if (options.staged) {
-    // Second stage: tests whose only evidence is input generation of ops that some first-stage
-    // test calls itself, so a raising change shows in the first stage. A test whose outcome
-    // depends on the values it draws (the input probe failed it) stays: a change of values
-    // alone can fail it.
-    size_t kept_first = 0;
-    for (const auto& [test, families] : input_families) {
-      auto e = s.evidence.find(test);
-      if (e == s.evidence.end() || e->second != Evidence::inputs_only) continue;
-      if (!std::includes(called_itself.begin(), called_itself.end(), families.begin(),
-                         families.end()))
-        continue;
-      if (auto p = value_sensitive.find(test); p != value_sensitive.end()) {
-        ++kept_first;
-        add_reason(s.reasons[test],
-                   fmt::format("first stage: its outcome depends on the values it draws "
-                               "(discovery's input probe: it {})",
-                               p->second));
-        continue;
-      }
-      s.tests.erase(test);
-      s.then_tests.insert(test);
-    }
-    std::set<std::string> unprobed_second;  // the unprobed files the second stage draws on
-    for (const auto& test : s.then_tests)
-      if (std::string file = test.substr(0, test.find("::")); unprobed.count(file))
-        unprobed_second.insert(file);
-    s.summary["second_stage_tests"] = s.then_tests.size();
-    s.summary["value_sensitive_first_stage"] = kept_first;
-    s.summary["unprobed_files"] = unprobed_second.size();
-  }
-  size_t left_out = 0;
-  for (const auto& t : inputs_only) left_out += !s.tests.count(t);
-  if (options.own_calls_only) s.summary["left_out_input_generation"] = left_out;
+  s.summary["undiscovered_files"] = fail_open.undiscovered;
+  s.summary["stale_files"] = fail_open.stale;
+  s.summary["unrecorded_tests"] = fail_open.unrecorded;
+  mode.summarize(s, s.summary);
   s.summary["selected_files"] = s.files.size();
   s.summary["selected_tests"] = s.tests.size();
+}
+
+}  // namespace
+
+ChangedSelection select_from_facts(const ChangeFacts& facts, const std::vector<PlanFileRef>& plan,
+                                   EvidenceStore& store, const SelectOptions& options) {
+  std::unique_ptr<InputsOnlyMode> mode = inputs_only_mode(options);
+  ChangedSelection s;
+  FailOpen fail_open;
+  if (!facts.full_plan.empty()) {
+    select_full_plan(facts, plan, s);
+  } else {
+    select_changed_files(facts, plan, s);
+    if (!facts.ops.empty()) fail_open = select_by_ops(facts, plan, store, options, *mode, s);
+  }
+  mode->decide(s);
+  write_summary(facts, plan, options, fail_open, *mode, s);
   return s;
 }
 
@@ -365,11 +341,15 @@ ChangedSelection select_changed(const ChangedRequest& req) {
   return s;
 }
 
-std::string format_changed_summary(const ChangedSelection& s) {
+namespace {
+
+// "backend FROM..TO: 3 files changed (2 kernel, 1 test)" per side, then why the full plan runs
+// and which ops the changes touch.
+std::string changes_text(const nlohmann::json& summary) {
   std::string out;
   for (const char* side : {"backend", "upstream"}) {
-    if (!s.summary.contains(side)) continue;
-    const auto& r = s.summary[side];
+    if (!summary.contains(side)) continue;
+    const auto& r = summary[side];
     std::map<std::string, int> effects;
     for (const auto& f : r["files"]) ++effects[f.value("effect", "")];
     std::string counts;
@@ -378,15 +358,15 @@ std::string format_changed_summary(const ChangedSelection& s) {
     out += fmt::format("{} {}: {} files changed{}\n", side, r["range"].get<std::string>(),
                        r["files"].size(), counts.empty() ? "" : " (" + counts + ")");
   }
-  const auto& full = s.summary["full_plan"];
+  const auto& full = summary["full_plan"];
   if (!full.empty()) {
     out += "full plan:\n";
     for (const auto& why : full) out += fmt::format("  {}\n", why.get<std::string>());
   }
-  const auto& ops = s.summary["touched_ops"];
+  const auto& ops = summary["touched_ops"];
   if (!ops.empty()) {
     std::vector<std::string> names;
-    const auto& dtypes = s.summary.value("touched_dtypes", nlohmann::json::object());
+    const auto& dtypes = summary.value("touched_dtypes", nlohmann::json::object());
     for (const auto& op : ops) {
       std::string name = op.get<std::string>();
       if (dtypes.contains(name))
@@ -396,6 +376,37 @@ std::string format_changed_summary(const ChangedSelection& s) {
     }
     out += fmt::format("touched ops: {}\n", fmt::join(names, ", "));
   }
+  return out;
+}
+
+// What --budget kept and dropped, and the recall it puts at risk.
+std::string budget_text(const nlohmann::json& b) {
+  auto side = [](const nlohmann::json& j) {
+    std::vector<std::string> kinds;
+    for (const auto& [kind, n] : j["by_evidence"].items())
+      kinds.push_back(fmt::format("{} {}", n.get<size_t>(), kind));
+    return fmt::format("{} tests and {} files ({:.1f} s{}{})", j["tests"].get<size_t>(),
+                       j["files"].get<size_t>(), j["seconds"].get<double>(),
+                       kinds.empty() ? "" : "; by evidence: ", fmt::join(kinds, ", "));
+  };
+  std::string out = fmt::format("budget {:.0f}% of {:.1f} s of test time: kept {}; dropped {}\n",
+                                100 * b["share"].get<double>(), b["plan_seconds"].get<double>(),
+                                side(b["kept"]), side(b["dropped"]));
+  if (b["recall_at_risk"].is_null())
+    return out +
+           "recall at risk: no breakages in the selected tests' history to estimate it from\n";
+  return out + fmt::format(
+                   "recall at risk, from history: the dropped tests went from passing to failing "
+                   "{} times in their last {} results, the kept ones {} times: about {:.0f}% of "
+                   "what the selection would catch\n",
+                   b["dropped"]["breakages"].get<int>(), b["history_window"].get<int>(),
+                   b["kept"]["breakages"].get<int>(), 100 * b["recall_at_risk"].get<double>());
+}
+
+}  // namespace
+
+std::string format_changed_summary(const ChangedSelection& s) {
+  std::string out = changes_text(s.summary);
   out += fmt::format("selected: {} whole files of {}, {} tests", s.files.size(),
                      s.summary.value("plan_files", 0), s.tests.size());
   std::vector<std::string> fail_open;
@@ -428,29 +439,7 @@ std::string format_changed_summary(const ChangedSelection& s) {
     out += fmt::format(
         "left out: {} tests that reached a changed op only while generating their inputs\n",
         s.summary["left_out_input_generation"].get<size_t>());
-  if (s.summary.contains("budget")) {
-    const auto& b = s.summary["budget"];
-    auto side = [](const nlohmann::json& j) {
-      std::vector<std::string> kinds;
-      for (const auto& [kind, n] : j["by_evidence"].items())
-        kinds.push_back(fmt::format("{} {}", n.get<size_t>(), kind));
-      return fmt::format("{} tests and {} files ({:.1f} s{}{})", j["tests"].get<size_t>(),
-                         j["files"].get<size_t>(), j["seconds"].get<double>(),
-                         kinds.empty() ? "" : "; by evidence: ", fmt::join(kinds, ", "));
-    };
-    out += fmt::format("budget {:.0f}% of {:.1f} s of test time: kept {}; dropped {}\n",
-                       100 * b["share"].get<double>(), b["plan_seconds"].get<double>(),
-                       side(b["kept"]), side(b["dropped"]));
-    if (b["recall_at_risk"].is_null())
-      out += "recall at risk: no breakages in the selected tests' history to estimate it from\n";
-    else
-      out += fmt::format(
-          "recall at risk, from history: the dropped tests went from passing to failing {} "
-          "times in their last {} results, the kept ones {} times: about {:.0f}% of what the "
-          "selection would catch\n",
-          b["dropped"]["breakages"].get<int>(), b["history_window"].get<int>(),
-          b["kept"]["breakages"].get<int>(), 100 * b["recall_at_risk"].get<double>());
-  }
+  if (s.summary.contains("budget")) out += budget_text(s.summary["budget"]);
   return out;
 }
 

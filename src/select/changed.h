@@ -67,6 +67,10 @@ struct ChangedSelection {
   // --staged: tests that `ootci run` runs only when the first stage shows the change raising.
   std::set<std::string> then_tests;
   nlohmann::json summary = nlohmann::json::object();
+  // Adds a reason for a test or file: at most a few, the first ones say why, then "... and more".
+  void add_reason(const std::string& id, const std::string& why);
+  // Keeps the strongest evidence seen for a test or file.
+  void note_evidence(const std::string& id, Evidence e);
   // {"files": [...], "tests": [...], "reasons": {...}, "evidence": {...}, "dropped": [...],
   // "summary": {...}} and with --staged "then": {"tests": [...], "when": "..."}: `ootci run
   // --select` reads files, tests and then.
