@@ -10,7 +10,7 @@
 #include <iostream>
 
 #include "base/time.h"
-#include "hud/seed.h"
+#include "hud_seed/seed.h"
 #include "testing/percentile.h"
 #include "testing/relay_process.h"
 #include "testing/test_env.h"

@@ -9,7 +9,7 @@
 #include "cli/commands.h"
 #include "cli/stop_signals.h"
 #include "hud/hud_routes.h"
-#include "hud/seed.h"
+#include "hud_seed/seed.h"
 #include "relay/allowlist.h"
 #include "relay/config.h"
 #include "relay/relay_server.h"

@@ -10,7 +10,7 @@
 #include "base/metrics.h"
 #include "base/yaml_doc.h"
 #include "hud/hud_api.h"
-#include "hud/seed.h"
+#include "hud_seed/seed.h"
 #include "relay/config.h"
 #include "relay/sweeper.h"
 #include "relay/task_runner.h"

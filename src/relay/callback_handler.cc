@@ -55,8 +55,8 @@ Reply CallbackHandler::handle(const CallbackRequest& req) {
   }
   const VerifiedToken& vt = std::get<VerifiedToken>(verified);
   std::string repo;
-  if (vt.issuer->provider == "buildkite") {
-    auto id = d_.ci_providers.buildkite_identity(vt.claims);
+  if (vt.issuer->provider != "github") {
+    auto id = d_.ci_providers.identity(vt.issuer->provider, vt.claims);
     if (!id.error.empty()) {
       count("forbidden");
       return detail_reply(403, id.error);

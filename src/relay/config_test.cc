@@ -140,7 +140,7 @@ TEST(RelayConfig, BadConfigsNameFileLineAndKey) {
       {"allowlist: a\noidc:\n  issuers:\n    - jwks_url: x\n",
        "relay.yaml:4:7: oidc.issuers[0].issuer: required"},
       {"allowlist: a\noidc:\n  issuers:\n    - issuer: x\n      provider: gitlab\n",
-       "relay.yaml:5:17: oidc.issuers[0].provider: expected github or buildkite"},
+       "relay.yaml:5:17: oidc.issuers[0].provider: expected github, buildkite, gitlab or circleci"},
       {"allowlist: a\ncallback:\n  rate_limit_per_min: 0\n",
        "relay.yaml:3:23: callback.rate_limit_per_min: must be between 1 and 1000000"},
       {"allowlist: a\ncallback:\n  require_callback_token: maybe\n",

@@ -56,16 +56,20 @@ int64_t first_whole_day(int64_t ms) {
 bool HourDelta::is_empty() const {
   return level.empty() && jobs == 0 && success == 0 && failure == 0 && timed_out == 0 &&
          cancelled == 0 && in_progress == 0 && queue_sum_ms == 0 && queue_n == 0 &&
-         exec_sum_ms == 0 && exec_n == 0 && overruns == 0 && prs_last == 0;
+         exec_sum_ms == 0 && exec_n == 0 && overruns == 0 && prs_last == 0 &&
+         exec_max_ms < 0 && failure_upstream == 0;
 }
 
 void RollupDeltas::add_job(const JobRecord& j, int sign) {
+  if (j.superseded) return;
   HourDelta& h = hours[{job_class(j.event_type), j.created_ms / kRollupHourMs, j.repo}];
   if (sign > 0) {
     h.level = std::max(h.level, j.level);
     h.first_ms = std::min(h.first_ms, j.created_ms);
     h.last_ms = std::max(h.last_ms, j.created_ms);
+    h.exec_max_ms = std::max(h.exec_max_ms, j.execution_time_ms);
   }
+  h.failure_upstream += sign * upstream_caused(j);
   h.jobs += sign;
   h.success += sign * (j.conclusion == "success");
   h.failure += sign * (j.conclusion == "failure");
@@ -78,6 +82,11 @@ void RollupDeltas::add_job(const JobRecord& j, int sign) {
   if (j.queue_time_ms >= 0 && j.execution_time_ms >= 0)
     e2e[{j.repo, j.created_ms / kRollupDayMs, e2e_bucket(j.queue_time_ms + j.execution_time_ms)}] +=
         sign;
+}
+
+void RollupDeltas::supersede(const JobRecord& j) {
+  add_job(j, -1);
+  recount.insert({job_class(j.event_type), j.created_ms / kRollupHourMs, j.repo});
 }
 
 void RollupDeltas::move_pr(const std::string& repo, const std::string& cls, int64_t old_last_ms,

@@ -20,11 +20,13 @@ struct SeedResult {
   std::string allowlist_yaml;  // the levels the seeded backends have
   std::string first_backend;
   int64_t busiest_pr = 0;
+  int64_t superseded_attempts = 0;  // nightly attempts a re-run replaced (counted nowhere)
 };
 
 // Fills a store with realistic CRCR history: backends at L1–L4 with different reliability, PR and
 // push deliveries over `days`, matrix jobs, queue and execution times with a long tail, failures,
-// timeouts, re-run attempts, nightly runs, failed-test details and triage verdicts.
+// timeouts, re-run attempts (of PR jobs and of nightly runs), nightly runs, failed-test details
+// and triage verdicts.
 SeedResult seed_store(Store& store, const SeedOptions& options);
 
 }  // namespace ootci

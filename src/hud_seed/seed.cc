@@ -1,10 +1,12 @@
-#include "hud/seed.h"
+#include "hud_seed/seed.h"
 
 #include <fmt/format.h>
 
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <random>
+
+#include "relay_store/bulk_load.h"
 
 namespace ootci {
 namespace {
@@ -53,7 +55,7 @@ SeedResult seed_store(Store& store, const SeedOptions& o) {
 
   std::vector<JobRecord> batch;
   auto flush = [&] {
-    store.insert_jobs_bulk(batch);
+    insert_jobs_bulk(store, batch);
     out.jobs += batch.size();
     batch.clear();
   };
@@ -114,11 +116,13 @@ SeedResult seed_store(Store& store, const SeedOptions& o) {
               "1042\n"}});
       j.failed_tests_json = failed.dump();
       static const char* cats[] = {"backend", "upstream", "flake", "infra"};
-      std::string cat = cats[static_cast<int>(uniform(0, 4)) % 4];
+      j.verdict_category = cats[static_cast<int>(uniform(0, 4)) % 4];
+      j.verdict_confidence = chance(0.6) ? "high" : "medium";
+      const std::string& cat = j.verdict_category;
       j.triage_json = nlohmann::json{
           {"schema_version", 1},
           {"category", cat},
-          {"confidence", chance(0.6) ? "high" : "medium"},
+          {"confidence", j.verdict_confidence},
           {"summary", fmt::format("{} failure in {}", cat, job)},
           {"evidence", {"re-ran failing variants 3x: failed 3/3"}},
           {"analyzer",
@@ -160,8 +164,15 @@ SeedResult seed_store(Store& store, const SeedOptions& o) {
       if (b.level == "L1") continue;
       int64_t at = start + day * kDay + 2 * 60 * kMinute;
       std::string sha = fmt::format("{:040x}", rng() % 0xffffffffffffULL);
-      batch.push_back(
-          make_job(b, sha, 0, sha, "nightly", ++run_id, 1, "nightly", "full-suite", at));
+      JobRecord nightly =
+          make_job(b, sha, 0, sha, "nightly", ++run_id, 1, "nightly", "full-suite", at);
+      bool failed = nightly.conclusion == "failure";
+      batch.push_back(nightly);
+      if (failed && chance(0.4)) {  // re-run: the summary counts this latest attempt only
+        batch.push_back(make_job(b, sha, 0, sha, "nightly", run_id, 2, "nightly", "full-suite",
+                                 at + 3 * 60 * kMinute));
+        out.superseded_attempts++;
+      }
     }
   if (o.xss_probe && !backends.empty()) {
     JobRecord x =
