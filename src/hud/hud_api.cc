@@ -214,18 +214,6 @@ nlohmann::json readiness_json(Store& store, const std::string& repo, const std::
 
 }  // namespace
 
-int64_t percentile_ms(const std::vector<E2eBucket>& histogram, double p) {
-  int64_t n = 0;
-  for (const auto& b : histogram) n += b.jobs;
-  if (n == 0) return -1;
-  int64_t rank = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(p * n)));
-  for (const auto& b : histogram) {
-    rank -= b.jobs;
-    if (rank <= 0) return b.tenth_min * kE2eBucketMs;
-  }
-  return histogram.back().tenth_min * kE2eBucketMs;
-}
-
 std::string pass_rate_chip(const nlohmann::json& pass_rate) {
   if (!pass_rate.is_number()) return "grey";
   double p = pass_rate.get<double>();

@@ -35,10 +35,6 @@ nlohmann::json job_json(Store& store, const std::string& key);  // null if unkno
 nlohmann::json metrics_json(Store& store, const HudQuery& q);
 nlohmann::json pr_json(Store& store, const Allowlist& allow, int64_t pr_number);
 
-// The p-th percentile of a histogram, as the element ceil(p·n)-1 of the sorted values (to the
-// histogram's tenth of a minute), in milliseconds; -1 without values.
-int64_t percentile_ms(const std::vector<E2eBucket>& histogram, double p);
-
 // Pass-rate chip colour: green ≥ 95 %, yellow ≥ 80 %, red otherwise, grey with no data.
 std::string pass_rate_chip(const nlohmann::json& pass_rate);
 

@@ -5,6 +5,7 @@
 #include "base/text.h"
 #include "hud/html.h"
 #include "hud_seed/seed.h"
+#include "relay_store/hud_rollup.h"
 #include "hud/svg_chart.h"
 #include "testing/test_env.h"
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 namespace ootci {
 
@@ -43,6 +44,18 @@ int64_t e2e_bucket(int64_t e2e_ms) {
 const char* e2e_bucket_sql() {
   // Both columns are BIGINT: / is integer division in both dialects.
   return "(queue_time_ms + execution_time_ms + 3000) / 6000";
+}
+
+int64_t percentile_ms(const std::vector<E2eBucket>& histogram, double p) {
+  int64_t n = 0;
+  for (const auto& b : histogram) n += b.jobs;
+  if (n == 0) return -1;
+  int64_t rank = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(p * n)));
+  for (const auto& b : histogram) {
+    rank -= b.jobs;
+    if (rank <= 0) return b.tenth_min * kE2eBucketMs;
+  }
+  return histogram.back().tenth_min * kE2eBucketMs;
 }
 
 int64_t first_whole_hour(int64_t ms) {

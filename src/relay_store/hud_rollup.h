@@ -37,6 +37,10 @@ int64_t e2e_bucket(int64_t e2e_ms);
 // The same over the jobs table's queue_time_ms and execution_time_ms columns.
 const char* e2e_bucket_sql();
 
+// The p-th percentile of a histogram, as the element ceil(p·n)-1 of the sorted values (to the
+// histogram's tenth of a minute), in milliseconds; -1 without values.
+int64_t percentile_ms(const std::vector<E2eBucket>& histogram, double p);
+
 // The first whole hour at or after `ms` (ms ≥ 0): rollup hours from there on are entirely inside
 // a window that starts at `ms`; [ms, that hour) is read from the job rows.
 int64_t first_whole_hour(int64_t ms);
