@@ -14,6 +14,7 @@
 #include "relay/callback_handler.h"
 #include "relay/callback_token.h"
 #include "relay/ci_providers.h"
+#include "relay/nightly_freshness.h"
 #include "relay/outbox_sender.h"
 #include "relay/redelivery.h"
 #include "relay/sha_validator.h"
@@ -118,19 +119,6 @@ struct RelayServer::Impl {
             {"jobs_overdue_unswept", stuck}};
   }
 
-  // The newest nightly of each repo that sends them or says it takes part, against the
-  // staleness limit (RFC-0056): repo → (last ms or -1, stale).
-  std::map<std::string, std::pair<int64_t, bool>> nightly_freshness() {
-    auto last = store->last_job_ms(JobFilter::kNightly);
-    std::map<std::string, std::pair<int64_t, bool>> out;
-    int64_t limit = now_ms() - config.nightly.stale_after_h * 3600000;
-    for (const auto& [repo, ms] : last) out[repo] = {ms, ms < limit};
-    for (const auto& e : allowlist.get()->entries())
-      if (std::find(e.events.begin(), e.events.end(), "nightly") != e.events.end() &&
-          !out.count(e.repo))
-        out[e.repo] = {-1, true};
-    return out;
-  }
 
   // Seconds since the sweeper last finished a pass (any replica), or -1 if it never has.
   int64_t sweeper_age_s() {
@@ -230,11 +218,12 @@ void RelayServer::run() {
       if (auto v = s.store->get_meta(Sweeper::kHeartbeatKey)) heartbeat = std::stoll(*v) / 1000.0;
       overdue = double(
           s.store->count_overdue_jobs(now_ms() - s.config.sweeper.zombie_timeout_s * 1000));
-      for (const auto& [repo, fresh] : s.nightly_freshness()) {
-        std::string label = fmt::format("{{repo=\"{}\"}}", repo);
-        if (fresh.first >= 0)
-          nightly.push_back({"ootci_nightly_last_timestamp_seconds" + label, fresh.first / 1000.0});
-        stale.push_back({"ootci_nightly_stale" + label, fresh.second ? 1.0 : 0.0});
+      for (const auto& f : nightly_freshness(*s.store, *s.allowlist.get(), now_ms(),
+                                             s.config.nightly.stale_after_h)) {
+        std::string label = fmt::format("{{repo=\"{}\"}}", f.repo);
+        if (f.last_ms >= 0)
+          nightly.push_back({"ootci_nightly_last_timestamp_seconds" + label, f.last_ms / 1000.0});
+        stale.push_back({"ootci_nightly_stale" + label, f.stale ? 1.0 : 0.0});
       }
     } catch (const std::exception&) {
     }
