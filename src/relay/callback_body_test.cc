@@ -196,9 +196,9 @@ TEST(CheckRuns, NameExternalIdAndWhoWantsThem) {
   EXPECT_EQ(p["output"]["title"], "Timed_out");
   EXPECT_EQ(p["conclusion"], "timed_out");
   EXPECT_EQ(t.ordering_key, "check_run:d:acme/x:7:1:test");
-  AllowlistEntry l3{"acme/x", Level::kL3, {}, "dev"};
-  AllowlistEntry l4{"acme/y", Level::kL4, {}, ""};
-  AllowlistEntry l2{"acme/z", Level::kL2, {}, ""};
+  AllowlistEntry l3{"acme/x", Level::kL3, {}, "dev", {}};
+  AllowlistEntry l4{"acme/y", Level::kL4, {}, "", {}};
+  AllowlistEntry l2{"acme/z", Level::kL2, {}, "", {}};
   nlohmann::json labelled = {{"pull_request", {{"labels", {{{"name", "ciflow/crcr/dev"}}}}}}};
   EXPECT_TRUE(wants_check_run(l4, {}, false));
   EXPECT_FALSE(wants_check_run(l3, {}, false));

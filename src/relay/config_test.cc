@@ -139,7 +139,7 @@ TEST(RelayConfig, BadConfigsNameFileLineAndKey) {
       {"allowlist: a\ndispatch: 3\n", "relay.yaml:2:11: dispatch: expected a mapping"},
       {"allowlist: a\noidc:\n  issuers:\n    - jwks_url: x\n",
        "relay.yaml:4:7: oidc.issuers[0].issuer: required"},
-      {"allowlist: a\noidc:\n  issuers:\n    - issuer: x\n      provider: gitlab\n",
+      {"allowlist: a\noidc:\n  issuers:\n    - issuer: x\n      provider: jenkins\n",
        "relay.yaml:5:17: oidc.issuers[0].provider: expected github, buildkite, gitlab or circleci"},
       {"allowlist: a\ncallback:\n  rate_limit_per_min: 0\n",
        "relay.yaml:3:23: callback.rate_limit_per_min: must be between 1 and 1000000"},

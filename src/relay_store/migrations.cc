@@ -284,12 +284,31 @@ CREATE TEMPORARY TABLE superseded_hours AS SELECT created_ms / 3600000 AS hour, 
         "hud_hourly.hour AND s.repo = hud_hourly.repo), 0)",
         minus.empty() ? "" : ",\n  ", c, c, c);
   out += "UPDATE hud_hourly SET " + minus + " WHERE job_class = 'nightly';\n";
+  // As a write that supersedes an attempt does: the hour's level, first and last job are read
+  // again from the jobs still counted there (kept when none is).
+  std::string recount;
+  for (auto [column, agg] : {std::pair{"level", "MAX(level COLLATE \"C\")"},
+                             {"first_ms", "MIN(created_ms)"},
+                             {"last_ms", "MAX(created_ms)"}})
+    recount += fmt::format("{}{} = COALESCE((SELECT {} FROM jobs WHERE {}), {})",
+                           recount.empty() ? "" : ",\n  ", column, agg, hour_rows, column);
+  out += "UPDATE hud_hourly SET " + recount +
+         " WHERE job_class = 'nightly' AND EXISTS (SELECT 1 FROM superseded_hours s WHERE "
+         "s.hour = hud_hourly.hour AND s.repo = hud_hourly.repo);\n";
   out += "DROP TABLE superseded_hours;\n";
-  out += "UPDATE hud_hourly SET exec_max_ms = COALESCE((SELECT MAX(execution_time_ms) FROM jobs "
-         "WHERE " + hour_rows + "), -1),\n  failure_upstream = (SELECT COUNT(*) FROM jobs WHERE " +
-         hour_rows +
-         " AND conclusion = 'failure' AND verdict_category = 'upstream' AND "
-         "verdict_confidence = 'high');\n";
+  out += std::string(
+             "UPDATE hud_e2e_daily SET jobs = jobs - (SELECT COUNT(*) FROM jobs WHERE "
+             "jobs.superseded = 1 AND jobs.repo = hud_e2e_daily.repo AND "
+             "jobs.created_ms / 86400000 = hud_e2e_daily.day AND jobs.queue_time_ms >= 0 "
+             "AND jobs.execution_time_ms >= 0 AND ") +
+         e2e_bucket_sql() +
+         " = hud_e2e_daily.tenth_min);\nDELETE FROM hud_e2e_daily WHERE jobs = 0;\n";
+  out +=
+      "UPDATE hud_hourly SET exec_max_ms = COALESCE((SELECT MAX(execution_time_ms) FROM jobs "
+      "WHERE " +
+      hour_rows + "), -1),\n  failure_upstream = (SELECT COUNT(*) FROM jobs WHERE " + hour_rows +
+      " AND conclusion = 'failure' AND verdict_category = 'upstream' AND "
+      "verdict_confidence = 'high');\n";
   out += R"(
 CREATE TABLE demotions (
   repo TEXT PRIMARY KEY,

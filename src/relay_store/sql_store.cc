@@ -521,8 +521,12 @@ class SqlStore : public Store {
           fmt::format("SELECT {} FROM jobs WHERE key = ?{}", kRollupColumns, for_update(d_)),
           {job.key}, read_rollup_columns);
       if (!old) return false;
+      // Whether a later nightly attempt superseded the job is the store's to say, not the
+      // caller's.
+      JobRecord j = job;
+      j.superseded = old->superseded;
       std::vector<SqlParam> params;
-      add_job(params, job);
+      add_job(params, j);
       int64_t flag = expected_check_run_created ? int64_t{*expected_check_run_created} : -1;
       params.insert(params.end(), {job.key, expected_status, flag, flag});
       if (tx.exec(fmt::format("UPDATE jobs SET ({}) = ({}) WHERE key = ? AND status = ? AND "
@@ -532,8 +536,8 @@ class SqlStore : public Store {
         return false;
       RollupDeltas deltas;
       deltas.add_job(*old, -1);
-      deltas.add_job(job, +1);
-      track_prs(tx, {&job}, deltas);
+      deltas.add_job(j, +1);
+      track_prs(tx, {&j}, deltas);
       write_rollups(tx, deltas);
       insert_tasks(tx, tasks);
       return true;
@@ -548,9 +552,10 @@ class SqlStore : public Store {
   }
 
   int64_t count_overdue_jobs(int64_t before_ms) override {
-    return read_first("count_overdue_jobs",
-                      "SELECT COUNT(*) FROM jobs WHERE status = 'in_progress' AND in_progress_ms < ?",
-                      {before_ms}, read_i64)
+    return read_first(
+               "count_overdue_jobs",
+               "SELECT COUNT(*) FROM jobs WHERE status = 'in_progress' AND in_progress_ms < ?",
+               {before_ms}, read_i64)
         .value_or(0);
   }
 
@@ -958,8 +963,8 @@ class SqlStore : public Store {
     }
     std::vector<SqlParam> params;
     add_job(params, j);
-    if (tx.exec(fmt::format("INSERT INTO jobs ({}) VALUES ({}) ON CONFLICT DO NOTHING",
-                            kJobColumns, placeholder_list(kJobColumnCount)),
+    if (tx.exec(fmt::format("INSERT INTO jobs ({}) VALUES ({}) ON CONFLICT DO NOTHING", kJobColumns,
+                            placeholder_list(kJobColumnCount)),
                 params) == 0)
       return false;
     for (const JobRecord& o : earlier) {
@@ -1038,10 +1043,11 @@ class SqlStore : public Store {
     for (const auto& [key, h] : deltas.hours) {
       if (h.is_empty()) continue;
       const auto& [cls, hour, repo] = key;
-      tx.exec(hour_upsert_sql_,
-              {cls, hour, repo, h.level, h.jobs, h.success, h.failure, h.timed_out, h.cancelled,
-               h.in_progress, h.queue_sum_ms, h.queue_n, h.exec_sum_ms, h.exec_n, h.overruns,
-               h.prs_last, h.first_ms, h.last_ms, h.exec_max_ms, h.failure_upstream});
+      tx.exec(hour_upsert_sql_, {cls,           hour,          repo,           h.level,
+                                 h.jobs,        h.success,     h.failure,      h.timed_out,
+                                 h.cancelled,   h.in_progress, h.queue_sum_ms, h.queue_n,
+                                 h.exec_sum_ms, h.exec_n,      h.overruns,     h.prs_last,
+                                 h.first_ms,    h.last_ms,     h.exec_max_ms,  h.failure_upstream});
     }
     // An hour a superseded attempt left: its level, first and last job and longest execution are
     // taken again from the job rows still counted there.

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <pqxx/pqxx>
 #include <set>
 #include <thread>
@@ -1191,6 +1192,13 @@ TEST_P(StoreTest, MigrationV3BackfillsCreatedMs) {
   EXPECT_EQ(store->get_job("bk")->run_id, "0190b2f1-5c6e-4c3a-9a53-6f3c1c7e2b11");
 }
 
+constexpr const char* kUndoV8 =
+    "DROP INDEX jobs_run; ALTER TABLE jobs DROP COLUMN verdict_category; "
+    "ALTER TABLE jobs DROP COLUMN verdict_confidence; ALTER TABLE jobs DROP COLUMN superseded; "
+    "DROP TABLE demotions; DROP TABLE redeliveries; ";
+constexpr const char* kUndoV8Rollups =
+    "ALTER TABLE hud_hourly DROP COLUMN exec_max_ms; "
+    "ALTER TABLE hud_hourly DROP COLUMN failure_upstream; ";
 constexpr const char* kUndoV7 =
     "ALTER TABLE outbox DROP COLUMN lease; ALTER TABLE tasks DROP COLUMN lease; "
     "DROP TABLE rate_hits; ";
@@ -1202,9 +1210,10 @@ TEST_P(StoreTest, MigrationV7KeepsTheRowsInFlight) {
   store_->enqueue_tasks({task("check_run", "A", "A1")});
   ASSERT_EQ(store_->claim_due(1000, 1, 500).size(), 1u);  // leased by a v6 worker
   store_.reset();
-  raw_sql(uri_, std::string(kUndoV7) + "UPDATE schema_version SET version = 6;");
+  raw_sql(uri_, std::string(kUndoV8) + kUndoV8Rollups + kUndoV7 +
+                    "UPDATE schema_version SET version = 6;");
   store_ = open_store(uri_);
-  EXPECT_EQ(store_->schema_version(), 7);
+  EXPECT_EQ(store_->schema_version(), 8);
   auto pending = store_->claim_due(1000, 10, 500);
   ASSERT_EQ(pending.size(), 1u);
   EXPECT_TRUE(mark_delivered(*store_, pending[0], 1, 1001));
@@ -1218,6 +1227,8 @@ TEST_P(StoreTest, MigrationV7KeepsTheRowsInFlight) {
   EXPECT_EQ(store_->rate_limit("org/a", 1000, 1, 60), 60);
 }
 
+// Migrations 6 and 8 together: the rollups a store back-fills equal those its writes keep,
+// nightly attempts a re-run superseded and failures a verdict blames on upstream included.
 TEST_P(StoreTest, MigrationV6BackfillsTheRollupsTheWritesKeep) {
   constexpr int64_t H = 3'600'000;
   std::vector<JobRecord> jobs;
@@ -1228,6 +1239,26 @@ TEST_P(StoreTest, MigrationV6BackfillsTheRollupsTheWritesKeep) {
                            i % 5 == 0 ? 1 + i % 17 : 0, (int64_t{i} * 7'919'000) % (50 * H),
                            outcomes[i % 6], i % 4 ? 1000 * i : -1, i % 7 ? 997 * i : -1,
                            i % 2 ? "L2" : "L3"));
+    JobRecord& j = jobs.back();
+    j.run_id = std::to_string(i);
+    if (j.conclusion == "failure" && i % 4 != 3) {
+      const char* categories[] = {"upstream", "upstream", "backend"};
+      j.verdict_category = categories[i % 3];
+      j.verdict_confidence = i % 5 ? "high" : "medium";
+      j.triage_json = nlohmann::json{{"schema_version", 1},
+                                     {"category", j.verdict_category},
+                                     {"confidence", j.verdict_confidence}}
+                          .dump();
+    }
+  }
+  // Nightly re-runs: a later attempt of the same run and job, sometimes in the same hour.
+  for (int i = 2; i < 300; i += 25) {
+    JobRecord again = jobs[i];
+    again.key += "-2";
+    again.run_attempt = 2;
+    again.created_ms += i % 2 ? 60'000 : 5 * H;
+    again.level = "L4";
+    jobs.push_back(again);
   }
   insert_all(*store_, jobs);
   for (int i = 5; i < 300; i += 6) {  // in progress, then completed by a callback
@@ -1239,7 +1270,9 @@ TEST_P(StoreTest, MigrationV6BackfillsTheRollupsTheWritesKeep) {
   }
   std::string tables[] = {"SELECT * FROM hud_hourly ORDER BY job_class, hour, repo",
                           "SELECT * FROM hud_e2e_daily ORDER BY repo, day, tenth_min",
-                          "SELECT * FROM hud_pr_latest ORDER BY repo, job_class, pr_number"};
+                          "SELECT * FROM hud_pr_latest ORDER BY repo, job_class, pr_number",
+                          "SELECT key, superseded, verdict_category, verdict_confidence FROM jobs "
+                          "ORDER BY key"};
   std::vector<SqlRows> written;
   for (const auto& sql : tables) written.push_back(raw_sql(uri_, sql));
   ASSERT_GT(written[0].size(), 100u);
@@ -1247,9 +1280,17 @@ TEST_P(StoreTest, MigrationV6BackfillsTheRollupsTheWritesKeep) {
   raw_sql(uri_,
           "DROP TABLE hud_hourly; DROP TABLE hud_e2e_daily; DROP TABLE hud_pr_latest; "
           "DROP INDEX jobs_repo_event; DROP INDEX jobs_repo_pr; " +
-              std::string(kUndoV7) + "UPDATE schema_version SET version = 5;");
+              std::string(kUndoV8) + kUndoV7 + "UPDATE schema_version SET version = 5;");
   store_ = open_store(uri_);
-  for (size_t t = 0; t < 3; ++t) EXPECT_EQ(raw_sql(uri_, tables[t]), written[t]) << tables[t];
+  for (size_t t = 0; t < 4; ++t) {
+    SqlRows now = raw_sql(uri_, tables[t]);
+    EXPECT_EQ(now.size(), written[t].size()) << tables[t];
+    for (size_t i = 0; i < std::min(now.size(), written[t].size()); ++i)
+      EXPECT_EQ(now[i], written[t][i]) << tables[t] << " row " << i;
+  }
+  EXPECT_GT(
+      std::count(written[3].begin(), written[3].end(), std::vector<std::string>{"m2", "1", "", ""}),
+      0);
 }
 
 TEST(StoreOpen, RejectsUnknownUri) {
