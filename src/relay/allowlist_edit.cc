@@ -10,6 +10,8 @@
 
 #include "base/error.h"
 #include "base/text.h"
+#include "base/yaml_doc.h"
+#include "relay/allowlist.h"
 
 namespace ootci {
 namespace {
@@ -158,6 +160,8 @@ nlohmann::json load(const std::string& text, const Editor& ed, const char* which
 std::string demote_in_allowlist(const std::string& text, const std::string& repo,
                                 const std::string& file) {
   Editor ed(text, file);
+  // Only a valid allowlist is edited (a repo listed twice, say, is refused with its lines).
+  Allowlist::parse(load_yaml_text(file, text));
   nlohmann::json old_data = load(text, ed, "the allowlist");
   // Where the repo is: its device and its key as written (CRCR trims spaces and slashes).
   std::string device, key;
@@ -232,6 +236,7 @@ std::string demote_in_allowlist(const std::string& text, const std::string& repo
   if (without_empty_sections(load(out, ed, "the edited allowlist")) !=
       without_empty_sections(expected))
     ed.fail(fmt::format("moving {} changed more than its entry", repo));
+  Allowlist::parse(load_yaml_text(file, out));
   return out;
 }
 

@@ -1128,6 +1128,127 @@ TEST_P(StoreTest, RecordLevelAppendsOnlyOnChange) {
                      {"org/s", "L2", "700"}}));
 }
 
+TEST_P(StoreTest, FirstAtLevelIsWhenTheRepoFirstReachedIt) {
+  EXPECT_FALSE(store_->first_at_level("org/r", "L2"));
+  store_->record_level("org/r", "L2", 100);
+  store_->record_level("org/r", "L3", 300);
+  store_->record_level("org/r", "L2", 500);  // demoted: tenure still counts from 100
+  EXPECT_EQ(store_->first_at_level("org/r", "L2"), 100);
+  EXPECT_EQ(store_->level_since("org/r", "L2"), 500);
+  EXPECT_EQ(store_->first_at_level("org/r", "L3"), 300);
+  EXPECT_FALSE(store_->first_at_level("org/r", "L4"));
+}
+
+TEST_P(StoreTest, DemotionsKeepTheirFirstSinceUntilCleared) {
+  EXPECT_TRUE(store_->demotions().empty());
+  store_->set_demotion({"org/b", 1000, 12, "https://github.com/u/p/pull/12"});
+  store_->set_demotion({"org/a", 1500, 13, "u13"});
+  store_->set_demotion({"org/b", 9000, 14, "u14"});  // seen again: since stays, the PR moves on
+  auto b = store_->demotion("org/b");
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->since_ms, 1000);
+  EXPECT_EQ(b->pr_number, 14);
+  EXPECT_EQ(b->pr_url, "u14");
+  auto all = store_->demotions();
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0].repo, "org/a");
+  store_->clear_demotion("org/b");
+  EXPECT_FALSE(store_->demotion("org/b"));
+  store_->set_demotion({"org/b", 20000, 15, "u15"});  // a new demotion begins anew
+  EXPECT_EQ(store_->demotion("org/b")->since_ms, 20000);
+}
+
+TEST_P(StoreTest, RunDueLetsOneCallerRunPerInterval) {
+  EXPECT_TRUE(store_->run_due("sync", 1000, 500));
+  EXPECT_FALSE(store_->run_due("sync", 1200, 500));
+  EXPECT_TRUE(store_->run_due("other", 1200, 500));
+  EXPECT_TRUE(store_->run_due("sync", 1500, 500));
+  // Replicas racing for one pass: exactly one wins.
+  std::atomic<int> won{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&] { won += store_->run_due("sync", 5000, 500); });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(won, 1);
+}
+
+TEST_P(StoreTest, ClaimRedeliveryIsBoundedByGapAndAttempts) {
+  EXPECT_TRUE(store_->claim_redelivery("g1", 1000, 100, 2));
+  EXPECT_FALSE(store_->claim_redelivery("g1", 1050, 100, 2));  // asked for a moment ago
+  EXPECT_TRUE(store_->claim_redelivery("g2", 1050, 100, 2));
+  EXPECT_TRUE(store_->claim_redelivery("g1", 1100, 100, 2));
+  EXPECT_FALSE(store_->claim_redelivery("g1", 5000, 100, 2));  // max attempts reached
+}
+
+TEST_P(StoreTest, CountOverdueJobsAndTheNewestJobPerRepo) {
+  insert_all(*store_, {hud_job("a", "org/a", "nightly", 0, 5000), hud_job("b", "org/a", "nightly", 0, 9000),
+                       hud_job("c", "org/b", "periodic", 0, 7000),
+                       hud_job("d", "org/c", "pull_request", 1, 8000, "")});
+  JobRecord running = hud_job("e", "org/c", "pull_request", 1, 100, "");
+  running.in_progress_ms = 100;
+  JobRecord later = hud_job("f", "org/c", "pull_request", 1, 400, "");
+  later.in_progress_ms = 400;
+  insert_all(*store_, {running, later});
+  EXPECT_EQ(store_->count_overdue_jobs(300), 2);  // d (never started: -1), e
+  EXPECT_EQ(store_->count_overdue_jobs(500), 3);
+  EXPECT_EQ(store_->last_job_ms(JobFilter::kNightly),
+            (std::map<std::string, int64_t>{{"org/a", 9000}, {"org/b", 7000}}));
+  EXPECT_EQ(store_->last_job_ms(JobFilter::kPullRequest),
+            (std::map<std::string, int64_t>{{"org/c", 8000}}));
+}
+
+// The nightly summary counts the latest attempt of a run's job (test-infra#8832): a re-run
+// supersedes the earlier attempt, whichever is written first, and only that attempt leaves the
+// counts, the run list and the daily figures.
+TEST_P(StoreTest, ALaterNightlyAttemptSupersedesTheEarlierOne) {
+  constexpr int64_t H = 3'600'000;
+  auto attempt = [&](const std::string& key, const std::string& job, int64_t run_attempt,
+                     int64_t at, const std::string& conclusion) {
+    JobRecord j = hud_job(key, "org/n", "nightly", 0, at, conclusion, -1, 1000 * run_attempt);
+    j.job_name = job;
+    j.run_id = "77";
+    j.run_attempt = run_attempt;
+    return j;
+  };
+  insert_all(*store_, {attempt("s:1", "suite", 1, 10 * H, "failure")});
+  auto nightly = [&] { return store_->repo_stats(0, JobFilter::kNightly, "org/n").at(0); };
+  EXPECT_EQ(nightly().failure, 1);
+  insert_all(*store_, {attempt("s:2", "suite", 2, 13 * H, "success")});
+  EXPECT_EQ(nightly().jobs, 1);
+  EXPECT_EQ(nightly().success, 1);
+  EXPECT_EQ(nightly().failure, 0);
+  EXPECT_EQ(nightly().first_ms, 13 * H);
+  EXPECT_EQ(nightly().exec_max_ms, 2000);
+  EXPECT_TRUE(store_->get_job("s:1")->superseded);
+  EXPECT_FALSE(store_->get_job("s:2")->superseded);
+  // An earlier attempt stored late is superseded at once; another job of the run is not.
+  insert_all(*store_, {attempt("s:0", "suite", 1, 9 * H, "cancelled"),
+                       attempt("o:1", "other", 1, 10 * H, "failure")});
+  EXPECT_TRUE(store_->get_job("s:0")->superseded);
+  EXPECT_EQ(nightly().jobs, 2);
+  EXPECT_EQ(nightly().cancelled, 0);
+  int64_t total = 0;
+  auto runs = store_->recent_jobs("org/n", 0, JobFilter::kNightly, 10, 0, &total);
+  EXPECT_EQ(total, 2);
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0].key, "s:2");
+  EXPECT_EQ(runs[1].key, "o:1");
+  auto days = store_->daily_stats(0, JobFilter::kNightly);
+  ASSERT_EQ(days.size(), 1u);
+  EXPECT_EQ(days[0].jobs, 2);
+  // The same through the bulk path, in one transaction.
+  insert_jobs_bulk(*store_, {attempt("b:1", "bulk", 1, 20 * H, "failure"),
+                             attempt("b:2", "bulk", 2, 21 * H, "success")});
+  EXPECT_TRUE(store_->get_job("b:1")->superseded);
+  EXPECT_EQ(nightly().jobs, 3);
+  // Pull-request re-runs are not superseded: each attempt counts, as upstream's PR summary does.
+  JobRecord pr1 = attempt("p:1", "pr", 1, 10 * H, "failure"), pr2 = attempt("p:2", "pr", 2, 11 * H, "success");
+  pr1.event_type = pr2.event_type = "pull_request";
+  insert_all(*store_, {pr1, pr2});
+  EXPECT_FALSE(store_->get_job("p:1")->superseded);
+  EXPECT_EQ(store_->repo_stats(0, JobFilter::kPullRequest, "org/n").at(0).jobs, 2);
+}
+
 // Four writers recording the same change at once append it once: each must see the others'
 // append before deciding (PostgreSQL replicas share no mutex).
 TEST_P(StoreTest, ConcurrentRecordLevelAppendsAChangeOnce) {
