@@ -162,6 +162,9 @@ std::string demote_in_allowlist(const std::string& text, const std::string& repo
   Editor ed(text, file);
   // Only a valid allowlist is edited (a repo listed twice, say, is refused with its lines).
   Allowlist::parse(load_yaml_text(file, text));
+  // The sections first: a key written twice is read as one by the parser.
+  Range l3 = ed.section("L3");
+  Range l2 = ed.section("L2");
   nlohmann::json old_data = load(text, ed, "the allowlist");
   // Where the repo is: its device and its key as written (CRCR trims spaces and slashes).
   std::string device, key;
@@ -177,12 +180,10 @@ std::string demote_in_allowlist(const std::string& text, const std::string& repo
   if (key.empty()) ed.fail(repo + " is not at L3");
   // Participation stays with the repo; oncalls and device do not exist at L2.
   nlohmann::json value = old_data["L3"][device][key];
-  nlohmann::json events = value.is_object() && value.contains("events") ? value["events"]
-                                                                        : nlohmann::json();
+  nlohmann::json events =
+      value.is_object() && value.contains("events") ? value["events"] : nlohmann::json();
   if (!events.is_null() && !events.is_array()) events = nlohmann::json::array({events});
 
-  Range l3 = ed.section("L3");
-  Range l2 = ed.section("L2");
   size_t dev_line = ed.key_line({l3.begin + 1, l3.end}, device);
   size_t dev_end = ed.block_end(dev_line);
   size_t entry_line = ed.key_line({dev_line + 1, dev_end}, key);
