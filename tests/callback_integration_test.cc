@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <set>
 #include <thread>
 
 #include "base/text.h"
@@ -608,6 +609,190 @@ TEST_P(CallbackIntegration, BuildkiteTokensMapThroughCiProviders) {
   EXPECT_EQ(callback(action_body(cp, "completed", "acme/two"), buildkite.mint(claims)).status, 403);
   // GitHub Actions tokens still work next to it.
   EXPECT_EQ(callback(action_body(cp, "completed", "acme/two"), token("acme/two")).status, 200);
+}
+
+// GitLab CI id_tokens and CircleCI OIDC tokens name a project, mapped to the allowlisted repo
+// through ci_providers.yml as Buildkite's pipelines are; a token with the wrong claims is refused.
+TEST_P(CallbackIntegration, GitLabAndCircleCiTokensMapThroughCiProviders) {
+  OidcIssuerStandin gitlab, circleci;
+  gitlab.start();
+  circleci.start();
+  write_file(dir_ + "/ci_providers.yml",
+             "providers:\n  gitlab:\n    repo_map:\n      \"4242\":\n        repo: acme/two\n"
+             "        required_claims:\n          ref_protected: [\"true\"]\n"
+             "  circleci:\n    repo_map:\n      org-7/proj-9: acme/four\n");
+  std::string cfg = config("ci_providers: ci_providers.yml\n");
+  cfg.replace(
+      cfg.find("oidc:\n  issuers:\n"), 17,
+      fmt::format("oidc:\n  issuers:\n    - issuer: {}\n      jwks_url: {}\n"
+                  "      provider: gitlab\n      audience: crcr-relay\n"
+                  "    - issuer: {}\n      jwks_url: {}\n      provider: circleci\n"
+                  "      audience: org-7\n",
+                  gitlab.issuer(), gitlab.jwks_url(), circleci.issuer(), circleci.jwks_url()));
+  relay_ = std::make_unique<RelayProcess>(
+      dir_, cfg, port_, std::map<std::string, std::string>{{"TEST_WEBHOOK_SECRET", kSecret}});
+  relay_->start();
+  nlohmann::json gl = {{"iss", gitlab.issuer()},
+                       {"aud", "crcr-relay"},
+                       {"sub", "project_path:acme/two:ref_type:branch:ref:main"},
+                       {"namespace_path", "acme"},
+                       {"project_path", "acme/two"},
+                       {"project_id", "4242"},
+                       {"pipeline_id", "1001"},
+                       {"job_id", "2002"},
+                       {"ref", "main"},
+                       {"ref_type", "branch"},
+                       {"ref_protected", "true"},
+                       {"iat", now_s()},
+                       {"exp", now_s() + 300}};
+  auto cp = dispatch_pr("d-gl", "acme/two");
+  HttpResult ok = callback(action_body(cp, "in_progress", "acme/two"), gitlab.mint(gl));
+  EXPECT_EQ(ok.status, 200) << ok.body;
+  auto unprotected = gl;
+  unprotected["ref_protected"] = "false";  // a fork's or a branch's pipeline
+  HttpResult refused = callback(action_body(cp, "completed", "acme/two"), gitlab.mint(unprotected));
+  EXPECT_EQ(refused.status, 403);
+  EXPECT_EQ(reply(refused)["detail"], "claim ref_protected is not allowed for this project");
+  auto other_project = gl;
+  other_project["project_id"] = "5151";
+  EXPECT_EQ(callback(action_body(cp, "completed", "acme/two"), gitlab.mint(other_project)).status,
+            403);
+  auto wrong_audience = gl;
+  wrong_audience["aud"] = "pytorch-cross-repo-ci-relay";
+  EXPECT_EQ(callback(action_body(cp, "completed", "acme/two"), gitlab.mint(wrong_audience)).status,
+            401);
+  EXPECT_EQ(callback(action_body(cp, "completed", "acme/two"), gitlab.mint(gl)).status, 200);
+
+  nlohmann::json cc = {{"iss", circleci.issuer()},
+                       {"aud", "org-7"},
+                       {"sub", "org/org-7/project/proj-9/user/u-1"},
+                       {"oidc.circleci.com/project-id", "proj-9"},
+                       {"oidc.circleci.com/vcs-origin", "github.com/acme/four"},
+                       {"oidc.circleci.com/vcs-ref", "refs/heads/main"},
+                       {"iat", now_s()},
+                       {"exp", now_s() + 300}};
+  auto cp4 = dispatch_pr("d-cc", "acme/four");
+  EXPECT_EQ(callback(action_body(cp4, "in_progress", "acme/four"), circleci.mint(cc)).status, 200);
+  auto forged = cc;
+  forged["oidc.circleci.com/project-id"] = "proj-1";  // disagrees with sub
+  HttpResult bad = callback(action_body(cp4, "completed", "acme/four"), circleci.mint(forged));
+  EXPECT_EQ(bad.status, 403);
+  EXPECT_EQ(reply(bad)["detail"], "CircleCI project is not registered");
+  // A CircleCI token cannot pass as GitLab's, nor the other way round (another issuer's keys).
+  auto as_gitlab = cc;
+  as_gitlab["iss"] = gitlab.issuer();
+  EXPECT_EQ(callback(action_body(cp4, "completed", "acme/four"), circleci.mint(as_gitlab)).status,
+            401);
+  auto store = open_store(store_uri_);
+  EXPECT_EQ(store->get_job(key(cp, "acme/two"))->status, "completed");
+  EXPECT_EQ(store->get_job(key(cp4, "acme/four"))->status, "in_progress");
+}
+
+// Participation (test-infra#8856): a nightly-only backend gets no pull_request dispatch, and a
+// self-report of an event a backend does not take part in is ignored.
+TEST_P(CallbackIntegration, EventsInTheAllowlistDecideWhoIsDispatchedWhat) {
+  write_file(dir_ + "/allowlist.yml",
+             "L1:\n  - acme/one\nL2:\n  - acme/two: {events: [nightly]}\n"
+             "  - acme/five: {events: [pull_request, push]}\n"
+             "L3:\n  acme-dev:\n    acme/three: [ann]\nL4:\n  - acme/four: '@bob'\n");
+  std::string sha(40, 'c');
+  standin_->add_commit(kUpstream, sha);
+  start_relay();
+  ASSERT_EQ(send("pull_request", "d-part", fixture("pull_request.opened.json")).status, 200);
+  auto got = settle(4);
+  std::set<std::string> repos;
+  for (const auto& d : got) repos.insert(d.repo);
+  EXPECT_EQ(repos, (std::set<std::string>{"acme/five", "acme/four", "acme/one", "acme/three"}));
+  nlohmann::json nightly = {{"event_type", "nightly"},
+                            {"delivery_id", sha},
+                            {"pytorch_head_sha", sha},
+                            {"payload", {{"repository", {{"full_name", kUpstream}}}}},
+                            {"workflow",
+                             {{"status", "completed"},
+                              {"conclusion", "success"},
+                              {"name", "nightly"},
+                              {"run_id", "88"},
+                              {"job_name", "all"}}}};
+  HttpResult taken = callback(nightly, token("acme/two"));
+  EXPECT_EQ(taken.status, 200) << taken.body;
+  EXPECT_EQ(reply(taken)["status"], "completed");
+  HttpResult ignored = callback(nightly, token("acme/five"));
+  EXPECT_EQ(ignored.status, 200);
+  EXPECT_EQ(reply(ignored), (nlohmann::json{{"ok", true},
+                                            {"status", "ignored"},
+                                            {"reason",
+                                             "acme/five does not take part in nightly "
+                                             "(allowlist events)"}}));
+  auto store = open_store(store_uri_);
+  auto job = store->get_job(sha + ":acme/two:88:1:all");
+  ASSERT_TRUE(job);
+  EXPECT_EQ(job->head_sha, sha);  // the top-level pytorch_head_sha, checked upstream
+  EXPECT_FALSE(store->get_job(sha + ":acme/five:88:1:all"));
+  // The HUD's allowlist says so too.
+  auto allow = reply(get("/api/crcr/allowlist"));
+  EXPECT_EQ(allow["L2"][0]["events"], nlohmann::json::array({"nightly"}));
+}
+
+// Health counts the in-progress jobs past their deadline, and says when the sweeper is not
+// timing them out (CRCR's blind spot, test-infra#8800); /metrics shows how fresh each nightly is.
+TEST_P(CallbackIntegration, OverdueJobsAndStaleNightliesAreCounted) {
+  start_relay(
+      "sweeper:\n  interval_s: 600\n  zombie_timeout_s: 3600\nnightly:\n  stale_after_h: 36\n");
+  auto store = open_store(store_uri_);
+  auto health = reply(get("/healthz"));
+  EXPECT_EQ(health["jobs_overdue"], 0);
+  EXPECT_EQ(health["ok"], true);
+  JobRecord stuck;
+  stuck.key = "stuck";
+  stuck.delivery_id = "stuck";
+  stuck.repo = "acme/two";
+  stuck.run_id = "1";
+  stuck.workflow_name = "CI";
+  stuck.event_type = "pull_request";
+  stuck.level = "L2";
+  stuck.status = "in_progress";
+  stuck.in_progress_ms = stuck.created_ms = now_ms() - 3600000 - 3 * 600000 - 60000;
+  JobRecord late = stuck;  // past its deadline, within the sweeper's grace
+  late.key = "late";
+  late.in_progress_ms = late.created_ms = now_ms() - 3600000 - 60000;
+  ASSERT_TRUE(store->insert_job(late, {}));
+  health = reply(get("/healthz"));
+  EXPECT_EQ(health["jobs_overdue"], 1);
+  EXPECT_EQ(health["jobs_overdue_unswept"], 0);
+  EXPECT_EQ(health["ok"], true);
+  ASSERT_TRUE(store->insert_job(stuck, {}));
+  HttpResult h = get("/healthz");
+  EXPECT_EQ(h.status, 503);
+  EXPECT_EQ(reply(h)["jobs_overdue"], 2);
+  EXPECT_EQ(reply(h)["jobs_overdue_unswept"], 1);
+  // Nightlies: one fresh, one 40 hours old.
+  for (auto [repo, age_h] : {std::pair{"acme/two", 2}, {"acme/four", 40}}) {
+    JobRecord n = stuck;
+    n.key = std::string("nightly-") + repo;
+    n.repo = repo;
+    n.event_type = "nightly";
+    n.status = "completed";
+    n.conclusion = "success";
+    n.in_progress_ms = -1;
+    n.created_ms = n.completed_ms = now_ms() - age_h * 3600000;
+    ASSERT_TRUE(store->insert_job(n, {}));
+  }
+  std::string metrics = get("/metrics").body;
+  EXPECT_NE(metrics.find("ootci_jobs_overdue 2\n"), std::string::npos) << metrics;
+  EXPECT_NE(
+      metrics.find("# TYPE ootci_nightly_stale gauge\nootci_nightly_stale{repo=\"acme/four\"} 1\n"
+                   "ootci_nightly_stale{repo=\"acme/two\"} 0\n"),
+      std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("ootci_nightly_last_timestamp_seconds{repo=\"acme/two\"} "),
+            std::string::npos);
+  auto summary = reply(get("/api/crcr/summary"));
+  ASSERT_EQ(summary["nightly_freshness"].size(), 2u);
+  EXPECT_EQ(summary["nightly_freshness"][0]["repo"], "acme/four");
+  EXPECT_EQ(summary["nightly_freshness"][0]["stale"], true);
+  EXPECT_EQ(summary["nightly_freshness"][0]["age_h"], 40.0);
+  EXPECT_EQ(summary["nightly_freshness"][1]["stale"], false);
+  EXPECT_NE(get("/crcr").body.find("degraded"), std::string::npos);
 }
 
 // The level lifecycle: upstream's allowlist on the stand-in's main branch, the relay's store

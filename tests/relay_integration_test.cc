@@ -2,8 +2,10 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 #include <thread>
+#include <tuple>
 
 #include "base/time.h"
 #include "net/crypto.h"
@@ -116,6 +118,63 @@ TEST_P(RelayIntegration, AStoreThatRefusesWritesGets503KeepsNothingAndRecovers) 
   ASSERT_EQ(again.status, 200) << again.body;
   EXPECT_FALSE(nlohmann::json::parse(again.body).contains("duplicate"));
   EXPECT_EQ(settle(4).size(), 4u);
+}
+
+// No webhook lost to a 503: GitHub only lists the delivery the relay refused; the relay finds it
+// among the App's hook deliveries once its store is back and asks GitHub to redeliver it, once.
+// A delivery listed as failed that the store holds anyway (the answer was lost) is left alone.
+TEST_P(RelayIntegration, AWebhookAnswered503IsRedeliveredByTheRelayOnce) {
+  start_relay("redelivery: {interval_s: 1}\n");
+  standin_->set_app_webhook(relay_->url() + "/github/webhook", kSecret);
+  std::string body = fixture("pull_request.opened.json");
+  ASSERT_EQ(standin_->deliver_webhook("pull_request", "stored-1", body), 200);
+  StandinHookDelivery lost;  // as if the relay had stored it but its answer never arrived
+  lost.guid = "stored-1";
+  lost.event = "pull_request";
+  lost.action = "opened";
+  lost.status_code = 502;
+  lost.delivered_ms = now_ms();
+  standin_->record_hook_delivery(lost);
+  settle(4);
+
+  int refused = 0;
+  if (GetParam() == "sqlite") {
+    auto other = open_sqlite_db(store_uri_.substr(7), 1000);
+    other->write("hold the write lock", [&](SqlTx&) {
+      refused = standin_->deliver_webhook("pull_request", "refused-1", body);
+    });
+  } else {
+    auto db = open_postgres_db(store_uri_, 1);
+    db->write("disk full", [](SqlTx& tx) {
+      tx.script(
+          "CREATE FUNCTION disk_full() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION "
+          "'could not extend file: No space left on device' USING ERRCODE = '53100'; END $$ "
+          "LANGUAGE plpgsql; CREATE TRIGGER disk_full BEFORE INSERT ON outbox FOR EACH ROW "
+          "EXECUTE FUNCTION disk_full();");
+    });
+    refused = standin_->deliver_webhook("pull_request", "refused-1", body);
+    db->write("space again", [](SqlTx& tx) { tx.script("DROP TRIGGER disk_full ON outbox;"); });
+  }
+  ASSERT_EQ(refused, 503);
+  // Nobody resends it: the relay asks GitHub, and GitHub's redelivery is dispatched.
+  auto got = settle(8, 30000);
+  EXPECT_EQ(got.size(), 8u);
+  std::map<std::string, int> per_delivery;
+  for (const auto& d : got) per_delivery[d.client_payload["delivery_id"]]++;
+  EXPECT_EQ(per_delivery, (std::map<std::string, int>{{"refused-1", 4}, {"stored-1", 4}}));
+  // Later passes ask for nothing more: the redelivery was answered 200.
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  EXPECT_EQ(standin_->redelivery_requests(), 1);
+  std::vector<std::tuple<std::string, int, bool>> attempts;
+  for (const auto& d : standin_->hook_deliveries())
+    attempts.emplace_back(d.guid, d.status_code, d.redelivery);
+  EXPECT_EQ(attempts, (std::vector<std::tuple<std::string, int, bool>>{{"stored-1", 200, false},
+                                                                       {"stored-1", 502, false},
+                                                                       {"refused-1", 503, false},
+                                                                       {"refused-1", 200, true}}));
+  EXPECT_NE(get("/metrics").body.find("ootci_redeliveries_total{outcome=\"requested\"} 1"),
+            std::string::npos);
+  EXPECT_EQ(standin_->dispatches().size(), 8u);
 }
 
 // Found by fuzz/webhook_fuzz.cc: a field of another type than GitHub's ("action": 5) threw

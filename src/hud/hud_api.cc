@@ -262,6 +262,7 @@ nlohmann::json allowlist_json(const Allowlist& allow) {
   for (const auto& e : allow.entries()) {
     nlohmann::json item = {{"repo", e.repo}, {"oncalls", e.oncalls}};
     if (!e.device.empty()) item["device"] = e.device;
+    if (!e.events.empty()) item["events"] = e.events;  // participation, when the entry names it
     out[to_string(e.level)].push_back(item);
   }
   return out;
@@ -296,12 +297,12 @@ nlohmann::json summary_json(Store& store, const Allowlist& allow, const HudQuery
     sections.push_back({{"level", level}, {"title", title}, {"backends", backends}});
   }
   nlohmann::json freshness = nlohmann::json::array();
-  for (const auto& f :
-       nightly_freshness(store, allow, q.now_ms, settings.nightly_stale_after_h))
+  for (const auto& f : nightly_freshness(store, allow, q.now_ms, settings.nightly_stale_after_h))
     freshness.push_back(
         {{"repo", f.repo},
          {"last_ms", f.last_ms < 0 ? nlohmann::json(nullptr) : nlohmann::json(f.last_ms)},
-         {"age_h", f.last_ms < 0 ? nlohmann::json(nullptr) : round1((q.now_ms - f.last_ms) / 3.6e6)},
+         {"age_h",
+          f.last_ms < 0 ? nlohmann::json(nullptr) : round1((q.now_ms - f.last_ms) / 3.6e6)},
          {"stale", f.stale}});
   return {{"range", q.range},
           {"tab", q.tab},
@@ -326,20 +327,20 @@ nlohmann::json repo_json(Store& store, const Allowlist& allow, const std::string
   std::string level = entry ? to_string(entry->level) : (s.level.empty() ? "none" : s.level);
   int64_t completed = s.jobs - s.in_progress;
   auto e2e = store.e2e_histogram(repo, from);
-  nlohmann::json stats = {{"pass_rate", percent(s.success, completed)},
-                          {"pass_rate_excluding_upstream",
-                           percent(s.success, completed - s.failure_upstream)},
-                          {"upstream_failures", s.failure_upstream},
-                          {"prs", s.prs},
-                          {"jobs", s.jobs},
-                          {"failures", s.failure},
-                          {"timed_out", s.timed_out},
-                          {"avg_queue_min", minutes(s.queue_sum_ms, s.queue_n)},
-                          {"avg_exec_min", minutes(s.exec_sum_ms, s.exec_n)},
-                          {"timeout_rate", percent(s.timed_out, completed)},
-                          {"e2e_p50_min", ms_to_min(percentile_ms(e2e, 0.50))},
-                          {"e2e_p95_min", ms_to_min(percentile_ms(e2e, 0.95))},
-                          {"overrun_rate", percent(s.overruns, s.exec_n)}};
+  nlohmann::json stats = {
+      {"pass_rate", percent(s.success, completed)},
+      {"pass_rate_excluding_upstream", percent(s.success, completed - s.failure_upstream)},
+      {"upstream_failures", s.failure_upstream},
+      {"prs", s.prs},
+      {"jobs", s.jobs},
+      {"failures", s.failure},
+      {"timed_out", s.timed_out},
+      {"avg_queue_min", minutes(s.queue_sum_ms, s.queue_n)},
+      {"avg_exec_min", minutes(s.exec_sum_ms, s.exec_n)},
+      {"timeout_rate", percent(s.timed_out, completed)},
+      {"e2e_p50_min", ms_to_min(percentile_ms(e2e, 0.50))},
+      {"e2e_p95_min", ms_to_min(percentile_ms(e2e, 0.95))},
+      {"overrun_rate", percent(s.overruns, s.exec_n)}};
   stats["chip"] = pass_rate_chip(stats["pass_rate"]);
 
   nlohmann::json out = {{"repo", repo},

@@ -82,9 +82,10 @@ std::string level_status_table(const nlohmann::json& repos) {
       "<table id=\"level-status\"><tr><th>Backend</th><th>Level</th><th>Change</th>"
       "<th>Window</th><th>Criterion</th><th>Measured</th><th>Target</th><th>Met</th></tr>";
   for (const auto& r : repos) {
-    std::string repo = r["repo"], change = r["change"].is_string() ? r["change"].get<std::string>() : "";
-    std::string change_cell = change.empty() ? (r["noData"] == true ? "none (no jobs)" : "none")
-                                             : change;
+    std::string repo = r["repo"],
+                change = r["change"].is_string() ? r["change"].get<std::string>() : "";
+    std::string change_cell =
+        change.empty() ? (r["noData"] == true ? "none (no jobs)" : "none") : change;
     if (r["demotionPr"].is_object())
       change_cell += fmt::format(" · PR #{} open", r["demotionPr"]["number"].get<int64_t>());
     out += fmt::format(R"(<tbody data-repo="{}" data-change="{}">)", esc(repo), esc(change));
@@ -98,8 +99,13 @@ std::string level_status_table(const nlohmann::json& repos) {
           first ? fmt::format("{} days", r["windowDays"].get<int>()) : "",
           esc(c["criterion"].get<std::string>()), esc(c["measured"].get<std::string>()),
           esc(c["target"].get<std::string>()),
-          c["met"].is_null() ? "muted" : c["met"] == true ? "pass" : "fail",
-          c["met"].is_null() ? "null" : c["met"] == true ? "true" : "false", met);
+          c["met"].is_null() ? "muted"
+          : c["met"] == true ? "pass"
+                             : "fail",
+          c["met"].is_null() ? "null"
+          : c["met"] == true ? "true"
+                             : "false",
+          met);
       first = false;
     }
     out += "</tbody>";
@@ -118,7 +124,9 @@ std::string demotion_banner(const nlohmann::json& status) {
       R"({} has been open since {}. While it is open the relay creates no new check runs for )"
       R"(this backend on upstream PRs (jobs that started before it still get theirs finished); )"
       R"(they resume when it closes.</div>)",
-      n, url.empty() ? fmt::format("#{}", n) : fmt::format(R"(<a href="{}">#{}</a>)", safe_href(url), n),
+      n,
+      url.empty() ? fmt::format("#{}", n)
+                  : fmt::format(R"(<a href="{}">#{}</a>)", safe_href(url), n),
       esc(iso8601_utc(pr["sinceMs"].get<int64_t>())));
 }
 
@@ -190,7 +198,8 @@ std::string summary_page(const nlohmann::json& s) {
   body += s["level_status"].empty() ? "<p>No L2 or L3 backends.</p>"
                                     : level_status_table(s["level_status"]);
   body += "<h2 id=\"nightly\">Nightly freshness</h2>";
-  if (s["nightly_freshness"].empty()) body += "<p>No backend reports nightly runs.</p>";
+  if (s["nightly_freshness"].empty())
+    body += "<p>No backend reports nightly runs.</p>";
   else {
     body +=
         "<table id=\"nightly-freshness\"><tr><th>Backend</th><th>Newest nightly</th>"
@@ -253,10 +262,13 @@ std::string repo_page(const nlohmann::json& r) {
   body += "</table>";
   if (r["level_status"].is_object()) {
     const auto& ls = r["level_status"];
-    body += fmt::format(R"(<h2>{} <span class="chip {}" data-key="change">{}</span></h2>)",
-                        ls["level"] == "L3" ? "L3 demotion check" : "L3 promotion check",
-                        ls["change"].is_null() ? "grey" : ls["change"] == "demote" ? "red" : "green",
-                        ls["change"].is_null() ? "no change" : esc(ls["change"].get<std::string>()));
+    body +=
+        fmt::format(R"(<h2>{} <span class="chip {}" data-key="change">{}</span></h2>)",
+                    ls["level"] == "L3" ? "L3 demotion check" : "L3 promotion check",
+                    ls["change"].is_null()     ? "grey"
+                    : ls["change"] == "demote" ? "red"
+                                               : "green",
+                    ls["change"].is_null() ? "no change" : esc(ls["change"].get<std::string>()));
     body += level_status_table(nlohmann::json::array({ls}));
   }
 
@@ -416,9 +428,8 @@ std::string pr_page(const nlohmann::json& p) {
       body += fmt::format(
           R"(<tr><td>{}</td><td>{}</td><td>{}</td><td data-key="verdict">{}</td><td>{}</td><td>{}</td><td>{}<a href="/crcr/job?key={}">details</a></td></tr>)",
           esc(j["column"].get<std::string>()), j["run_attempt"].get<int64_t>(), outcome(j),
-          esc(verdict_text(j)),
-          cell("queue_min", j["queue_min"], " min"), cell("exec_min", j["exec_min"], " min"), link,
-          url_encode(j["key"].get<std::string>()));
+          esc(verdict_text(j)), cell("queue_min", j["queue_min"], " min"),
+          cell("exec_min", j["exec_min"], " min"), link, url_encode(j["key"].get<std::string>()));
     }
     body += "</table></div>";
   }

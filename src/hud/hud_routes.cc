@@ -57,17 +57,16 @@ void register_hud_routes(httplib::Server& http, Store& store, AllowlistSource& a
                          std::function<nlohmann::json()> relay_health,
                          const HudSettings& settings) {
   // Upstream's shape and errors: GET only (405 {"error"}), 500 {"error": message}.
-  http.Get("/api/crcr/level-status",
-           [&store, &allowlist, levels = settings.levels](const httplib::Request&,
-                                                          httplib::Response& res) {
-             try {
-               send_reply(res, json_reply(200, level_status_json(level_statuses(
-                                                   store, *allowlist.get(), now_ms(), levels))));
-             } catch (const std::exception& e) {
-               spdlog::error("HUD /api/crcr/level-status: {}", e.what());
-               send_reply(res, json_reply(500, {{"error", e.what()}}));
-             }
-           });
+  http.Get("/api/crcr/level-status", [&store, &allowlist, levels = settings.levels](
+                                         const httplib::Request&, httplib::Response& res) {
+    try {
+      send_reply(res, json_reply(200, level_status_json(level_statuses(store, *allowlist.get(),
+                                                                       now_ms(), levels))));
+    } catch (const std::exception& e) {
+      spdlog::error("HUD /api/crcr/level-status: {}", e.what());
+      send_reply(res, json_reply(500, {{"error", e.what()}}));
+    }
+  });
   auto method_not_allowed = [](const httplib::Request&, httplib::Response& res) {
     send_reply(res, json_reply(405, {{"error", "Method not allowed"}}));
   };

@@ -5,8 +5,8 @@
 namespace ootci {
 
 std::vector<TaskItem> tasks_of_kind(const std::string& uri, const std::string& kind) {
-  auto db = uri.rfind("sqlite:", 0) == 0 ? open_sqlite_db(uri.substr(7), 5000)
-                                         : open_postgres_db(uri, 1);
+  auto db =
+      uri.rfind("sqlite:", 0) == 0 ? open_sqlite_db(uri.substr(7), 5000) : open_postgres_db(uri, 1);
   return db->read("tasks_of_kind", [&](SqlTx& tx) {
     return tx.all(
         "SELECT id, kind, ordering_key, payload, attempts, created_ms, next_attempt_ms, status, "
