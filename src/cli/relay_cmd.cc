@@ -118,6 +118,8 @@ void add_relay_commands(CLI::App& app) {
   seed_cmd->add_option("--seed", seed_options.seed, "random seed (the same seed, the same data)");
   seed_cmd->add_flag("--xss-probe", seed_options.xss_probe,
                      "add a job named <script>alert(1)</script>");
+  seed_cmd->add_flag("--pending-demotion", seed_options.pending_demotion,
+                     "record an open demotion PR for the L3 backend (the HUD's banner)");
   seed_cmd->add_option("--allowlist-out", seed_allowlist_out,
                        "write the seeded backends' allowlist here");
   seed_cmd->callback([] { seed(seed_store_uri, seed_options, seed_allowlist_out); });

@@ -79,8 +79,8 @@ std::string detail_note(const nlohmann::json& doc) {
 // One tbody per repo, a row per criterion: the API's level-status rows as they stand.
 std::string level_status_table(const nlohmann::json& repos) {
   std::string out =
-      "<table id=\"level-status\"><tr><th>Backend</th><th>Level</th><th>Change</th>"
-      "<th>Window</th><th>Criterion</th><th>Measured</th><th>Target</th><th>Met</th></tr>";
+      "<table id=\"level-status\"><thead><tr><th>Backend</th><th>Level</th><th>Change</th>"
+      "<th>Window</th><th>Criterion</th><th>Measured</th><th>Target</th><th>Met</th></tr></thead>";
   for (const auto& r : repos) {
     std::string repo = r["repo"],
                 change = r["change"].is_string() ? r["change"].get<std::string>() : "";
@@ -206,7 +206,7 @@ std::string summary_page(const nlohmann::json& s) {
         "<th>Age</th><th></th></tr>";
     for (const auto& f : s["nightly_freshness"])
       body += fmt::format(
-          R"(<tr data-repo="{}"><td>{}</td><td>{}</td><td>{}</td><td><span class="chip {}" data-key="stale">{}</span></td></tr>)",
+          R"(<tr data-nightly-repo="{}"><td>{}</td><td>{}</td><td>{}</td><td><span class="chip {}" data-key="stale">{}</span></td></tr>)",
           esc(f["repo"].get<std::string>()), repo_link(f["repo"]),
           f["last_ms"].is_null() ? "never" : esc(iso8601_utc(f["last_ms"].get<int64_t>())),
           cell("age_h", f["age_h"], " h"), f["stale"] == true ? "red" : "green",

@@ -51,6 +51,9 @@ SeedResult seed_store(Store& store, const SeedOptions& o) {
     if (level != "L2") store.record_level(repo, level, o.now_ms - (level == "L1" ? 5 : 40) * kDay);
   }
   out.allowlist_yaml = "L1:\n" + l1 + "L2:\n" + l2 + "L3:\n" + l3 + "L4:\n" + l4;
+  if (o.pending_demotion && o.backends > 1)
+    store.set_demotion({backends[1].repo, o.now_ms - 2 * 60 * kMinute, 4242,
+                        "https://github.com/pytorch/pytorch/pull/4242"});
   out.first_backend = backends.empty() ? "" : backends[0].repo;
 
   std::vector<JobRecord> batch;

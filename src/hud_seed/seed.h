@@ -12,6 +12,9 @@ struct SeedOptions {
   int days = 30;
   uint64_t seed = 1;
   bool xss_probe = false;  // adds a job and a failure message made of HTML, for escaping tests
+  // Records an open demotion PR for the L3 backend, to see the HUD's banner (a relay with a
+  // GitHub App would end it at its next sweep, finding no such PR).
+  bool pending_demotion = false;
   int64_t now_ms = 0;
 };
 
