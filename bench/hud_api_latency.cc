@@ -60,6 +60,7 @@ std::vector<Row> measure(int64_t target_rows, int requests, const std::string& s
       {"metrics 90d", "/api/crcr/metrics?days=90"},
       {"pr", fmt::format("/api/crcr/pr/{}", seeded.busiest_pr)},
       {"job", "/api/crcr/job?key=" + httplib::detail::encode_query_param(key)},
+      {"level-status", "/api/crcr/level-status"},
   };
   std::vector<Row> out;
   for (const auto& [name, path] : apis) {
