@@ -21,7 +21,31 @@ namespace {
 
 const std::vector<std::string> kTargets = {"acme/four", "acme/one", "acme/three", "acme/two"};
 
-class RelayIntegration : public RelayFixture {};
+class RelayIntegration : public RelayFixture {
+ protected:
+  // Runs `f` while the store cannot commit. SQLite: another process holds the write lock past the
+  // relay's busy timeout. PostgreSQL: the outbox insert fails as a full disk does (SQLSTATE
+  // 53100), after the delivery row was written in the same transaction.
+  void while_the_store_refuses_writes(const std::function<void()>& f) {
+    if (GetParam() == "sqlite") {
+      auto other = open_sqlite_db(store_uri_.substr(7), 1000);
+      other->write("hold the write lock", [&](SqlTx&) { f(); });
+      return;
+    }
+    auto db = open_postgres_db(store_uri_, 1);
+    db->write("disk full", [](SqlTx& tx) {
+      tx.script(
+          "CREATE FUNCTION disk_full() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION "
+          "'could not extend file: No space left on device' USING ERRCODE = '53100'; END $$ "
+          "LANGUAGE plpgsql; CREATE TRIGGER disk_full BEFORE INSERT ON outbox FOR EACH ROW "
+          "EXECUTE FUNCTION disk_full();");
+    });
+    f();
+    db->write("space again", [](SqlTx& tx) {
+      tx.script("DROP TRIGGER disk_full ON outbox; DROP FUNCTION disk_full();");
+    });
+  }
+};
 
 TEST_P(RelayIntegration, PullRequestReachesEveryAllowlistedRepoOnceWithTheCrcrPayload) {
   start_relay();
@@ -85,29 +109,12 @@ TEST_P(RelayIntegration, BadSignatureGets401MissingSignature400AndNothingIsStore
 
 // A store that cannot commit: the webhook is answered 503 with Retry-After, the delivery is not
 // acknowledged, nothing of it is kept, and the relay takes GitHub's redelivery once the store is
-// back. SQLite: another process holds the write lock past the relay's busy timeout. PostgreSQL:
-// the outbox insert fails as a full disk does (SQLSTATE 53100), after the delivery row was
-// written in the same transaction.
+// back.
 TEST_P(RelayIntegration, AStoreThatRefusesWritesGets503KeepsNothingAndRecovers) {
   start_relay();
   std::string body = fixture("pull_request.opened.json");
   HttpResult refused;
-  if (GetParam() == "sqlite") {
-    auto other = open_sqlite_db(store_uri_.substr(7), 1000);
-    other->write("hold the write lock",
-                 [&](SqlTx&) { refused = send("pull_request", "full-1", body); });
-  } else {
-    auto db = open_postgres_db(store_uri_, 1);
-    db->write("disk full", [](SqlTx& tx) {
-      tx.script(
-          "CREATE FUNCTION disk_full() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION "
-          "'could not extend file: No space left on device' USING ERRCODE = '53100'; END $$ "
-          "LANGUAGE plpgsql; CREATE TRIGGER disk_full BEFORE INSERT ON outbox FOR EACH ROW "
-          "EXECUTE FUNCTION disk_full();");
-    });
-    refused = send("pull_request", "full-1", body);
-    db->write("space again", [](SqlTx& tx) { tx.script("DROP TRIGGER disk_full ON outbox;"); });
-  }
+  while_the_store_refuses_writes([&] { refused = send("pull_request", "full-1", body); });
   EXPECT_EQ(refused.status, 503) << refused.body;
   EXPECT_EQ(
       nlohmann::json::parse(refused.body)["detail"],
@@ -141,23 +148,8 @@ TEST_P(RelayIntegration, AWebhookAnswered503IsRedeliveredByTheRelayOnce) {
   settle(4);
 
   int refused = 0;
-  if (GetParam() == "sqlite") {
-    auto other = open_sqlite_db(store_uri_.substr(7), 1000);
-    other->write("hold the write lock", [&](SqlTx&) {
-      refused = standin_->deliver_webhook("pull_request", "refused-1", body);
-    });
-  } else {
-    auto db = open_postgres_db(store_uri_, 1);
-    db->write("disk full", [](SqlTx& tx) {
-      tx.script(
-          "CREATE FUNCTION disk_full() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION "
-          "'could not extend file: No space left on device' USING ERRCODE = '53100'; END $$ "
-          "LANGUAGE plpgsql; CREATE TRIGGER disk_full BEFORE INSERT ON outbox FOR EACH ROW "
-          "EXECUTE FUNCTION disk_full();");
-    });
-    refused = standin_->deliver_webhook("pull_request", "refused-1", body);
-    db->write("space again", [](SqlTx& tx) { tx.script("DROP TRIGGER disk_full ON outbox;"); });
-  }
+  while_the_store_refuses_writes(
+      [&] { refused = standin_->deliver_webhook("pull_request", "refused-1", body); });
   ASSERT_EQ(refused, 503);
   // Nobody resends it: the relay asks GitHub, and GitHub's redelivery is dispatched.
   auto got = settle(8, 30000);

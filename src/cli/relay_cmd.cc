@@ -13,8 +13,8 @@
 #include "relay/allowlist.h"
 #include "relay/config.h"
 #include "relay/level_sync.h"
-#include "relay/transport.h"
 #include "relay/relay_server.h"
+#include "relay/transport.h"
 #include "relay_store/store.h"
 
 namespace ootci {
@@ -57,7 +57,8 @@ void sync_levels_once(const std::string& config_path, bool dry_run) {
   RelayConfig config = load_relay_config(config_path);
   auto app = make_github_app(config);
   if (!app)
-    throw Error(config.path + ": github: sync-levels needs the GitHub App (app_id and "
+    throw Error(config.path +
+                ": github: sync-levels needs the GitHub App (app_id and "
                 "private_key_file)");
   auto store = open_store(config.store);
   SyncReport r = sync_levels(*app, *store, config, now_ms(), dry_run);

@@ -27,8 +27,8 @@ std::string parse_hud_query(const std::function<std::string(const std::string&)>
 
 // What the operator set for the HUD (relay.yaml's hud and nightly sections).
 struct HudSettings {
-  L4Criteria l4;            // what an L3 repo's readiness panel measures
-  LevelThresholds levels;   // promotion to and demotion from L3
+  L4Criteria l4;           // what an L3 repo's readiness panel measures
+  LevelThresholds levels;  // promotion to and demotion from L3
   int64_t nightly_stale_after_h = 36;
 };
 

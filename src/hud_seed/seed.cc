@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
-#include "relay_store/bulk_load.h"
+#include "relay_store/store_tools.h"
 
 namespace ootci {
 namespace {

@@ -104,8 +104,8 @@ TEST(AllowlistEdit, WhatCannotBeEditedMinimallyIsRefusedWithTheReason) {
   EXPECT_EQ(edit_error("L3:\n  d:\n    c/d: [x]\n", "c/d"),
             "allowlist.yml: expected one top-level L2 key, found 0");
   // L2's items at column 0: the new one would land elsewhere; what comes out is refused.
-  EXPECT_EQ(edit_error("L2:\n- a/b\nL3:\n  d:\n    c/d: [x]\n", "c/d").rfind(
-                "allowlist.yml: the edited allowlist is not valid YAML: ", 0),
+  EXPECT_EQ(edit_error("L2:\n- a/b\nL3:\n  d:\n    c/d: [x]\n", "c/d")
+                .rfind("allowlist.yml: the edited allowlist is not valid YAML: ", 0),
             0u);
   // An allowlist the relay would refuse is not edited either.
   EXPECT_EQ(edit_error("L2:\n  - a/b\nL3:\n  d:\n    c/d: [x]\n  d2:\n    c/d: [y]\n", "c/d"),

@@ -67,9 +67,9 @@ L3:
   EXPECT_EQ(a.find("org/three")->device, "dev");
   EXPECT_EQ(a.find("org/three")->events, std::vector<std::string>{"nightly"});
   // A key this relay does not know is a warning: a newer upstream file still loads.
-  EXPECT_EQ(a.warnings(), std::vector<std::string>{
-                              "a.yml:12:7: L3.dev.org/three.reviewers: unknown key ignored "
-                              "(expected oncalls or events)"});
+  EXPECT_EQ(a.warnings(),
+            std::vector<std::string>{"a.yml:12:7: L3.dev.org/three.reviewers: unknown key ignored "
+                                     "(expected oncalls or events)"});
   EXPECT_EQ(parse_error("L2:\n  - org/x: {events: [nightly, pull-request]}\n"),
             "allowlist.yml:2:31: L2[0].events: 'pull-request' is not an event (expected "
             "pull_request, push, nightly or periodic)");

@@ -223,9 +223,9 @@ Reply CallbackHandler::apply(const std::string& repo, const AllowlistEntry& entr
       if (wants_check_run(entry, payload.is_object() ? payload : nlohmann::json::object(),
                           wanted) &&
           !(entry.level == Level::kL3 &&
-            check_runs_suppressed(entry.level, d_.store.demotion(repo),
-                                  j.in_progress_ms >= 0 ? std::optional(j.in_progress_ms)
-                                                        : std::nullopt))) {
+            check_runs_suppressed(
+                entry.level, d_.store.demotion(repo),
+                j.in_progress_ms >= 0 ? std::optional(j.in_progress_ms) : std::nullopt))) {
         j.check_run_created = true;
         tasks.push_back(check_run_task(j, d_.config.upstream_repo, now));
       }

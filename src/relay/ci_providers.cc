@@ -9,9 +9,9 @@ namespace {
 
 struct ProviderKind {
   const char* name;
-  const char* what;       // in messages: "Buildkite pipeline"
-  bool key_has_slash;     // the key is two ids joined by '/'
-  const char* key_rule;   // in messages
+  const char* what;      // in messages: "Buildkite pipeline"
+  bool key_has_slash;    // the key is two ids joined by '/'
+  const char* key_rule;  // in messages
 };
 
 constexpr ProviderKind kProviders[] = {

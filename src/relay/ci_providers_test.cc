@@ -24,7 +24,8 @@ TEST(CiProviders, RealCrcrFileMapsTheVllmPipelineConstrainedToMain) {
 TEST(CiProviders, SimpleFormAndErrors) {
   CiProviders p = CiProviders::parse(
       load_yaml_text("p.yml", "providers:\n  buildkite:\n    repo_map:\n      o/p: acme/x\n"));
-  EXPECT_EQ(p.identity("buildkite", {{"organization_id", "o"}, {"pipeline_id", "p"}}).repo, "acme/x");
+  EXPECT_EQ(p.identity("buildkite", {{"organization_id", "o"}, {"pipeline_id", "p"}}).repo,
+            "acme/x");
   try {
     CiProviders::parse(
         load_yaml_text("p.yml", "providers:\n  buildkite:\n    repo_map:\n      o/p: nope\n"));

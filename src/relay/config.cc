@@ -34,7 +34,8 @@ void read_levels(const YamlDoc& doc, YamlMap& m, LevelThresholds& t) {
     if (!v) continue;
     bool percent = std::string(key).find("percent") != std::string::npos;
     if (*v < 0 || (percent && *v > 100))
-      yaml_fail(doc, m.raw(key), m.child_path(key), percent ? "must be from 0 to 100" : "must be >= 0");
+      yaml_fail(doc, m.raw(key), m.child_path(key),
+                percent ? "must be from 0 to 100" : "must be >= 0");
     *field = *v;
   }
   if (auto v = m.str("pass_rate")) {
@@ -204,8 +205,10 @@ RelayConfig load_relay_config(const std::string& path) {
     if (auto v = m->boolean("enabled")) c.redelivery.enabled = *v;
     if (auto v = m->integer("interval_s", 1)) c.redelivery.interval_s = *v;
     if (auto v = m->integer("max_age_s", 60, 3 * 86400)) c.redelivery.max_age_s = *v;
-    if (auto v = m->integer("max_per_pass", 1, 1000)) c.redelivery.max_per_pass = static_cast<int>(*v);
-    if (auto v = m->integer("max_attempts", 1, 100)) c.redelivery.max_attempts = static_cast<int>(*v);
+    if (auto v = m->integer("max_per_pass", 1, 1000))
+      c.redelivery.max_per_pass = static_cast<int>(*v);
+    if (auto v = m->integer("max_attempts", 1, 100))
+      c.redelivery.max_attempts = static_cast<int>(*v);
     m->finish();
   }
   root.finish();

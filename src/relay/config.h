@@ -105,12 +105,13 @@ struct RelayConfig {
   } hud_forward;
   struct {
     bool validate_sha = true;
-    int64_t stale_after_h = 36;  // a backend's newest nightly older than this is degraded (RFC-0056)
+    int64_t stale_after_h =
+        36;  // a backend's newest nightly older than this is degraded (RFC-0056)
   } nightly;
   // Demotion PRs on the upstream repo (`ootci relay sync-levels`, and on a schedule here).
   struct {
-    int64_t interval_s = 0;    // 0: only the command runs it
-    std::string hud_url;       // the HUD the PR body links to; default http://<listen>
+    int64_t interval_s = 0;  // 0: only the command runs it
+    std::string hud_url;     // the HUD the PR body links to; default http://<listen>
     std::string base_branch = "main";
     std::string allowlist_path = ".github/allowlist.yml";
     std::vector<std::string> always_cc;  // cc'd on every demotion PR, besides the repo's oncalls

@@ -142,7 +142,8 @@ sync_levels:
 redelivery: {interval_s: 60, max_age_s: 7200, max_per_pass: 10, max_attempts: 2}
 )"));
   EXPECT_EQ(c.oidc_issuers[0].jwks_url, "https://gitlab.example.com/oauth/discovery/keys");
-  EXPECT_EQ(c.oidc_issuers[1].jwks_url, "https://oidc.circleci.com/org/o-1/.well-known/jwks-pub.json");
+  EXPECT_EQ(c.oidc_issuers[1].jwks_url,
+            "https://oidc.circleci.com/org/o-1/.well-known/jwks-pub.json");
   EXPECT_EQ(c.hud.levels.promotion_window_days, 21);
   EXPECT_EQ(c.hud.levels.demotion_window_days, 7);  // upstream's, unless set
   EXPECT_EQ(c.hud.levels.e2e_p50_hours, 2.5);

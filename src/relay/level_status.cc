@@ -53,8 +53,8 @@ Measured measure(Store& store, const std::string& repo, int64_t since_ms,
   if (s.exec_max_ms >= 0) m.max_exec_s = s.exec_max_ms / 1000.0;
   if (s.queue_n > 0) m.avg_queue_s = double(s.queue_sum_ms) / s.queue_n / 1000.0;
   m.timeout_rate = ratio(s.timed_out, completed);
-  m.pass_rate = ratio(s.success, t.pass_rate_excludes_upstream ? completed - s.failure_upstream
-                                                               : completed);
+  m.pass_rate =
+      ratio(s.success, t.pass_rate_excludes_upstream ? completed - s.failure_upstream : completed);
   return m;
 }
 
@@ -64,8 +64,13 @@ LevelCriterion with(LevelCriterion c, std::optional<double> measured) {
 }
 
 LevelCriterion timeout_rate(const LevelThresholds& t, std::optional<double> measured) {
-  return with({"timeoutRate", "Timeout Rate", "< " + number(t.timeout_rate_percent) + "%",
-               MeasureKind::kRatio, t.timeout_rate_percent / 100, false, {}},
+  return with({"timeoutRate",
+               "Timeout Rate",
+               "< " + number(t.timeout_rate_percent) + "%",
+               MeasureKind::kRatio,
+               t.timeout_rate_percent / 100,
+               false,
+               {}},
               measured);
 }
 
@@ -73,8 +78,11 @@ LevelCriterion pass_rate(const LevelThresholds& t, std::optional<double> measure
   return with({"passRate",
                t.pass_rate_excludes_upstream ? "Job Pass Rate (upstream-caused failures excluded)"
                                              : "Job Pass Rate",
-               "≥ " + number(t.pass_rate_percent) + "%", MeasureKind::kRatio,
-               t.pass_rate_percent / 100, true, {}},
+               "≥ " + number(t.pass_rate_percent) + "%",
+               MeasureKind::kRatio,
+               t.pass_rate_percent / 100,
+               true,
+               {}},
               measured);
 }
 
@@ -130,8 +138,13 @@ LevelStatus promotion_status(Store& store, const std::string& repo, int64_t now_
       with(tenure(t), days),
       with(below_hours("e2eTimeS", "End-to-End Time (P50)", t.e2e_p50_hours), m.e2e_p50_s),
       with(below_hours("maxExecTimeS", "Max Execution Time", t.max_exec_hours), m.max_exec_s),
-      with({"avgQueueTimeS", "Avg Queue Time", "< " + number(t.avg_queue_min) + " min",
-            MeasureKind::kDuration, t.avg_queue_min * 60, false, {}},
+      with({"avgQueueTimeS",
+            "Avg Queue Time",
+            "< " + number(t.avg_queue_min) + " min",
+            MeasureKind::kDuration,
+            t.avg_queue_min * 60,
+            false,
+            {}},
            m.avg_queue_s),
       timeout_rate(t, m.timeout_rate),
       pass_rate(t, m.pass_rate),

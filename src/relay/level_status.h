@@ -24,9 +24,9 @@ struct LevelCriterion {
   std::string label;         // "End-to-End Time (P50)"
   std::string target_label;  // "< 3 h"
   MeasureKind kind = MeasureKind::kRatio;
-  double target = 0;  // in the measure's unit: days, seconds, or a ratio (0.9 for 90 %)
-  bool at_least = false;            // met when measured >= target; otherwise measured < target
-  std::optional<double> measured;   // none: no data to judge
+  double target = 0;      // in the measure's unit: days, seconds, or a ratio (0.9 for 90 %)
+  bool at_least = false;  // met when measured >= target; otherwise measured < target
+  std::optional<double> measured;  // none: no data to judge
 
   // true meets, false fails, none when there is no data (upstream's null).
   std::optional<bool> met() const;

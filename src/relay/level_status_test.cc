@@ -22,8 +22,8 @@ constexpr int64_t kMin = 60000;
 constexpr int64_t kNow = 1800000000000 + 17 * kMin + 4321;
 
 TEST(LevelCriterion, MetAndMeasuredAsUpstreamShowsThem) {
-  LevelCriterion below{"e2eTimeS", "End-to-End Time (P50)", "< 3 h", MeasureKind::kDuration,
-                       10800, false, 10799.0};
+  LevelCriterion below{
+      "e2eTimeS", "End-to-End Time (P50)", "< 3 h", MeasureKind::kDuration, 10800, false, 10799.0};
   EXPECT_EQ(below.met(), true);
   below.measured = 10800;
   EXPECT_EQ(below.met(), false);  // "below" is strict
@@ -36,8 +36,8 @@ TEST(LevelCriterion, MetAndMeasuredAsUpstreamShowsThem) {
   LevelCriterion pass{"passRate", "Job Pass Rate", "≥ 90%", MeasureKind::kRatio, 0.9, true, 0.9};
   EXPECT_EQ(pass.met(), true);  // "at least" includes the target
   EXPECT_EQ(pass.measured_text(), "90.0%");
-  LevelCriterion days{"tenureAtL2Days", "Time at L2", "≥ 1 month", MeasureKind::kDays, 30, true,
-                      29.6};
+  LevelCriterion days{
+      "tenureAtL2Days", "Time at L2", "≥ 1 month", MeasureKind::kDays, 30, true, 29.6};
   EXPECT_EQ(days.measured_text(), "30 days");
   EXPECT_EQ(days.met(), false);
   EXPECT_EQ(duration_display(45), "45s");
@@ -142,7 +142,7 @@ TEST_P(LevelStatusOnStore, NumbersEqualTheJobRowsAtTheWindowEdges) {
     job(repo, kNow - (i * 97 % (6 * 24 * 60)) * kMin - 7, i % 9 ? "success" : "timed_out",
         (i % 13) * kMin, (30 + i * 11 % 200) * kMin, i % 5 ? "pull_request" : "push",
         i % 4 == 1 ? "upstream" : "");
-  job(repo, kNow - 2 * kMin, "", 3 * kMin, -1);               // still running
+  job(repo, kNow - 2 * kMin, "", 3 * kMin, -1);              // still running
   job(repo, kNow - 3 * kMin, "failure", -1, -1, "nightly");  // another tab: not counted
 
   LevelThresholds t;
@@ -185,7 +185,8 @@ TEST_P(LevelStatusOnStore, NumbersEqualTheJobRowsAtTheWindowEdges) {
 
 TEST_P(LevelStatusOnStore, TheAllowlistsL2AndL3ReposInCrcrsShape) {
   Allowlist allow = Allowlist::parse(load_yaml_text(
-      "a.yml", "L1: [acme/one]\nL2: [acme/two]\nL3:\n  dev:\n    acme/three: [ann]\nL4: [acme/four]\n"));
+      "a.yml",
+      "L1: [acme/one]\nL2: [acme/two]\nL3:\n  dev:\n    acme/three: [ann]\nL4: [acme/four]\n"));
   store_->record_level("acme/two", "L2", kNow - 45 * kDay);
   for (int i = 0; i < 20; ++i) {
     job("acme/two", kNow - i * 3600000 - 5, "success", 5 * kMin, 60 * kMin);
@@ -201,9 +202,9 @@ TEST_P(LevelStatusOnStore, TheAllowlistsL2AndL3ReposInCrcrsShape) {
   EXPECT_EQ(promote["windowDays"], 14);
   EXPECT_EQ(promote["noData"], false);
   EXPECT_EQ(promote["criteria"][0], (nlohmann::json{{"criterion", "Time at L2"},
-                                                     {"measured", "45 days"},
-                                                     {"target", "≥ 1 month"},
-                                                     {"met", true}}));
+                                                    {"measured", "45 days"},
+                                                    {"target", "≥ 1 month"},
+                                                    {"met", true}}));
   EXPECT_EQ(promote["criteria"][1]["measured"], "1h 5m");
   EXPECT_EQ(promote["criteria"][5]["measured"], "100.0%");
   EXPECT_TRUE(promote["demotionPr"].is_null());
@@ -214,9 +215,9 @@ TEST_P(LevelStatusOnStore, TheAllowlistsL2AndL3ReposInCrcrsShape) {
   EXPECT_EQ(demote["criteria"][0]["criterion"], "End-to-End Time (P50)");
   EXPECT_EQ(demote["criteria"][0]["met"], false);  // 3 h 25 min
   EXPECT_EQ(demote["criteria"][2], (nlohmann::json{{"criterion", "Job Pass Rate"},
-                                                    {"measured", "75.0%"},
-                                                    {"target", "≥ 90%"},
-                                                    {"met", false}}));
+                                                   {"measured", "75.0%"},
+                                                   {"target", "≥ 90%"},
+                                                   {"met", false}}));
   EXPECT_EQ(demote["demotionPr"]["number"], 42);
   // Silence: listed with no data, no change.
   auto silent = demotion_status(*store_, "acme/quiet", kNow, LevelThresholds{});

@@ -60,9 +60,9 @@ AllowlistFile read_allowlist(Upstream& up, const RelayConfig& c) {
   AllowlistFile f;
   auto ref = up.expect("GET", "/git/ref/heads/" + c.sync_levels.base_branch, nullptr, {200});
   f.commit = ref.at("/object/sha"_json_pointer);
-  auto file = up.expect("GET", fmt::format("/contents/{}?ref={}", c.sync_levels.allowlist_path,
-                                           f.commit),
-                        nullptr, {200});
+  auto file =
+      up.expect("GET", fmt::format("/contents/{}?ref={}", c.sync_levels.allowlist_path, f.commit),
+                nullptr, {200});
   f.blob = file.value("sha", "");
   std::string b64 = file.value("content", "");
   b64.erase(std::remove(b64.begin(), b64.end(), '\n'), b64.end());
@@ -108,11 +108,10 @@ int64_t open_or_refresh(Upstream& up, const AllowlistFile& base, const LevelStat
   std::string title = demotion_title(repo);
   // The edit first: a file it cannot change minimally gets no branch and no PR.
   std::string text = demote_in_allowlist(base.text, repo, c.sync_levels.allowlist_path);
-  HttpResult created = up.call("POST", "/git/refs",
-                               {{"ref", "refs/heads/" + branch}, {"sha", base.commit}});
+  HttpResult created =
+      up.call("POST", "/git/refs", {{"ref", "refs/heads/" + branch}, {"sha", base.commit}});
   if (created.status == 422)  // the branch exists (a refresh): reset it to the base branch
-    up.expect("PATCH", "/git/refs/heads/" + branch, {{"sha", base.commit}, {"force", true}},
-              {200});
+    up.expect("PATCH", "/git/refs/heads/" + branch, {{"sha", base.commit}, {"force", true}}, {200});
   else if (created.status != 201)
     throw Error("POST /git/refs: " + Upstream::failure(created));
   up.expect("PUT", "/contents/" + c.sync_levels.allowlist_path,
@@ -131,11 +130,9 @@ int64_t open_or_refresh(Upstream& up, const AllowlistFile& base, const LevelStat
     number = nlohmann::json::parse(pr.body).value("number", int64_t{0});
   } else if (pr.status == 422) {  // one is open already
     auto found = up.expect(
-        "GET",
-        fmt::format("/pulls?state=open&head={}", url_encode(up.owner() + ":" + branch)), nullptr,
-        {200});
-    if (!found.is_array() || found.empty())
-      throw Error("POST /pulls: " + Upstream::failure(pr));
+        "GET", fmt::format("/pulls?state=open&head={}", url_encode(up.owner() + ":" + branch)),
+        nullptr, {200});
+    if (!found.is_array() || found.empty()) throw Error("POST /pulls: " + Upstream::failure(pr));
     number = found[0].value("number", int64_t{0});
   } else {
     throw Error("POST /pulls: " + Upstream::failure(pr));
@@ -255,13 +252,12 @@ SyncReport sync_levels(GitHubApp& app, Store& store, const RelayConfig& c, int64
   for (const auto& e : allow->entries())
     if (e.level == Level::kL3) l3.push_back(e.repo), oncalls[e.repo] = e.oncalls;
   std::vector<LevelStatus> statuses = level_statuses(store, *allow, now_ms, c.hud.levels);
-  for (const SyncAction& a :
-       plan_level_sync(statuses, l3, open, c.sync_levels.base_branch)) {
+  for (const SyncAction& a : plan_level_sync(statuses, l3, open, c.sync_levels.base_branch)) {
     const char* verb = a.kind == SyncAction::kOpen      ? "open"
                        : a.kind == SyncAction::kRefresh ? "refresh"
                                                         : "close";
-    std::string what = a.pr ? fmt::format("{} {} #{}", verb, a.repo, a.pr)
-                            : fmt::format("{} {}", verb, a.repo);
+    std::string what =
+        a.pr ? fmt::format("{} {} #{}", verb, a.repo, a.pr) : fmt::format("{} {}", verb, a.repo);
     if (dry_run) {
       report.done.push_back("would " + what + (a.reason.empty() ? "" : ": " + a.reason));
       continue;

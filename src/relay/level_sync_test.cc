@@ -9,8 +9,8 @@ namespace {
 
 LevelStatus status(const std::string& repo, bool demote, bool no_data = false) {
   LevelStatus s{repo, "L3", false, no_data, 7, {}, std::nullopt};
-  s.criteria = {{"e2eTimeS", "End-to-End Time (P50)", "< 3 h", MeasureKind::kDuration, 10800,
-                 false, demote ? 11700.0 : 3600.0},
+  s.criteria = {{"e2eTimeS", "End-to-End Time (P50)", "< 3 h", MeasureKind::kDuration, 10800, false,
+                 demote ? 11700.0 : 3600.0},
                 {"timeoutRate", "Timeout Rate", "< 1%", MeasureKind::kRatio, 0.01, false, 0.0},
                 {"passRate", "Job Pass Rate", "≥ 90%", MeasureKind::kRatio, 0.9, true,
                  demote ? 0.812 : 0.95}};
@@ -31,11 +31,11 @@ std::vector<std::string> described(const std::vector<SyncAction>& plan) {
 }
 
 TEST(LevelSync, PlansAsUpstreamsSyncScriptDoes) {
-  std::vector<LevelStatus> statuses = {status("a/missing", true), status("b/fine", false),
-                                       status("c/conflicted", true), status("d/open", true),
+  std::vector<LevelStatus> statuses = {status("a/missing", true),     status("b/fine", false),
+                                       status("c/conflicted", true),  status("d/open", true),
                                        status("e/quiet", true, true), status("f/recovered", false)};
-  std::vector<std::string> l3 = {"a/missing", "b/fine", "c/conflicted", "d/open", "e/quiet",
-                                 "f/recovered", "g/unknown"};
+  std::vector<std::string> l3 = {"a/missing", "b/fine",      "c/conflicted", "d/open",
+                                 "e/quiet",   "f/recovered", "g/unknown"};
   std::vector<OpenDemotionPr> open = {{"c/conflicted", 3, true},
                                       {"d/open", 4, false},
                                       {"f/recovered", 6, false},
@@ -79,7 +79,7 @@ TEST(Demotion, ChecksRunsAreHeldBackForL3JobsThatStartedDuringIt) {
   EXPECT_FALSE(check_runs_suppressed(Level::kL3, std::nullopt, 2000));
   EXPECT_TRUE(check_runs_suppressed(Level::kL3, d, 1000));
   EXPECT_TRUE(check_runs_suppressed(Level::kL3, d, std::nullopt));  // now: a label, a new job
-  EXPECT_FALSE(check_runs_suppressed(Level::kL3, d, 999));  // started before: finished
+  EXPECT_FALSE(check_runs_suppressed(Level::kL3, d, 999));          // started before: finished
   EXPECT_FALSE(check_runs_suppressed(Level::kL4, d, 2000));
   EXPECT_FALSE(check_runs_suppressed(Level::kL2, d, 2000));
 }

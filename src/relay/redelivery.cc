@@ -13,9 +13,9 @@
 namespace ootci {
 namespace {
 
-constexpr int64_t kRetryMs = 5000;     // after a 503, and after a pass that failed
-constexpr int64_t kMinGapMs = 30000;   // between two requests for one delivery
-constexpr int kMaxPages = 10;          // of 100 deliveries each, per pass
+constexpr int64_t kRetryMs = 5000;    // after a 503, and after a pass that failed
+constexpr int64_t kMinGapMs = 30000;  // between two requests for one delivery
+constexpr int kMaxPages = 10;         // of 100 deliveries each, per pass
 
 bool relayed_event(const std::string& event) {
   return event == "pull_request" || event == "push" || event == "check_run" ||
@@ -39,7 +39,8 @@ std::vector<HookDelivery> redelivery_candidates(const std::vector<HookDelivery>&
     if (d.guid.empty()) continue;
     answered[d.guid] = answered[d.guid] || (d.status_code >= 200 && d.status_code < 300);
     auto& n = newest[d.guid];
-    if (!n || d.delivered_ms > n->delivered_ms || (d.delivered_ms == n->delivered_ms && d.id > n->id))
+    if (!n || d.delivered_ms > n->delivered_ms ||
+        (d.delivered_ms == n->delivered_ms && d.id > n->id))
       n = &d;
   }
   std::vector<HookDelivery> out;
@@ -147,8 +148,7 @@ Redeliverer::Pass Redeliverer::run_once(int64_t now) {
       p.stored++;
       continue;
     }
-    if (!store_.claim_redelivery(d.guid, now, kMinGapMs, config_.redelivery.max_attempts))
-      continue;
+    if (!store_.claim_redelivery(d.guid, now, kMinGapMs, config_.redelivery.max_attempts)) continue;
     HttpResult r = app_->app_call("POST", fmt::format("/app/hook/deliveries/{}/attempts", d.id));
     bool ok = r.status == 202 || r.status == 200;
     metrics_.inc("ootci_redeliveries_total",

@@ -108,17 +108,12 @@ struct RelayServer::Impl {
     int64_t deadline = now_ms() - config.sweeper.zombie_timeout_s * 1000;
     int64_t overdue = store->count_overdue_jobs(deadline);
     int64_t stuck = overdue ? store->count_overdue_jobs(deadline - grace_s * 1000) : 0;
-    return {{"ok", sweeper_ok && stuck == 0},
-            {"outbox_pending", c.pending},
-            {"outbox_failed", c.failed},
-            {"tasks_pending", t.pending},
-            {"tasks_failed", t.failed},
-            {"sweeper_last_run_age_s", age},
-            {"sweeper_ok", sweeper_ok},
-            {"jobs_overdue", overdue},
+    return {{"ok", sweeper_ok && stuck == 0}, {"outbox_pending", c.pending},
+            {"outbox_failed", c.failed},      {"tasks_pending", t.pending},
+            {"tasks_failed", t.failed},       {"sweeper_last_run_age_s", age},
+            {"sweeper_ok", sweeper_ok},       {"jobs_overdue", overdue},
             {"jobs_overdue_unswept", stuck}};
   }
-
 
   // Seconds since the sweeper last finished a pass (any replica), or -1 if it never has.
   int64_t sweeper_age_s() {
@@ -216,8 +211,8 @@ void RelayServer::run() {
       c = s.store->outbox_counts();
       t = s.store->task_counts();
       if (auto v = s.store->get_meta(Sweeper::kHeartbeatKey)) heartbeat = std::stoll(*v) / 1000.0;
-      overdue = double(
-          s.store->count_overdue_jobs(now_ms() - s.config.sweeper.zombie_timeout_s * 1000));
+      overdue =
+          double(s.store->count_overdue_jobs(now_ms() - s.config.sweeper.zombie_timeout_s * 1000));
       for (const auto& f : nightly_freshness(*s.store, *s.allowlist.get(), now_ms(),
                                              s.config.nightly.stale_after_h)) {
         std::string label = fmt::format("{{repo=\"{}\"}}", f.repo);

@@ -5,8 +5,8 @@
 #include "base/time.h"
 #include "relay/check_runs.h"
 #include "relay/demotion.h"
-#include "relay/level_sync.h"
 #include "relay/hud_forward.h"
+#include "relay/level_sync.h"
 
 namespace ootci {
 

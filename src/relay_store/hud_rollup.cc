@@ -69,8 +69,8 @@ int64_t first_whole_day(int64_t ms) {
 bool HourDelta::is_empty() const {
   return level.empty() && jobs == 0 && success == 0 && failure == 0 && timed_out == 0 &&
          cancelled == 0 && in_progress == 0 && queue_sum_ms == 0 && queue_n == 0 &&
-         exec_sum_ms == 0 && exec_n == 0 && overruns == 0 && prs_last == 0 &&
-         exec_max_ms < 0 && failure_upstream == 0;
+         exec_sum_ms == 0 && exec_n == 0 && overruns == 0 && prs_last == 0 && exec_max_ms < 0 &&
+         failure_upstream == 0;
 }
 
 void RollupDeltas::add_job(const JobRecord& j, int sign) {

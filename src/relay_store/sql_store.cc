@@ -7,10 +7,10 @@
 #include <set>
 
 #include "base/error.h"
-#include "relay_store/bulk_load.h"
 #include "relay_store/hud_rollup.h"
 #include "relay_store/migrations.h"
 #include "relay_store/store.h"
+#include "relay_store/store_tools.h"
 #include "sql/migrate.h"
 #include "sql/sql_db.h"
 #include "sql/sql_dialect.h"
@@ -806,6 +806,12 @@ class SqlStore : public Store {
                     {pr_number}, read_job);
   }
 
+  std::vector<TaskItem> tasks_of_kind(const std::string& kind) {
+    return read_all("tasks_of_kind",
+                    fmt::format("SELECT {} FROM tasks WHERE kind = ? ORDER BY id", kTaskColumns),
+                    {kind}, read_task);
+  }
+
   void insert_jobs_bulk(const std::vector<JobRecord>& all) {
     // Nightly attempts one by one, as insert_job writes them, so they supersede each other.
     std::vector<JobRecord> jobs, attempts;
@@ -1105,10 +1111,20 @@ class SqlStore : public Store {
 
 }  // namespace
 
-void insert_jobs_bulk(Store& store, const std::vector<JobRecord>& jobs) {
+namespace {
+SqlStore& sql_store(Store& store) {
   auto* sql = dynamic_cast<SqlStore*>(&store);
-  if (!sql) throw Error("insert_jobs_bulk: not a store open_store opened");
-  sql->insert_jobs_bulk(jobs);
+  if (!sql) throw Error("store tools: not a store open_store opened");
+  return *sql;
+}
+}  // namespace
+
+void insert_jobs_bulk(Store& store, const std::vector<JobRecord>& jobs) {
+  sql_store(store).insert_jobs_bulk(jobs);
+}
+
+std::vector<TaskItem> tasks_of_kind(Store& store, const std::string& kind) {
+  return sql_store(store).tasks_of_kind(kind);
 }
 
 std::unique_ptr<Store> open_store(const std::string& uri) {

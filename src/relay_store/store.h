@@ -118,8 +118,8 @@ struct RepoStats {
   int64_t exec_sum_ms = 0, exec_n = 0;
   int64_t overruns = 0;  // execution over 3 h
   int64_t first_ms = 0, last_ms = 0;
-  int64_t exec_max_ms = -1;        // the longest execution; -1 when none was measured
-  int64_t failure_upstream = 0;    // failures whose verdict blames upstream (upstream_caused)
+  int64_t exec_max_ms = -1;      // the longest execution; -1 when none was measured
+  int64_t failure_upstream = 0;  // failures whose verdict blames upstream (upstream_caused)
 };
 
 struct DailyStats {

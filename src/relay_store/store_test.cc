@@ -20,10 +20,9 @@
 #include <tuple>
 
 #include "base/error.h"
-#include "relay_store/bulk_load.h"
 #include "relay_store/hud_rollup.h"
 #include "relay_store/migrations.h"
-#include "testing/store_inspect.h"
+#include "relay_store/store_tools.h"
 #include "testing/test_env.h"
 
 namespace ootci {
@@ -354,8 +353,8 @@ TEST_P(StoreTest, InsertJobRoundTripsEveryFieldAndRejectsADuplicateKey) {
   EXPECT_FALSE(store_->insert_job(
       other, {task("check_run", j.key, "second"), task("hud", j.key, "second-hud")}));
   expect_same_job(store_->get_job(j.key), j);
-  EXPECT_EQ(payloads(tasks_of_kind(uri_, "check_run")), Strings{"first"});
-  EXPECT_TRUE(tasks_of_kind(uri_, "hud").empty());
+  EXPECT_EQ(payloads(tasks_of_kind(*store_, "check_run")), Strings{"first"});
+  EXPECT_TRUE(tasks_of_kind(*store_, "hud").empty());
   EXPECT_EQ(store_->task_counts().pending, 1);
 
   // check_run_created=false round-trips too.
@@ -383,8 +382,8 @@ TEST_P(StoreTest, UpdateJobIsACompareAndSetOnStatus) {
   ASSERT_TRUE(store_->update_job(
       done, "in_progress", {task("check_run", j.key, "complete"), task("hud", j.key, "forward")}));
   expect_same_job(store_->get_job(j.key), done);
-  EXPECT_EQ(payloads(tasks_of_kind(uri_, "check_run")), Strings{"complete"});
-  EXPECT_EQ(payloads(tasks_of_kind(uri_, "hud")), Strings{"forward"});
+  EXPECT_EQ(payloads(tasks_of_kind(*store_, "check_run")), Strings{"complete"});
+  EXPECT_EQ(payloads(tasks_of_kind(*store_, "hud")), Strings{"forward"});
 
   // The stored status is now "completed": an update expecting "in_progress" writes nothing.
   JobRecord stale = j;
@@ -393,14 +392,14 @@ TEST_P(StoreTest, UpdateJobIsACompareAndSetOnStatus) {
   stale.last_body = "stale";
   EXPECT_FALSE(store_->update_job(stale, "in_progress", {task("check_run", j.key, "stale")}));
   expect_same_job(store_->get_job(j.key), done);
-  EXPECT_EQ(payloads(tasks_of_kind(uri_, "check_run")), Strings{"complete"});
+  EXPECT_EQ(payloads(tasks_of_kind(*store_, "check_run")), Strings{"complete"});
   EXPECT_EQ(store_->task_counts().pending, 2);
 
   // Nor does an update of a key that does not exist.
   EXPECT_FALSE(
       store_->update_job(job("nope", "s", "completed", 1), "in_progress", {task("x", "k", "p")}));
   EXPECT_FALSE(store_->get_job("nope"));
-  EXPECT_TRUE(tasks_of_kind(uri_, "x").empty());
+  EXPECT_TRUE(tasks_of_kind(*store_, "x").empty());
 
   // The matching expectation succeeds again, and may keep the status.
   done.conclusion = "cancelled";
@@ -482,7 +481,7 @@ TEST_P(StoreTest, RetriedTaskWaitsForItsTimeAndKeepsItsKeyBlocked) {
   store_->complete_task(again[0], 2);
   auto a2 = store_->claim_tasks(3000, 10, 500);
   ASSERT_EQ(payloads(a2), Strings{"A2"});
-  auto all = tasks_of_kind(uri_, "check_run");
+  auto all = tasks_of_kind(*store_, "check_run");
   ASSERT_EQ(all.size(), 2u);
   EXPECT_EQ(all[0].status, "done");
   EXPECT_EQ(all[0].attempts, 2);
@@ -495,7 +494,7 @@ TEST_P(StoreTest, FailedTaskUnblocksItsKey) {
   ASSERT_EQ(payloads(a1), Strings{"A1"});
   store_->fail_task(a1[0], 5, "HTTP 422: gone");
   EXPECT_EQ(payloads(store_->claim_tasks(1000, 10, 500)), Strings{"A2"});
-  auto all = tasks_of_kind(uri_, "check_run");
+  auto all = tasks_of_kind(*store_, "check_run");
   ASSERT_EQ(all.size(), 2u);
   EXPECT_EQ(all[0].status, "failed");
   EXPECT_EQ(all[0].attempts, 5);
@@ -549,7 +548,7 @@ TEST_P(StoreTest, TaskCountsAndTasksOfKind) {
   EXPECT_EQ(c.done, 1);
   EXPECT_EQ(c.failed, 1);
 
-  auto cr = tasks_of_kind(uri_, "check_run");
+  auto cr = tasks_of_kind(*store_, "check_run");
   ASSERT_EQ(payloads(cr), (Strings{R"({"n":1})", "2", "4"}));
   EXPECT_LT(cr[0].id, cr[1].id);
   EXPECT_LT(cr[1].id, cr[2].id);
@@ -558,13 +557,13 @@ TEST_P(StoreTest, TaskCountsAndTasksOfKind) {
   EXPECT_EQ(cr[1].last_error, "boom");
   EXPECT_EQ(cr[2].status, "pending");
   EXPECT_EQ(cr[2].ordering_key, "D");
-  auto hud = tasks_of_kind(uri_, "hud");
+  auto hud = tasks_of_kind(*store_, "hud");
   ASSERT_EQ(hud.size(), 1u);
   EXPECT_EQ(hud[0].status, "pending");
   EXPECT_EQ(hud[0].attempts, 2);
   EXPECT_EQ(hud[0].next_attempt_ms, 9000);
   EXPECT_EQ(hud[0].last_error, "later");
-  EXPECT_TRUE(tasks_of_kind(uri_, "none").empty());
+  EXPECT_TRUE(tasks_of_kind(*store_, "none").empty());
 }
 
 TEST_P(StoreTest, ConcurrentTaskClaimsNeverHandOutATaskTwice) {
@@ -1181,9 +1180,10 @@ TEST_P(StoreTest, ClaimRedeliveryIsBoundedByGapAndAttempts) {
 }
 
 TEST_P(StoreTest, CountOverdueJobsAndTheNewestJobPerRepo) {
-  insert_all(*store_, {hud_job("a", "org/a", "nightly", 0, 5000), hud_job("b", "org/a", "nightly", 0, 9000),
-                       hud_job("c", "org/b", "periodic", 0, 7000),
-                       hud_job("d", "org/c", "pull_request", 1, 8000, "")});
+  insert_all(*store_,
+             {hud_job("a", "org/a", "nightly", 0, 5000), hud_job("b", "org/a", "nightly", 0, 9000),
+              hud_job("c", "org/b", "periodic", 0, 7000),
+              hud_job("d", "org/c", "pull_request", 1, 8000, "")});
   JobRecord running = hud_job("e", "org/c", "pull_request", 1, 100, "");
   running.in_progress_ms = 100;
   JobRecord later = hud_job("f", "org/c", "pull_request", 1, 400, "");
@@ -1242,7 +1242,8 @@ TEST_P(StoreTest, ALaterNightlyAttemptSupersedesTheEarlierOne) {
   EXPECT_TRUE(store_->get_job("b:1")->superseded);
   EXPECT_EQ(nightly().jobs, 3);
   // Pull-request re-runs are not superseded: each attempt counts, as upstream's PR summary does.
-  JobRecord pr1 = attempt("p:1", "pr", 1, 10 * H, "failure"), pr2 = attempt("p:2", "pr", 2, 11 * H, "success");
+  JobRecord pr1 = attempt("p:1", "pr", 1, 10 * H, "failure"),
+            pr2 = attempt("p:2", "pr", 2, 11 * H, "success");
   pr1.event_type = pr2.event_type = "pull_request";
   insert_all(*store_, {pr1, pr2});
   EXPECT_FALSE(store_->get_job("p:1")->superseded);
@@ -1500,8 +1501,8 @@ TEST_P(StoreLateWriterTest, AWorkerWhoseRowWasTakenOverChangesNothing) {
   EXPECT_TRUE(store->complete_task(task[0], 2));
   EXPECT_FALSE(store->fail_task(stale[0], 1, "late"));
   EXPECT_FALSE(store->retry_task(task[0], 1, 99, "late"));
-  EXPECT_EQ(tasks_of_kind(uri, "check_run")[0].status, "done");
-  EXPECT_EQ(tasks_of_kind(uri, "check_run")[0].attempts, 2);
+  EXPECT_EQ(tasks_of_kind(*store, "check_run")[0].status, "done");
+  EXPECT_EQ(tasks_of_kind(*store, "check_run")[0].attempts, 2);
   // A lease that ran out but that nobody took over still completes: no needless resend.
   o.repo = "b/y";
   ASSERT_TRUE(store->accept_delivery({"d2", "push", "", "abc", 0, 1000, "{}", {}}, {o}));
