@@ -176,8 +176,10 @@ nlohmann::json l4_criteria(Store& store, const std::string& repo, const Windows&
   return out;
 }
 
+// `promotion` is the repo's promotion status (below L3).
 nlohmann::json readiness_json(Store& store, const std::string& repo, const std::string& level,
-                              int64_t now, const HudSettings& settings) {
+                              int64_t now, const HudSettings& settings,
+                              const LevelStatus* promotion) {
   if (level == "L4")
     return {{"target", nullptr},
             {"criteria", nlohmann::json::array()},
@@ -185,8 +187,7 @@ nlohmann::json readiness_json(Store& store, const std::string& repo, const std::
             {"note", "At L4, the highest level."}};
   bool at_l3 = level == "L3";
   if (!at_l3) {
-    nlohmann::json criteria =
-        promotion_criteria(promotion_status(store, repo, now, settings.levels));
+    nlohmann::json criteria = promotion_criteria(*promotion);
     bool ready = std::all_of(criteria.begin(), criteria.end(),
                              [](const auto& c) { return c["pass"] == true; });
     return {{"target", "L3"}, {"criteria", criteria}, {"ready", ready}, {"note", ""}};
@@ -349,12 +350,15 @@ nlohmann::json repo_json(Store& store, const Allowlist& allow, const std::string
                         {"tab", q.tab},
                         {"detail_since_ms", store.detail_since()},
                         {"stats", stats},
-                        {"readiness", readiness_json(store, repo, level, now, settings)},
                         {"level_status", nullptr}};
-  if (level == "L2")
-    out["level_status"] = level_status_json(promotion_status(store, repo, now, settings.levels));
+  // One status serves both the readiness panel (below L3) and the level check (L2, L3).
+  std::optional<LevelStatus> status;
   if (level == "L3")
-    out["level_status"] = level_status_json(demotion_status(store, repo, now, settings.levels));
+    status = demotion_status(store, repo, now, settings.levels);
+  else if (level != "L4")
+    status = promotion_status(store, repo, now, settings.levels);
+  out["readiness"] = readiness_json(store, repo, level, now, settings, status ? &*status : nullptr);
+  if (level == "L2" || level == "L3") out["level_status"] = level_status_json(*status);
   int offset = (q.page - 1) * q.per_page;
   if (q.tab == "pr") {
     int64_t total = 0;
