@@ -923,6 +923,26 @@ TEST_P(LevelLifecycle, AnAllowlistTheEditCannotKeepMinimalGetsAClearErrorAndNoPr
   EXPECT_TRUE(standin_->pulls(kUpstream).empty());
 }
 
+// sync_levels.interval_s: the relay syncs by itself, from its sweeper, once per interval.
+TEST_P(LevelLifecycle, TheRelaySyncsDemotionPrsOnItsOwnSchedule) {
+  standin_->set_file(kUpstream, "main", kPath, upstream_text_);
+  jobs(10, 5, "bad");
+  start_relay("sweeper:\n  interval_s: 1\nsync_levels:\n  interval_s: 3600\n");
+  std::vector<StandinPull> pulls;
+  for (int i = 0; i < 100 && pulls.empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    pulls = standin_->pulls(kUpstream);
+  }
+  ASSERT_EQ(pulls.size(), 1u) << relay_->log();
+  EXPECT_EQ(pulls[0].head, kBranch);
+  // Once an interval: the passes after it open nothing more, and the demotion is recorded.
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  EXPECT_EQ(standin_->pulls(kUpstream).size(), 1u);
+  EXPECT_EQ(open_store(store_uri_)->demotion("acme/three")->pr_number, pulls[0].number);
+  EXPECT_NE(get("/metrics").body.find("ootci_sync_levels_total{outcome=\"ok\"} 1"),
+            std::string::npos);
+}
+
 // While the demotion PR is open the relay creates no new check runs for the repo, on every relay
 // sharing the store; a job that started before still gets its check run finished; the HUD says
 // why; and check runs resume once the PR closes.
