@@ -121,7 +121,7 @@ Tally run(const std::string& mode, const Options& o) {
     // PostgreSQL restarts: webhooks go through the App's deliveries, as GitHub sends them, and
     // the relay itself asks for the ones it refused (no manual redelivery).
     if (mode == "pg-restart")
-      y.extra += "redelivery: {interval_s: 1, max_age_s: 120, max_per_pass: 200}\n";
+      y.extra += "redelivery: {interval_s: 1, max_per_pass: 200, max_attempts: 50}\n";
     std::string cfg = relay_yaml(y);
     relays.push_back(std::make_unique<RelayProcess>(
         d, cfg, port, std::map<std::string, std::string>{{"BENCH_SECRET", kSecret}}));

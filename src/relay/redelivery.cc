@@ -15,7 +15,10 @@ namespace {
 
 constexpr int64_t kRetryMs = 5000;    // after a 503, and after a pass that failed
 constexpr int64_t kMinGapMs = 30000;  // between two requests for one delivery
-constexpr int kMaxPages = 10;         // of 100 deliveries each, per pass
+constexpr int kMaxPages = 50;         // of 100 deliveries each, per pass
+// A pass reads back to where the last one stopped, less this overlap: a delivery GitHub lists
+// late (its answer took a while) is not passed over.
+constexpr int64_t kOverlapMs = 120000;
 
 bool relayed_event(const std::string& event) {
   return event == "pull_request" || event == "push" || event == "check_run" ||
@@ -104,6 +107,9 @@ bool Redeliverer::work_once() {
 
 std::vector<HookDelivery> Redeliverer::list_deliveries(int64_t now_ms) {
   std::vector<HookDelivery> out;
+  // Back to max_age_s on the first pass, then to what the last pass saw.
+  int64_t back_to =
+      std::max(now_ms - config_.redelivery.max_age_s * 1000, scanned_until_ms_ - kOverlapMs);
   std::string cursor;
   static const std::regex next_link(R"(<[^>]*[?&]cursor=([^&>]+)[^>]*>;\s*rel="next")");
   for (int page = 0; page < kMaxPages; ++page) {
@@ -129,9 +135,7 @@ std::vector<HookDelivery> Redeliverer::list_deliveries(int64_t now_ms) {
     }
     std::smatch m;
     std::string link = r.header("Link");
-    if (list.empty() || oldest < now_ms - config_.redelivery.max_age_s * 1000 ||
-        !std::regex_search(link, m, next_link))
-      break;
+    if (list.empty() || oldest < back_to || !std::regex_search(link, m, next_link)) break;
     cursor = m[1].str();
   }
   return out;
@@ -141,16 +145,25 @@ Redeliverer::Pass Redeliverer::run_once(int64_t now) {
   Pass p;
   std::vector<HookDelivery> all = list_deliveries(now);
   p.listed = static_cast<int>(all.size());
+  int64_t newest = 0;
+  for (const auto& d : all) newest = std::max(newest, d.delivered_ms);
+  // A webhook left for later (this pass's cap, a request too recent, a request that failed)
+  // keeps the mark at it, so the next pass reads it again.
+  int64_t mark = newest;
   for (const HookDelivery& d :
        redelivery_candidates(all, now, config_.redelivery.max_age_s * 1000)) {
-    if (p.requested >= config_.redelivery.max_per_pass) break;
     if (stored_as_delivery(d) && store_.get_delivery(d.guid, false)) {
       p.stored++;
       continue;
     }
-    if (!store_.claim_redelivery(d.guid, now, kMinGapMs, config_.redelivery.max_attempts)) continue;
+    if (p.requested >= config_.redelivery.max_per_pass ||
+        !store_.claim_redelivery(d.guid, now, kMinGapMs, config_.redelivery.max_attempts)) {
+      mark = std::min(mark, d.delivered_ms);
+      continue;
+    }
     HttpResult r = app_->app_call("POST", fmt::format("/app/hook/deliveries/{}/attempts", d.id));
     bool ok = r.status == 202 || r.status == 200;
+    if (!ok) mark = std::min(mark, d.delivered_ms);
     metrics_.inc("ootci_redeliveries_total",
                  fmt::format("outcome=\"{}\"", ok ? "requested" : "failed"));
     if (ok)
@@ -159,6 +172,8 @@ Redeliverer::Pass Redeliverer::run_once(int64_t now) {
       spdlog::warn("redelivery of {} ({} {}): {}", d.guid, d.event, d.action,
                    r.status ? "HTTP " + std::to_string(r.status) : r.error);
   }
+  // Only a pass that went through moves the mark: a failed one is read again in full.
+  if (mark > scanned_until_ms_) scanned_until_ms_ = mark;
   return p;
 }
 

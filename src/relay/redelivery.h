@@ -4,8 +4,9 @@
 // deliveries. The relay looks there itself, once the store is back and every interval_s, and asks
 // GitHub to redeliver what it has not stored: GET /app/hook/deliveries, then
 // POST /app/hook/deliveries/{id}/attempts. Bounded (max_age_s, max_per_pass, max_attempts per
-// delivery) and idempotent: a delivery the store holds is never asked for, and the redelivery
-// itself is deduplicated like any other (same X-GitHub-Delivery).
+// delivery; a pass reads back to where the last one stopped, at most 50 pages) and idempotent: a
+// delivery the store holds is never asked for, and the redelivery itself is deduplicated like any
+// other (same X-GitHub-Delivery).
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -64,6 +65,8 @@ class Redeliverer {
   const RelayConfig& config_;
   Metrics& metrics_;
   std::atomic<int64_t> next_pass_ms_{0};
+  // The newest delivery the last complete pass read: the next reads back to it (one thread).
+  int64_t scanned_until_ms_ = 0;
   WorkerPool pool_;
 };
 
