@@ -37,11 +37,11 @@
 #include <sstream>
 #include <thread>
 
-#include "backend/evidence_store.h"
 #include "base/error.h"
 #include "base/sha256.h"
 #include "base/subprocess.h"
 #include "base/time.h"
+#include "evidence/evidence_store.h"
 #include "net/crypto.h"
 #include "net/http_client.h"
 #include "relay_store/store.h"
@@ -552,8 +552,7 @@ class Chaos {
     k.run_ended_ms = info->ended_ms;
     for (const auto& r : store->results(k.run_id)) {
       ++k.results;
-      bool settled = r.outcome == "passed" || r.outcome == "skipped" || r.outcome == "xfailed" ||
-                     r.outcome == "xpassed";
+      bool settled = !is_failure(r.outcome);
       if (settled && !r.name.empty()) k.settled[r.test_id] = r.finished_ms;
     }
     k.phase = info->status == "finished" ? "after run" : k.results ? "mid-run" : "run starting";

@@ -26,11 +26,11 @@
 #include <random>
 #include <tuple>
 
-#include "backend/evidence_store.h"
-#include "backend/second_stage.h"
 #include "base/error.h"
 #include "base/subprocess.h"
 #include "base/time.h"
+#include "evidence/evidence_store.h"
+#include "evidence/second_stage.h"
 #include "select/code_evidence.h"
 #include "select/discover.h"
 #include "select/git.h"
@@ -195,10 +195,6 @@ void run_plan(const std::string& bench, const std::string& run_id,
         fmt::format("ootci run {} exited with {} (see {}/{}.log)", run_id, code, bench, run_id));
 }
 
-bool failing(const TestResult& r) {
-  return r.outcome == "failed" || r.outcome == "error";
-}
-
 std::string first_dtype(const std::string& dtype) {
   return dtype.substr(0, dtype.find(','));
 }
@@ -260,7 +256,7 @@ std::vector<std::pair<std::string, std::string>> candidate_ops(
     const std::set<std::string>& reaching, unsigned seed) {
   std::map<std::string, std::map<std::string, int>> dtypes_by_family;  // family -> dtype -> tests
   for (const auto& r : baseline) {
-    if (r.outcome != "passed" || r.mode != "mandatory_success") continue;
+    if (r.outcome != ootci::Outcome::passed || r.mode != TestMode::mandatory_success) continue;
     auto it = ops.find(r.test_id);
     if (it == ops.end()) continue;
     std::set<std::string> families;
@@ -431,7 +427,7 @@ int bench(const Options& o) {
   std::map<std::string, double> duration;
   double total = 0;
   for (const auto& r : baseline) {
-    if (failing(r)) failing_before.insert(r.test_id);
+    if (is_failure(r.outcome)) failing_before.insert(r.test_id);
     duration[r.test_id] = r.duration_s;
     total += r.duration_s;
   }
@@ -526,7 +522,7 @@ int bench(const Options& o) {
 
     std::set<std::string> newly_failing, missed;
     for (const auto& r : truth) {
-      if (!failing(r) || failing_before.count(r.test_id)) continue;
+      if (!is_failure(r.outcome) || failing_before.count(r.test_id)) continue;
       newly_failing.insert(r.test_id);
       // The budget drops tests on purpose; the flake check is for what the evidence missed.
       for (size_t m = 0; m + 1 < kModes.size(); ++m)
@@ -544,7 +540,7 @@ int bench(const Options& o) {
       run_plan(bench, run_id + "-again", again_path);
       std::set<std::string> still;
       for (const auto& r : store->results(run_id + "-again"))
-        if (failing(r)) still.insert(r.test_id);
+        if (is_failure(r.outcome)) still.insert(r.test_id);
       for (const auto& id : missed) {
         bool again_failing = still.count(id) > 0;
         for (const auto& t : still) again_failing = again_failing || t.rfind(id + "::", 0) == 0;

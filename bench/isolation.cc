@@ -13,10 +13,10 @@
 #include <nlohmann/json.hpp>
 #include <tuple>
 
-#include "backend/evidence_store.h"
 #include "base/error.h"
 #include "base/subprocess.h"
 #include "base/time.h"
+#include "evidence/evidence_store.h"
 #include "testing/test_env.h"
 
 namespace fs = std::filesystem;
@@ -51,7 +51,8 @@ Run run(const std::string& dir, const std::string& name, const std::string& isol
     throw Error(
         fmt::format("ootci run ({}) exited with status {}; see {}", name, status, o.output_file));
   for (auto& t : EvidenceStore::open(dir + "/" + name + ".db")->results(name)) {
-    r.records[t.test_id] = {t.outcome, t.error_class, t.reruns, t.flaky, t.mode};
+    r.records[t.test_id] = {to_string(t.outcome), t.error_class, t.reruns, t.flaky,
+                            mode_text(t.mode)};
     r.results[t.test_id] = std::move(t);
   }
   return r;
@@ -82,7 +83,7 @@ int bench(const std::string& backend_dir, const std::string& torch_root,
   size_t crashed = 0, failed = 0;
   for (const auto& [id, r] : fork.results) {
     bool crash = r.error_class.rfind("SIG", 0) == 0;
-    bool fail = r.outcome == "failed" || r.outcome == "error";
+    bool fail = is_failure(r.outcome);
     crashed += crash;
     failed += fail && !crash;
     if (!fail && r.name.size()) healthy["tests"].push_back(id);

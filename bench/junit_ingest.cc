@@ -1,7 +1,7 @@
 // Streaming JUnit ingest against a baseline: a ~200 MB pytest-style report, parsed by ootci's
 // chunked pugixml ingest (alone, and writing into an evidence database) and by Python's
 // xml.etree.ElementTree.iterparse doing the same extraction. Prints the times and their ratio.
-#include "backend/junit_ingest.h"
+#include "evidence/junit_ingest.h"
 
 #include <fmt/format.h>
 #include <sys/resource.h>
@@ -14,9 +14,9 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
-#include "backend/evidence_store.h"
 #include "base/error.h"
 #include "base/time.h"
+#include "evidence/evidence_store.h"
 #include "testing/test_env.h"
 
 namespace ootci::bench::junit_ingest {
@@ -34,11 +34,11 @@ struct Summary {
 
   void add(const TestResult& t) {
     ++testcases;
-    ++outcomes[t.outcome];
+    ++outcomes[to_string(t.outcome)];
     id_bytes += t.test_id.size();
     message_bytes += t.message.size();
     with_error_class += !t.error_class.empty();
-    with_mode += !t.mode.empty();
+    with_mode += t.mode.has_value();
   }
   std::string digest() const {
     return fmt::format(

@@ -3,7 +3,7 @@
 // ten earlier runs of history, against what every run already writes from the same store: its
 // results read back and the merged JUnit XML. Prints both times, the ratio and the page's size
 // (targets: under 2 s and 5 MB).
-#include "backend/report_page.h"
+#include "evidence/report_page.h"
 
 #include <fmt/format.h>
 
@@ -11,11 +11,11 @@
 #include <filesystem>
 #include <iostream>
 
-#include "backend/evidence_store.h"
-#include "backend/run_outputs.h"
 #include "base/atomic_file.h"
 #include "base/error.h"
 #include "base/time.h"
+#include "evidence/evidence_store.h"
+#include "evidence/run_outputs.h"
 #include "testing/test_env.h"
 
 namespace ootci::bench::report_page {
@@ -36,15 +36,15 @@ std::vector<TestResult> variants(int count, int run) {
       t.op = fmt::format("op_{}", op);
       t.dtype = kDtypes[dtype];
     }
-    t.mode = i % 31 == 0 ? "xfail" : "mandatory_success";
+    t.mode = i % 31 == 0 ? TestMode::xfail : TestMode::mandatory_success;
     int h = (i * 7919 + run * 104729) % 100;
-    t.outcome = h < 84   ? "passed"
-                : h < 89 ? "failed"
-                : h < 92 ? "error"
-                : h < 97 ? "skipped"
-                         : "xfailed";
-    if (t.outcome == "failed" || t.outcome == "error") {
-      t.error_class = t.outcome == "error" ? "SIGSEGV" : "AssertionError";
+    t.outcome = h < 84   ? Outcome::passed
+                : h < 89 ? Outcome::failed
+                : h < 92 ? Outcome::error
+                : h < 97 ? Outcome::skipped
+                         : Outcome::xfailed;
+    if (is_failure(t.outcome)) {
+      t.error_class = t.outcome == Outcome::error ? "SIGSEGV" : "AssertionError";
       t.message = fmt::format(
           "AssertionError: Tensor-likes are not close!\n\nMismatched elements: {} / 1024 "
           "(0.{}%)\nGreatest absolute difference: 0.0{} at index (3, {}) (up to 1e-05 allowed)\n"

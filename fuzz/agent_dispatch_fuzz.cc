@@ -2,8 +2,8 @@
 // queue or a 401/400 naming the field, never a throw or a crash. The body is signed with the
 // agent's secret, so the fuzzer reaches the parsing behind the signature check; the input's last
 // byte, with its high bit, makes the signature wrong instead.
-#include "dispatch/agent_dispatch.h"
 #include "fuzz/fuzz_input.h"
+#include "job/agent_dispatch.h"
 #include "net/crypto.h"
 
 namespace {

@@ -3,8 +3,8 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
-#include "dispatch/gate.h"
 #include "fuzz/fuzz_input.h"
+#include "job/gate.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto payload = nlohmann::json::parse(ootci::fuzz::text(data, size), nullptr, false);

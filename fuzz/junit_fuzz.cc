@@ -1,6 +1,6 @@
 // A JUnit XML report, streamed: every testcase read or ootci::Error naming the byte offset.
-#include "backend/junit_ingest.h"
 #include "base/error.h"
+#include "evidence/junit_ingest.h"
 #include "fuzz/fuzz_input.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

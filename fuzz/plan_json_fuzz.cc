@@ -1,8 +1,8 @@
 // A plan file from outside (`ootci plan env --plan FILE`), read as a file: the plan or
 // ootci::Error naming the file and the field.
-#include "backend/plan_json.h"
 #include "base/error.h"
 #include "fuzz/fuzz_input.h"
+#include "plan/plan_json.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {

@@ -1,8 +1,8 @@
 // A Spyre test-suite YAML (and ootci's additions), loose and strict.
-#include "backend/suite_config.h"
 #include "base/error.h"
 #include "base/yaml_doc.h"
 #include "fuzz/fuzz_input.h"
+#include "plan/suite_config.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (bool strict : {false, true}) {

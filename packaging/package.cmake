@@ -5,7 +5,7 @@
 include(GNUInstallDirs)
 
 install(TARGETS ootci RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-# <prefix>/share/ootci/python, where the binary looks first (ootci_python_dir in backend/plan_env).
+# <prefix>/share/ootci/python, where the binary looks first (ootci_python_dir in plan/plan_env).
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/python/ootci_torch ${PROJECT_SOURCE_DIR}/python/shims
   DESTINATION ${CMAKE_INSTALL_DATADIR}/ootci/python
   PATTERN __pycache__ EXCLUDE PATTERN *.pyc EXCLUDE)

@@ -9,7 +9,7 @@
 #include <mutex>
 #include <thread>
 
-#include "backend/evidence_store.h"
+#include "evidence/evidence_store.h"
 #include "relay_store/store.h"
 #include "testing/ootci_cli.h"
 #include "testing/relay_fixture.h"
@@ -135,8 +135,8 @@ class ReportIntegration : public RelayFixture {
     t.test_id = "test_ops.py::" + name;
     t.file = "test_ops.py";
     t.name = name;
-    t.mode = mode;
-    t.outcome = outcome;
+    t.mode = parse_test_mode(mode);
+    t.outcome = *parse_outcome(outcome);
     if (outcome == "failed") {
       t.error_class = "RuntimeError";
       t.message = "RuntimeError: " + name + " broke";

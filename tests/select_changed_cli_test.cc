@@ -5,9 +5,9 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "backend/evidence_store.h"
-#include "backend/runner.h"
+#include "evidence/evidence_store.h"
 #include "net/crypto.h"
+#include "run/runner.h"
 #include "select/git.h"
 #include "testing/ootci_cli.h"
 #include "testing/test_env.h"
@@ -34,7 +34,7 @@ TestResult variant(const std::string& file, const std::string& name, std::vector
   t.cls = "TestOpsPRIVATEUSEONE";
   t.name = name;
   t.test_id = file + "::" + t.cls + "::" + name;
-  t.outcome = "passed";
+  t.outcome = Outcome::passed;
   t.duration_s = 1;
   t.ops = std::move(ops);
   return t;

@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "backend/evidence_store.h"
+#include "evidence/evidence_store.h"
 #include "testing/ootci_cli.h"
 #include "testing/test_env.h"
 
@@ -137,8 +137,8 @@ TestResult to_result(const Variant& v, const std::string& mode, int64_t finished
   r.test_id = kFile + "::" + r.cls + "::" + v.name;
   r.device = "privateuseone";
   r.dtype = v.dtype;
-  r.mode = mode;
-  r.outcome = v.outcome;
+  r.mode = parse_test_mode(mode);
+  r.outcome = *parse_outcome(v.outcome);
   r.error_class = v.error_class;
   r.message = v.message;
   r.finished_ms = finished_ms;

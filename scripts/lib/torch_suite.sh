@@ -28,15 +28,13 @@ SRC
 
 # Prints the folder holding the upstream test/ tree of the installed python3-torch's source.
 torch_suite_root() {
-  local version cache src root orig dsc want got
+  local version src dsc
   version=$(dpkg-query -W -f='${source:Version}' python3-torch)
-  cache=$(ootci_cache_dir)
-  src="$cache/src"
-  root="$cache/pytorch-$version"
-  if [[ -f "$root/.ootci-verified" ]]; then
-    echo "$root"
+  if [[ -f "$(ootci_cache_dir)/pytorch-$version/.ootci-verified" ]]; then
+    echo "$(ootci_cache_dir)/pytorch-$version"
     return
   fi
+  src="$(ootci_cache_dir)/src"
   mkdir -p "$src"
   dsc="$src/pytorch_${version#*:}.dsc"
   if [[ ! -f "$dsc" ]]; then
@@ -45,12 +43,28 @@ torch_suite_root() {
     # so apt's complaints about it are shown only when what we need did not arrive.
     local apt_log
     apt_log=$(cd "$src" && apt-get source --download-only -qq "pytorch=$version" 2>&1) || true
+    if [[ ! -f "$dsc" ]]; then
+      echo "${apt_log:-}" >&2
+      echo "torch suite: could not download pytorch=$version source (.dsc missing)" >&2
+      return 1
+    fi
   fi
-  if [[ ! -f "$dsc" ]]; then
-    echo "${apt_log:-}" >&2
-    echo "torch suite: could not download pytorch=$version source (.dsc missing)" >&2
-    return 1
+  torch_suite_unpack "$version"
+}
+
+# Checks the downloaded source of pytorch VERSION against its .dsc and unpacks its test/ tree
+# into the cache, once; prints the folder.
+torch_suite_unpack() {  # torch_suite_unpack VERSION
+  local version=$1 cache src root orig dsc want got
+  cache=$(ootci_cache_dir)
+  src="$cache/src"
+  root="$cache/pytorch-$version"
+  if [[ -f "$root/.ootci-verified" ]]; then
+    echo "$root"
+    return
   fi
+  dsc="$src/pytorch_${version#*:}.dsc"
+  [[ -f "$dsc" ]] || { echo "torch suite: $dsc is missing" >&2; return 1; }
   orig=$(awk '/^Checksums-Sha256:/{f=1;next} /^[^ ]/{f=0} f && $3 ~ /orig\.tar/ {print $1, $3}' "$dsc")
   want=${orig%% *}
   orig="$src/${orig##* }"

@@ -7,15 +7,15 @@
 #include <regex>
 #include <sstream>
 
-#include "backend/evidence_path.h"
-#include "backend/judge.h"
-#include "backend/runner.h"
 #include "base/error.h"
 #include "base/file_text.h"
 #include "base/git.h"
 #include "base/subprocess.h"
 #include "base/text.h"
 #include "base/time.h"
+#include "evidence/evidence_path.h"
+#include "evidence/judge.h"
+#include "run/runner.h"
 
 namespace fs = std::filesystem;
 

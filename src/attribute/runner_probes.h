@@ -9,8 +9,8 @@
 #include <string>
 
 #include "attribute/attribution.h"
-#include "backend/backend_config.h"
-#include "backend/target_revisions.h"
+#include "plan/backend_config.h"
+#include "run/target_revisions.h"
 
 namespace ootci {
 

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "base/utf8.h"
+
 namespace ootci {
 namespace {
 
@@ -88,6 +90,17 @@ std::string url_encode(std::string_view s) {
       out += fmt::format("%{:02X}", c);
   }
   return out;
+}
+
+std::string first_line(std::string_view message, size_t max_chars) {
+  size_t start = message.find_first_not_of(kSpace);
+  if (start == std::string_view::npos) return "";
+  std::string_view rest = message.substr(start);
+  std::string line = trim_end(rest.substr(0, rest.find('\n')));
+  if (max_chars == 0) return line;
+  bool cut = false;
+  std::string kept = truncate_utf8_chars(line, max_chars, &cut);
+  return cut ? kept + "..." : kept;
 }
 
 std::string tail(std::string_view text, size_t max_chars) {

@@ -37,6 +37,11 @@ bool starts_after_indent(std::string_view line, char c);
 // Percent-encoding for a URL query value or path segment: RFC 3986's unreserved characters stay.
 std::string url_encode(std::string_view s);
 
+// The first line of a message that has text (blank lines before it skipped), trimmed, at most
+// `max_chars` characters (UTF-8 code points, never a character cut in half) with "..." after a
+// cut; 0: no limit. The one way messages are shortened for a report, a reason or a log line.
+std::string first_line(std::string_view message, size_t max_chars = 0);
+
 // The end of `text` (trailing whitespace dropped), at most `max_chars` characters, with "..." in
 // front when cut: where tools say what went wrong.
 std::string tail(std::string_view text, size_t max_chars);

@@ -67,6 +67,17 @@ TEST(Text, PluralAddsAnSExceptForOne) {
   EXPECT_EQ(plural(12, "variant"), "12 variants");
 }
 
+TEST(Text, FirstLineSkipsBlankLinesAndCutsByCharacters) {
+  EXPECT_EQ(first_line("RuntimeError: boom\nTraceback ..."), "RuntimeError: boom");
+  EXPECT_EQ(first_line("\n  \n    assert x == y  \r\nmore"), "assert x == y");
+  EXPECT_EQ(first_line(" \n\t"), "");
+  EXPECT_EQ(first_line(std::string(300, 'x'), 160), std::string(160, 'x') + "...");
+  EXPECT_EQ(first_line("short", 160), "short");
+  // Characters, not bytes: "é" is two bytes and stays whole.
+  EXPECT_EQ(first_line("\xc3\xa9\xc3\xa9\xc3\xa9", 2), "\xc3\xa9\xc3\xa9...");
+  EXPECT_EQ(first_line("\xc3\xa9\xc3\xa9", 2), "\xc3\xa9\xc3\xa9");
+}
+
 TEST(Text, TailCutsFromTheFrontAndSaysSo) {
   EXPECT_EQ(tail("short\n\n", 10), "short");
   EXPECT_EQ(tail("0123456789", 4), "...6789");

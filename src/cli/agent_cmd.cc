@@ -3,8 +3,8 @@
 
 #include "cli/commands.h"
 #include "cli/stop_signals.h"
-#include "dispatch/agent.h"
-#include "dispatch/agent_config.h"
+#include "job/agent.h"
+#include "job/agent_config.h"
 
 namespace ootci {
 namespace {

@@ -9,15 +9,15 @@
 #include "attribute/attribution.h"
 #include "attribute/runner_probes.h"
 #include "attribute/triage_report.h"
-#include "backend/evidence_path.h"
-#include "backend/judge.h"
-#include "backend/runner.h"
-#include "backend/target_revisions.h"
 #include "base/atomic_file.h"
 #include "base/error.h"
 #include "base/git.h"
 #include "cli/commands.h"
 #include "cli/stop_signals.h"
+#include "evidence/evidence_path.h"
+#include "evidence/judge.h"
+#include "run/runner.h"
+#include "run/target_revisions.h"
 
 namespace fs = std::filesystem;
 

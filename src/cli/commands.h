@@ -3,7 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "backend/backend_config.h"
+#include "plan/backend_config.h"
 
 namespace ootci {
 
@@ -20,6 +20,7 @@ void add_init_commands(CLI::App& app);
 void add_discover_commands(CLI::App& app);
 void add_select_commands(CLI::App& app);
 void add_attribute_commands(CLI::App& app);
+void add_chroot_commands(CLI::App& app);
 // Under `ootci select`: propose and rebucket; changed; delta.
 void add_select_bucket_commands(CLI::App& select);
 void add_select_changed_commands(CLI::App& select);

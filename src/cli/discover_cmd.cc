@@ -5,11 +5,11 @@
 
 #include <iostream>
 
-#include "backend/evidence_path.h"
-#include "backend/runner.h"
 #include "base/time.h"
 #include "cli/commands.h"
 #include "cli/stop_signals.h"
+#include "evidence/evidence_path.h"
+#include "run/runner.h"
 #include "select/discover.h"
 
 namespace ootci {
@@ -27,11 +27,11 @@ struct DiscoverArgs {
 
 std::string outcome_counts(const DiscoverySummary& s) {
   std::string out;
-  for (const char* outcome : {"passed", "failed", "error", "skipped", "xfailed", "xpassed"}) {
+  for (Outcome outcome : kOutcomes) {
     auto it = s.outcomes.find(outcome);
     int n = it == s.outcomes.end() ? 0 : it->second;
-    if (n == 0 && std::string(outcome) == "xpassed") continue;  // only under xfail marks
-    out += fmt::format("{}{} {}", out.empty() ? "" : ", ", n, outcome);
+    if (n == 0 && outcome == Outcome::xpassed) continue;  // only under xfail marks
+    out += fmt::format("{}{} {}", out.empty() ? "" : ", ", n, to_string(outcome));
   }
   return out;
 }

@@ -6,14 +6,16 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "backend/backend_config.h"
-#include "backend/evidence_path.h"
-#include "backend/evidence_store.h"
-#include "backend/judge.h"
-#include "backend/junit_ingest.h"
 #include "base/error.h"
+#include "base/text.h"
 #include "base/time.h"
 #include "cli/commands.h"
+#include "evidence/baseline.h"
+#include "evidence/evidence_path.h"
+#include "evidence/evidence_store.h"
+#include "evidence/judge.h"
+#include "evidence/junit_ingest.h"
+#include "plan/backend_config.h"
 
 namespace ootci {
 namespace {
@@ -32,11 +34,11 @@ std::optional<BackendConfig> optional_config(const std::string& path) {
 }
 
 std::string counts_line(const std::vector<TestResult>& results) {
-  std::map<std::string, size_t> n;
+  std::map<Outcome, size_t> n;
   for (const auto& r : results) ++n[r.outcome];
   std::string out;
-  for (const char* outcome : {"passed", "failed", "error", "skipped", "xfailed", "xpassed"})
-    out += fmt::format("{}{} {}", out.empty() ? "" : ", ", n[outcome], outcome);
+  for (Outcome outcome : kOutcomes)
+    out += fmt::format("{}{} {}", out.empty() ? "" : ", ", n[outcome], to_string(outcome));
   return out;
 }
 
@@ -98,10 +100,7 @@ void ingest(const IngestArgs& a) {
   }
 
   std::vector<TestResult> results = store->results(run.id);
-  std::optional<RunInfo> green = store->last_green_run(run.backend, run.config_hash);
-  std::vector<TestResult> green_results;
-  if (green) green_results = store->results(green->id);
-  Verdict verdict = judge(results, green ? &green_results : nullptr);
+  Verdict verdict = judge(results, baseline_of(*store, run).results_or_null());
   int64_t ended = now_ms();
   run.manifest["ended"] = iso8601_utc(ended);
   store->finish_run(run.id, ended, "finished", verdict.conclusion, run.manifest);
@@ -129,10 +128,10 @@ void history(const HistoryArgs& a) {
   std::vector<TestResult> rows = store->history(a.test_id, a.limit);
   if (rows.empty()) throw Error(fmt::format("no results for {} in {}", a.test_id, db));
   for (const auto& r : rows)
-    std::cout << fmt::format("{}  {:8}  {:8.3f} s{}{}  {}\n", iso8601_utc(r.finished_ms), r.outcome,
-                             r.duration_s, r.flaky ? "  flaky" : "",
+    std::cout << fmt::format("{}  {:8}  {:8.3f} s{}{}  {}\n", iso8601_utc(r.finished_ms),
+                             to_string(r.outcome), r.duration_s, r.flaky ? "  flaky" : "",
                              r.error_class.empty() ? "" : "  " + r.error_class,
-                             r.message.substr(0, r.message.find('\n')).substr(0, 100));
+                             first_line(r.message, 100));
 }
 
 struct JudgeArgs {
@@ -149,10 +148,8 @@ void judge_run(const JudgeArgs& a) {
   if (!run) throw Error(fmt::format("run {} not found in {}", a.run, db));
 
   std::vector<TestResult> results = store->results(run->id);
-  std::optional<RunInfo> green = last_green_before(*store, *run);
-  std::vector<TestResult> green_results;
-  if (green) green_results = store->results(green->id);
-  Verdict verdict = judge(results, green ? &green_results : nullptr);
+  Baseline green = baseline_of(*store, *run);
+  Verdict verdict = judge(results, green.results_or_null());
   // A run that stopped early (or is still going, or was killed) did not run what it had to,
   // whatever it recorded so far.
   if (run->status != "finished") {
@@ -162,7 +159,7 @@ void judge_run(const JudgeArgs& a) {
 
   std::cout << fmt::format("run {}: backend {}, {}{}, {} results{}\n", run->id, run->backend,
                            run->status, run->shard.empty() ? "" : ", shard " + run->shard,
-                           results.size(), green ? ", last green run " + green->id : "");
+                           results.size(), green.run ? ", last green run " + green.run->id : "");
   if (run->status == "running") std::cout << "note: the run is still running\n";
   std::cout << format_verdict(verdict);
   if (!verdict.success()) throw ExitStatus{1};

@@ -8,7 +8,7 @@
 
 #include "base/error.h"
 #include "cli/commands.h"
-#include "dispatch/gate.h"
+#include "job/gate.h"
 
 namespace ootci {
 namespace {

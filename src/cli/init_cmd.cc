@@ -5,7 +5,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
-#include "dispatch/scaffold.h"
+#include "job/scaffold.h"
 
 namespace ootci {
 namespace {

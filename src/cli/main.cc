@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   ootci::add_discover_commands(app);
   ootci::add_select_commands(app);
   ootci::add_attribute_commands(app);
+  ootci::add_chroot_commands(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

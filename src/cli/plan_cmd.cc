@@ -8,14 +8,14 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 
-#include "backend/backend_config.h"
-#include "backend/plan_env.h"
-#include "backend/plan_json.h"
-#include "backend/plan_resolve.h"
-#include "backend/suite_config.h"
 #include "base/error.h"
 #include "base/text.h"
 #include "cli/commands.h"
+#include "plan/backend_config.h"
+#include "plan/plan_env.h"
+#include "plan/plan_json.h"
+#include "plan/plan_resolve.h"
+#include "plan/suite_config.h"
 #include "select/plan_lint.h"
 #include "select/test_hashes.h"
 

@@ -10,16 +10,16 @@
 #include <iostream>
 #include <sstream>
 
-#include "backend/evidence_path.h"
-#include "backend/plan_env.h"
-#include "backend/report_page.h"
 #include "base/atomic_file.h"
 #include "base/callback_caps.h"
 #include "base/error.h"
 #include "base/file_text.h"
 #include "base/text.h"
 #include "cli/commands.h"
-#include "dispatch/callback_report.h"
+#include "evidence/evidence_path.h"
+#include "evidence/report_page.h"
+#include "job/callback_report.h"
+#include "plan/plan_env.h"
 
 namespace ootci {
 namespace {

@@ -4,13 +4,13 @@
 
 #include <iostream>
 
-#include "backend/backend_config.h"
-#include "backend/evidence_path.h"
-#include "backend/judge.h"
-#include "backend/runner.h"
 #include "base/error.h"
 #include "cli/commands.h"
 #include "cli/stop_signals.h"
+#include "evidence/evidence_path.h"
+#include "evidence/judge.h"
+#include "plan/backend_config.h"
+#include "run/runner.h"
 
 namespace ootci {
 namespace {

@@ -2,8 +2,8 @@
 // buckets from a run of them (docs/select.md).
 #include <iostream>
 
-#include "backend/evidence_path.h"
 #include "cli/commands.h"
+#include "evidence/evidence_path.h"
 #include "select/propose.h"
 
 namespace ootci {

@@ -4,9 +4,9 @@
 
 #include <iostream>
 
-#include "backend/evidence_path.h"
 #include "base/atomic_file.h"
 #include "cli/commands.h"
+#include "evidence/evidence_path.h"
 #include "select/budget.h"
 #include "select/changed.h"
 

@@ -7,11 +7,11 @@
 #include <iostream>
 #include <set>
 
-#include "backend/path_glob.h"
 #include "base/atomic_file.h"
 #include "base/error.h"
 #include "base/scratch_dir.h"
 #include "cli/commands.h"
+#include "plan/path_glob.h"
 #include "select/test_hashes.h"
 
 namespace fs = std::filesystem;

@@ -8,12 +8,12 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "backend/backend_config.h"
-#include "backend/evidence_path.h"
-#include "backend/evidence_store.h"
-#include "backend/plan_resolve.h"
-#include "backend/shards.h"
 #include "cli/commands.h"
+#include "evidence/evidence_path.h"
+#include "evidence/evidence_store.h"
+#include "plan/backend_config.h"
+#include "plan/plan_resolve.h"
+#include "run/shards.h"
 
 namespace ootci {
 namespace {

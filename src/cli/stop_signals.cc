@@ -7,7 +7,7 @@
 #include <atomic>
 #include <thread>
 
-#include "backend/runner.h"
+#include "run/runner.h"
 
 namespace ootci {
 namespace {

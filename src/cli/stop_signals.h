@@ -14,7 +14,7 @@ void block_stop_signals();
 // it stops.
 void serve_until_stop_signal(const std::function<void()>& serve, const std::function<void()>& stop);
 
-// SIGTERM and SIGINT set g_run_stop (backend/runner.h): the runner kills its test processes and
+// SIGTERM and SIGINT set g_run_stop (run/runner.h): the runner kills its test processes and
 // marks the run interrupted, resumable with --resume.
 void stop_runs_on_signal();
 

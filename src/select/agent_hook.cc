@@ -26,7 +26,7 @@ const TestResult* newest_failure(const VariantEvidence& v) {
   const TestResult* expected = nullptr;
   for (const TestResult& r : v.results) {
     Seen s = classify(r);
-    if (s == Seen::crash || s == Seen::hang || (s == Seen::fail && r.outcome != "xfailed"))
+    if (s == Seen::crash || s == Seen::hang || (s == Seen::fail && r.outcome != Outcome::xfailed))
       return &r;
     if (s == Seen::fail && !expected) expected = &r;
   }
@@ -267,10 +267,10 @@ std::vector<AgentVerdict> apply_agent_answer(const nlohmann::json& answer,
       continue;
     }
     std::string base = p.value("base", ""), op = p.value("op", ""), dtype = p.value("dtype", "");
-    std::string mode_text = p.value("mode", ""), reason = p.value("reason", "");
+    std::string mode_name = p.value("mode", ""), reason = p.value("reason", "");
     verdict.summary = base + (op.empty() ? "" : " op=" + op) +
-                      (dtype.empty() ? "" : " dtype=" + dtype) + " -> " + mode_text;
-    std::optional<TestMode> mode = parse_test_mode(mode_text);
+                      (dtype.empty() ? "" : " dtype=" + dtype) + " -> " + mode_name;
+    std::optional<TestMode> mode = parse_test_mode(mode_name);
     auto b = std::find_if(evidence.bases.begin(), evidence.bases.end(),
                           [&](const BaseEvidence& x) { return x.base == base; });
     if (base.empty()) {
@@ -284,7 +284,7 @@ std::vector<AgentVerdict> apply_agent_answer(const nlohmann::json& answer,
     if (!mode) {
       reject(
           fmt::format("unknown mode '{}' (expected mandatory_success, xfail, xfail_strict or skip)",
-                      mode_text));
+                      mode_name));
       continue;
     }
     if (reason.empty()) {

@@ -21,10 +21,10 @@ VariantEvidence variant(const std::string& name, const std::string& dtype,
   for (const auto& [outcome, error_class] : outcomes) {
     TestResult r;
     r.test_id = v.test_id;
-    r.outcome = outcome;
+    r.outcome = *parse_outcome(outcome);
     r.error_class = error_class;
     r.message = error_class.empty() ? "" : error_class + ": boom";
-    r.mode = "mandatory_success";
+    r.mode = TestMode::mandatory_success;
     v.results.push_back(r);
   }
   return v;

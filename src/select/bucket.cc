@@ -39,7 +39,7 @@ std::vector<const TestResult*> failures_of(const VariantEvidence& v) {
   std::vector<const TestResult*> real, expected;
   for (const TestResult& r : v.results) {
     if (classify(r) != Seen::fail) continue;
-    (r.outcome == "xfailed" ? expected : real).push_back(&r);
+    (r.outcome == Outcome::xfailed ? expected : real).push_back(&r);
   }
   real.insert(real.end(), expected.begin(), expected.end());
   return real;
@@ -127,7 +127,7 @@ std::string signals_of(const VariantEvidence& v) {
 
 std::string newest_skip_message(const VariantEvidence& v) {
   for (const TestResult& r : v.results)
-    if (r.outcome == "skipped" && !r.message.empty()) return quote_error("", r.message);
+    if (r.outcome == Outcome::skipped && !r.message.empty()) return quote_error("", r.message);
   return "";
 }
 
@@ -142,7 +142,7 @@ std::optional<Bucket> numeric_mismatch(const VariantEvidence& v, const Tolerance
   std::vector<Mismatch> found;
   const TestResult* first = nullptr;
   for (const TestResult* r : failures_of(v)) {
-    if (r->outcome == "xfailed") continue;
+    if (r->outcome == Outcome::xfailed) continue;
     std::optional<Mismatch> m = parse_mismatch(r->message);
     if (!m) return std::nullopt;
     found.push_back(*m);
@@ -430,20 +430,6 @@ std::string Bucket::reason() const {
   std::string body = text;
   if (!evidence.empty()) body += (body.empty() ? "" : " ") + ("(" + evidence + ")");
   return join_reason(label, body);
-}
-
-Seen classify(const TestResult& r) {
-  if (r.outcome == "passed") return r.flaky ? Seen::rerun_pass : Seen::pass;
-  if (r.outcome == "xpassed") return Seen::pass;
-  if (r.outcome == "failed" || r.outcome == "error") {
-    if (r.error_class == "XPASS(strict)") return Seen::pass;
-    if (r.error_class.rfind("SIG", 0) == 0) return Seen::crash;
-    if (r.error_class == "Timeout") return Seen::hang;
-    return Seen::fail;
-  }
-  if (r.outcome == "xfailed")
-    return r.mode == "xfail" || r.mode == "xfail_strict" ? Seen::fail : Seen::upstream_xfail;
-  return Seen::skipped;
 }
 
 std::vector<Bucket> bucket_variants(const BaseEvidence& base, const Capabilities& caps,
@@ -991,15 +977,7 @@ std::vector<std::string> aten_ops_in(const std::string& text) {
 }
 
 std::string quote_error(const std::string& error_class, const std::string& message) {
-  size_t start = message.find_first_not_of(" \t\r\n");
-  std::string line = start == std::string::npos ? "" : message.substr(start);
-  line = line.substr(0, line.find('\n'));
-  line = trim_end(line);
-  if (line.size() > kQuoteChars) {
-    size_t cut = kQuoteChars;
-    while (cut > 0 && (static_cast<unsigned char>(line[cut]) & 0xC0) == 0x80) --cut;  // UTF-8
-    line = line.substr(0, cut) + "...";
-  }
+  std::string line = first_line(message, kQuoteChars);
   if (error_class.empty() || line.rfind(error_class, 0) == 0) return line;
   return line.empty() ? error_class : error_class + ": " + line;
 }

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/suite_config.h"
+#include "plan/suite_config.h"
 #include "select/decisions.h"
 #include "select/tolerance.h"
 #include "select/variant_evidence.h"
@@ -60,10 +60,6 @@ struct Bucket {
   // Ran on the device in no run: it takes its test's bucket instead of getting its own.
   bool neutral() const { return cause == Cause::never_ran || cause == Cause::not_admitted; }
 };
-
-// How each recorded result counts.
-enum class Seen { pass, rerun_pass, fail, crash, hang, skipped, upstream_xfail };
-Seen classify(const TestResult& result);
 
 // Buckets for every variant of `base`, in its order. Rules over its results, newest first (first
 // match wins, docs/select.md): never ran / not admitted: skip, and it follows its test; passed

@@ -5,9 +5,9 @@
 #include <filesystem>
 #include <ostream>
 
-#include "backend/evidence_path.h"
 #include "base/atomic_file.h"
 #include "base/time.h"
+#include "evidence/evidence_path.h"
 
 namespace ootci {
 

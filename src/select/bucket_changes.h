@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/backend_config.h"
+#include "plan/backend_config.h"
 
 namespace ootci {
 

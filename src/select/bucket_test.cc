@@ -33,10 +33,10 @@ VariantEvidence variant(const std::string& name, const std::string& dtype,
   for (const auto& r : results) {
     TestResult t;
     t.test_id = v.test_id;
-    t.outcome = r.outcome;
+    t.outcome = *parse_outcome(r.outcome);
     t.error_class = r.error_class;
     t.message = r.message;
-    t.mode = r.mode;
+    t.mode = parse_test_mode(r.mode);
     t.flaky = r.flaky;
     t.dtype = dtype;
     t.op = op;

@@ -44,7 +44,7 @@ TestResult timed(const std::string& id, const std::string& outcome, double secon
   t.test_id = id;
   t.file = id.substr(0, id.find("::"));
   t.name = id.substr(id.rfind("::") + 2);
-  t.outcome = outcome;
+  t.outcome = *parse_outcome(outcome);
   t.duration_s = seconds;
   return t;
 }

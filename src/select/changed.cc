@@ -7,12 +7,12 @@
 #include <optional>
 #include <sstream>
 
-#include "backend/plan_resolve.h"
-#include "backend/run_manifest.h"
-#include "backend/second_stage.h"
 #include "base/error.h"
 #include "base/file_text.h"
 #include "base/sha256.h"
+#include "evidence/second_stage.h"
+#include "plan/plan_resolve.h"
+#include "run/run_manifest.h"
 #include "select/budget.h"
 #include "select/discover.h"
 #include "select/native_functions.h"
@@ -43,10 +43,6 @@ void add_reason(std::vector<std::string>& reasons, const std::string& why) {
 std::string file_sha256(const std::string& path) {
   auto bytes = read_file_bytes(path);
   return bytes ? sha256_hex(*bytes) : "";
-}
-
-bool failed(const TestResult& r) {
-  return r.outcome == "failed" || r.outcome == "error";
 }
 
 // What discovery recorded of one test's dtypes.
@@ -280,14 +276,14 @@ ChangedSelection select_from_facts(const ChangeFacts& facts, const std::vector<P
       // A variant that failed in discovery without recorded ops (a crash loses them): unknown,
       // so it runs.
       for (const auto& r : results_by_run[run]) {
-        if (r.file != f.relpath || r.name.empty() || !failed(r) || ops.count(r.test_id)) continue;
+        if (r.file != f.relpath || r.name.empty() || !is_failure(r.outcome) || ops.count(r.test_id))
+          continue;
         ++unrecorded;
         s.tests.insert(r.test_id);
         note_evidence(s, r.test_id, Evidence::unknown);
         add_reason(s.reasons[r.test_id],
                    fmt::format("no ops recorded: it {} in discovery ({}), so it may call any op",
-                               r.outcome == "error" ? "errored" : "failed",
-                               r.error_class.empty() ? r.outcome : r.error_class));
+                               failed_verb(r.outcome), error_or_outcome(r)));
       }
     }
   }

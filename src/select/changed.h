@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "backend/backend_config.h"
-#include "backend/evidence_store.h"
+#include "evidence/evidence_store.h"
+#include "plan/backend_config.h"
 
 namespace ootci {
 

@@ -5,9 +5,9 @@
 #include <filesystem>
 #include <regex>
 
-#include "backend/second_stage.h"
 #include "base/error.h"
 #include "base/sha256.h"
+#include "evidence/second_stage.h"
 #include "select/git.h"
 #include "testing/test_env.h"
 
@@ -45,8 +45,8 @@ TestResult result(const std::string& file, const std::string& name, std::vector<
   t.cls = "TestOps";
   t.name = name;
   t.test_id = file + "::TestOps::" + name;
-  t.outcome = outcome;
-  t.mode = "mandatory_success";
+  t.outcome = *parse_outcome(outcome);
+  t.mode = TestMode::mandatory_success;
   t.ops = std::move(ops);
   return t;
 }

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/suite_config.h"
+#include "plan/suite_config.h"
 #include "select/decisions.h"
 
 namespace ootci {

@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "backend/suite_config.h"
+#include "plan/suite_config.h"
 #include "select/variant_evidence.h"
 
 namespace ootci {

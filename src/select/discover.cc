@@ -8,26 +8,20 @@
 #include <set>
 #include <sstream>
 
-#include "backend/evidence_path.h"
-#include "backend/path_glob.h"
-#include "backend/plan_json.h"
-#include "backend/plan_resolve.h"
-#include "backend/run_manifest.h"
 #include "base/error.h"
 #include "base/file_text.h"
 #include "base/sha256.h"
+#include "base/text.h"
 #include "base/time.h"
+#include "evidence/evidence_path.h"
+#include "plan/path_glob.h"
+#include "plan/plan_json.h"
+#include "plan/plan_resolve.h"
+#include "run/run_manifest.h"
 
 namespace fs = std::filesystem;
 
 namespace ootci {
-namespace {
-
-std::string first_line(const std::string& text) {
-  return text.substr(0, text.find('\n'));
-}
-
-}  // namespace
 
 std::vector<DiscoveryCandidate> discovery_candidates(const BackendConfig& backend,
                                                      const std::vector<std::string>& globs) {
@@ -157,7 +151,8 @@ InputProbeReport probe_inputs(const DiscoverRequest& req,
       auto probed = store->input_probes_of_run(run);
       for (const auto& r : store->results(run)) {
         auto file = run_of_file.find(r.file);
-        if (file == run_of_file.end() || file->second != run || r.outcome != "passed") continue;
+        if (file == run_of_file.end() || file->second != run || r.outcome != Outcome::passed)
+          continue;
         if (inputs.count(r.test_id) && !probed.count(r.test_id)) pending[r.test_id] = run;
       }
     }
@@ -189,9 +184,9 @@ InputProbeReport probe_inputs(const DiscoverRequest& req,
     ++report.passes;
     for (const auto& r : ran.results) {
       auto it = pending.find(r.test_id);
-      if (it == pending.end() || (r.outcome != "failed" && r.outcome != "error")) continue;
-      found[it->second][r.test_id] = fmt::format("{}{}: {}", kInputProbeFailed, shift,
-                                                 r.error_class.empty() ? r.outcome : r.error_class);
+      if (it == pending.end() || !is_failure(r.outcome)) continue;
+      found[it->second][r.test_id] =
+          fmt::format("{}{}: {}", kInputProbeFailed, shift, error_or_outcome(r));
       ++report.failed;
       pending.erase(it);
     }

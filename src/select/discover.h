@@ -10,9 +10,9 @@
 #include <string_view>
 #include <vector>
 
-#include "backend/backend_config.h"
-#include "backend/evidence_store.h"
-#include "backend/runner.h"
+#include "evidence/evidence_store.h"
+#include "plan/backend_config.h"
+#include "run/runner.h"
 
 namespace ootci {
 
@@ -47,7 +47,7 @@ nlohmann::json discovery_plan(const BackendConfig& backend,
 struct DiscoverySummary {
   std::string relpath;
   int variants = 0;                      // results of single tests
-  std::map<std::string, int> outcomes;   // outcome -> variants
+  std::map<Outcome, int> outcomes;       // outcome -> variants
   std::vector<std::string> file_errors;  // whole-file errors (error_class: message head)
   size_t distinct_ops = 0;
 };

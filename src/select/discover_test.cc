@@ -5,9 +5,9 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "backend/run_manifest.h"
 #include "base/error.h"
 #include "base/sha256.h"
+#include "run/run_manifest.h"
 #include "testing/test_env.h"
 
 namespace fs = std::filesystem;
@@ -144,7 +144,7 @@ TEST_F(DiscoverTest, SummaryCountsVariantsOutcomesFileErrorsAndDistinctOps) {
     r.test_id = id;
     r.file = id.substr(0, id.find("::"));
     r.name = id.find("::") == std::string::npos ? "" : id.substr(id.rfind("::") + 2);
-    r.outcome = outcome;
+    r.outcome = *parse_outcome(outcome);
     return r;
   };
   std::vector<TestResult> results = {
@@ -161,8 +161,8 @@ TEST_F(DiscoverTest, SummaryCountsVariantsOutcomesFileErrorsAndDistinctOps) {
   ASSERT_EQ(summary.size(), 2u);
   EXPECT_EQ(summary[0].relpath, "test/a.py");
   EXPECT_EQ(summary[0].variants, 3);
-  EXPECT_EQ(summary[0].outcomes.at("passed"), 2);
-  EXPECT_EQ(summary[0].outcomes.at("failed"), 1);
+  EXPECT_EQ(summary[0].outcomes.at(Outcome::passed), 2);
+  EXPECT_EQ(summary[0].outcomes.at(Outcome::failed), 1);
   EXPECT_EQ(summary[0].distinct_ops, 3u);
   EXPECT_EQ(summary[1].variants, 0);
   ASSERT_EQ(summary[1].file_errors.size(), 1u);

@@ -10,14 +10,14 @@
 #include <set>
 #include <sstream>
 
-#include "backend/evidence_store.h"
-#include "backend/plan_resolve.h"
-#include "backend/suite_config.h"
 #include "base/atomic_file.h"
 #include "base/error.h"
 #include "base/file_text.h"
 #include "base/text.h"
 #include "base/yaml_doc.h"
+#include "evidence/evidence_store.h"
+#include "plan/plan_resolve.h"
+#include "plan/suite_config.h"
 #include "select/agent_hook.h"
 #include "select/bucket_changes.h"
 #include "select/code_evidence.h"

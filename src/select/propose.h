@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "backend/backend_config.h"
-#include "backend/evidence_store.h"
+#include "evidence/evidence_store.h"
+#include "plan/backend_config.h"
 #include "select/bucket.h"
 
 namespace ootci {

@@ -34,7 +34,7 @@ std::vector<Regression> regressions_in(const std::string& run_id,
                                        const std::vector<TestResult>& run_results) {
   std::vector<Regression> out;
   for (const TestResult& r : run_results)
-    if (r.mode == "mandatory_success" && (r.outcome == "failed" || r.outcome == "error"))
+    if (r.mode == TestMode::mandatory_success && is_failure(r.outcome))
       out.push_back({r.test_id, r.base, r.error_class, r.message, run_id});
   std::sort(out.begin(), out.end(),
             [](const Regression& a, const Regression& b) { return a.test_id < b.test_id; });
@@ -56,7 +56,7 @@ std::vector<Move> promotions(const std::vector<TestResult>& run_results,
                              const HistoryLookup& history, int promote_after) {
   std::vector<Move> out;
   for (const TestResult& r : run_results) {
-    if (r.mode != "xfail" && r.mode != "xfail_strict") continue;
+    if (r.mode != TestMode::xfail && r.mode != TestMode::xfail_strict) continue;
     if (classify(r) != Seen::pass) continue;
     std::vector<TestResult> recent = history(r);
     if (recent.size() < static_cast<size_t>(promote_after)) continue;
@@ -69,10 +69,10 @@ std::vector<Move> promotions(const std::vector<TestResult>& run_results,
     m.base = r.base;
     m.test_id = r.test_id;
     m.variant = r.name;
-    m.from = *parse_test_mode(r.mode);
+    m.from = *r.mode;
     m.reason =
         fmt::format("mandatory_success: promoted from {}: passed in the last {} {} it ran in",
-                    r.mode, promote_after, promote_after == 1 ? "run" : "runs");
+                    to_string(*r.mode), promote_after, promote_after == 1 ? "run" : "runs");
     out.push_back(std::move(m));
   }
   std::sort(out.begin(), out.end(),

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/evidence_store.h"
+#include "evidence/evidence_store.h"
 #include "select/bucket.h"
 #include "select/decisions.h"
 #include "select/variant_evidence.h"

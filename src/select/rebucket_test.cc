@@ -19,8 +19,8 @@ TestResult result(const std::string& base, const std::string& variant, const std
   r.name = variant;
   r.test_id = kViewOpsFile + "::" + r.cls + "::" + variant;
   r.base = base;
-  r.mode = mode;
-  r.outcome = outcome;
+  r.mode = parse_test_mode(mode);
+  r.outcome = *parse_outcome(outcome);
   r.error_class = error_class;
   r.message = message;
   r.flaky = flaky;
@@ -100,8 +100,8 @@ VariantEvidence seen_variant(const std::string& name, const std::string& dtype,
   v.ops = std::move(ops);
   TestResult r;
   r.test_id = v.test_id;
-  r.outcome = outcome;
-  r.mode = "mandatory_success";
+  r.outcome = *parse_outcome(outcome);
+  r.mode = TestMode::mandatory_success;
   v.results.push_back(r);
   return v;
 }

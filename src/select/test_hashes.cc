@@ -8,12 +8,12 @@
 #include <set>
 #include <sstream>
 
-#include "backend/plan_env.h"
 #include "base/error.h"
 #include "base/file_text.h"
 #include "base/git.h"
 #include "base/scratch_dir.h"
 #include "base/subprocess.h"
+#include "plan/plan_env.h"
 
 namespace fs = std::filesystem;
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/backend_config.h"
+#include "plan/backend_config.h"
 
 namespace ootci {
 

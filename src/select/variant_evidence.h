@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/evidence_store.h"
+#include "evidence/evidence_store.h"
 
 namespace ootci {
 

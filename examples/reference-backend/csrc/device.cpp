@@ -3,6 +3,8 @@
 // process sees, as CUDA_VISIBLE_DEVICES does: indices 0..N-1, one by default.
 #include "device.h"
 
+#include "torch_compat.h"
+
 #include <c10/core/Allocator.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/core/impl/alloc_cpu.h>
@@ -27,11 +29,12 @@ c10::DeviceIndex visible_devices() {
 thread_local c10::DeviceIndex g_current = 0;
 
 struct HostBackedAllocator final : c10::Allocator {
-  c10::DataPtr allocate(size_t nbytes) const override {
+  c10::DataPtr allocate(size_t nbytes) OOTCI_REF_ALLOCATE_CONST override {
     void* data = nbytes ? c10::alloc_cpu(nbytes) : nullptr;
     return {data, data, &c10::free_cpu, c10::Device(c10::DeviceType::PrivateUse1, g_current)};
   }
   c10::DeleterFnPtr raw_deleter() const override { return &c10::free_cpu; }
+  OOTCI_REF_ALLOCATOR_COPY_DATA
 };
 
 HostBackedAllocator g_allocator;

@@ -1,0 +1,32 @@
+#pragma once
+// `ootci plan resolve`: ootci.yaml plus its test-suite configs become one plan (docs/plan.md,
+// "Merge rules" and "Resolved plan JSON, version 1").
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "plan/backend_config.h"
+
+namespace ootci {
+
+struct PlanResult {
+  nlohmann::json plan;  // meaningful only when errors is empty
+  std::vector<std::string> errors;
+  std::vector<std::string> warnings;
+  size_t file_count = 0;
+  size_t rule_count = 0;
+  bool ok() const { return errors.empty(); }
+};
+
+// `strict`: unknown keys in configs are errors, not warnings.
+PlanResult resolve_plan(const BackendConfig& backend, bool strict = false);
+
+// The file's path relative to torch_root, else device_root, when under one; else as given.
+std::string plan_relpath(const std::string& path, const std::string& torch_root,
+                         const std::string& device_root);
+
+// Writes plan.json atomically (a temporary file in the same folder, then rename), so a reader
+// never sees half a plan. Creates the folder if needed; throws Error on failure.
+void write_plan(const nlohmann::json& plan, const std::string& path);
+
+}  // namespace ootci

@@ -1,0 +1,70 @@
+#pragma once
+// The run's progress on stderr: a live line on a terminal; otherwise a plain line at most every
+// 30 s and one per finished file. The ETA is the expected time of what remains.
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "evidence/test_result.h"
+
+namespace ootci {
+
+// What the ETA is made of, at one moment of a run.
+struct ProgressSnapshot {
+  double elapsed_s = 0;
+  size_t done = 0, total = 0;  // tests with a result, tests expected
+  // Recorded durations (earlier runs) of every expected test, and of those done so far.
+  double history_total_s = 0, history_done_s = 0;
+  int workers = 1;
+  bool unknown_files = false;  // files never run before, not collected yet
+};
+
+// Seconds left, or nullopt when there is nothing to go on. Recorded durations say what remains;
+// the pace so far scales them (crashes, reruns and process starts are not in the record), and
+// the average time per finished test is a floor, so the ETA does not say seconds for minutes.
+std::optional<double> remaining_seconds(const ProgressSnapshot& s);
+
+class Progress {
+ public:
+  Progress(bool tty, std::map<std::string, double> test_durations, int workers);
+  ~Progress();
+
+  // Until a file's tests are collected, its size is what earlier runs saw.
+  void expect_from_history(const std::string& relpath);
+  void expect(const std::string& relpath, size_t tests);
+  // Counts a result; a rerun of the same test replaces its earlier outcome.
+  void add(const TestResult& result);
+  // Tests a resumed run finished before.
+  void add_finished(const std::vector<TestResult>& results);
+  // A file is through (with its reruns): one line with its counts, also when not on a terminal.
+  void file_finished(const std::string& relpath, double seconds);
+
+  void start();
+  void stop();
+  std::string line();  // the current progress text
+
+ private:
+  void loop();
+
+  bool tty_;
+  int workers_;
+  std::map<std::string, double> history_;
+  std::mutex mutex_;
+  std::map<std::string, size_t> expected_;   // relpath -> tests
+  std::set<std::string> unknown_;            // files with no history, not yet collected
+  std::map<std::string, size_t> already_;    // relpath -> tests a resumed run had finished
+  std::map<std::string, Outcome> outcomes_;  // test id -> latest outcome
+  std::map<std::string, bool> flaky_;
+  double history_total_s_ = 0, history_done_s_ = 0;
+  int64_t started_us_ = 0;
+  std::thread thread_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+};
+
+}  // namespace ootci

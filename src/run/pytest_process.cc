@@ -1,0 +1,301 @@
+#include "run/pytest_process.h"
+
+#include <fmt/format.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "base/error.h"
+#include "base/file_text.h"
+#include "base/subprocess.h"
+#include "base/time.h"
+
+namespace fs = std::filesystem;
+
+namespace ootci {
+
+void split_test_id(const std::string& id, TestResult& into) {
+  into.test_id = id;
+  size_t first = id.find("::");
+  if (first == std::string::npos) {
+    into.file = id;
+    return;
+  }
+  into.file = id.substr(0, first);
+  std::string rest = id.substr(first + 2);
+  size_t second = rest.find("::");
+  if (second == std::string::npos) {
+    into.name = rest;
+  } else {
+    into.cls = rest.substr(0, second);
+    into.name = rest.substr(second + 2);
+  }
+}
+
+std::string signal_name(int sig) {
+  const char* abbrev = sigabbrev_np(sig);
+  return abbrev ? fmt::format("SIG{}", abbrev) : fmt::format("signal {}", sig);
+}
+
+namespace {
+
+void write_ids(const std::string& path, const std::vector<std::string>& ids) {
+  std::ofstream out(path, std::ios::trunc);
+  for (const auto& id : ids) out << id << "\n";
+  if (!out) throw Error(fmt::format("{}: cannot write", path));
+}
+
+// Reads the lines appended to the events file since the last call; a partial last line waits.
+class EventReader {
+ public:
+  explicit EventReader(std::string path) : path_(std::move(path)) {}
+
+  // Returns true if anything new arrived. A line that is not a JSON object is counted, not used.
+  bool poll(const std::function<void(const nlohmann::json&)>& on_event) {
+    std::ifstream in(path_, std::ios::binary);
+    if (!in) return false;
+    in.seekg(static_cast<std::streamoff>(offset_));
+    std::string chunk((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (chunk.empty()) return false;
+    pending_ += chunk;
+    offset_ += chunk.size();
+    size_t start = 0, nl;
+    while ((nl = pending_.find('\n', start)) != std::string::npos) {
+      nlohmann::json event = nlohmann::json::parse(pending_.substr(start, nl - start), nullptr,
+                                                   /*allow_exceptions=*/false);
+      if (event.is_object())
+        on_event(event);
+      else
+        ++bad_lines_;
+      start = nl + 1;
+    }
+    pending_.erase(0, start);
+    return true;
+  }
+
+  int bad_lines() const { return bad_lines_; }
+
+ private:
+  std::string path_;
+  size_t offset_ = 0;
+  std::string pending_;
+  int bad_lines_ = 0;
+};
+
+// Reads a field leniently: a reporter bug must not take the runner down.
+template <typename T>
+T field(const nlohmann::json& e, const char* key, T fallback) {
+  auto it = e.find(key);
+  if (it == e.end()) return fallback;
+  try {
+    return it->get<T>();
+  } catch (const nlohmann::json::exception&) {
+    return fallback;
+  }
+}
+
+TestResult result_from_event(const nlohmann::json& e) {
+  TestResult r;
+  split_test_id(field<std::string>(e, "id", ""), r);
+  r.outcome = outcome_or_error(field<std::string>(e, "outcome", "error"));
+  r.duration_s = field<double>(e, "duration", 0.0);
+  r.mode = parse_test_mode(field<std::string>(e, "mode", ""));
+  r.op = field<std::string>(e, "op", "");
+  r.dtype = field<std::string>(e, "dtype", "");
+  r.base = field<std::string>(e, "base", "");
+  r.ops = field<std::vector<std::string>>(e, "ops", {});
+  std::sort(r.ops.begin(), r.ops.end());
+  r.ops.erase(std::unique(r.ops.begin(), r.ops.end()), r.ops.end());
+  r.op_dtypes = field<std::vector<std::string>>(e, "op_dtypes", {});
+  std::sort(r.op_dtypes.begin(), r.op_dtypes.end());
+  r.op_dtypes.erase(std::unique(r.op_dtypes.begin(), r.op_dtypes.end()), r.op_dtypes.end());
+  r.input_op_dtypes = field<std::vector<std::string>>(e, "input_op_dtypes", {});
+  std::sort(r.input_op_dtypes.begin(), r.input_op_dtypes.end());
+  r.error_class = field<std::string>(e, "error_class", "");
+  r.message = field<std::string>(e, "message", "");
+  r.finished_ms = now_ms();
+  return r;
+}
+
+// Watches a running pytest (spawned, or forked by a fork server) to its end: results as they
+// come, the per-test timeout and the stall watchdog, and how it ended.
+template <typename Process>
+PytestOutcome watch(Process& proc, const PytestRequest& req, const std::string& events,
+                    const std::string& log_path,
+                    const std::function<void(const TestResult&)>& on_result,
+                    const std::atomic<bool>& stop) {
+  PytestOutcome out;
+  out.log_path = log_path;
+  using Clock = std::chrono::steady_clock;
+  EventReader reader(events);
+  Clock::time_point test_started = Clock::now();
+  std::optional<TestResult> called;  // the in-progress test's call outcome, once reported
+  auto on_event = [&](const nlohmann::json& e) {
+    std::string kind = field<std::string>(e, "e", "");
+    if (kind == "collected") {
+      out.collected = field<std::vector<std::string>>(e, "tests", {});
+      out.multi_device = field<std::vector<std::string>>(e, "multi_device", {});
+    } else if (kind == "start") {
+      TestResult skeleton = result_from_event(e);
+      out.in_progress = skeleton.test_id;
+      out.started[skeleton.test_id] = skeleton;
+      test_started = Clock::now();
+      called.reset();
+    } else if (kind == "called") {
+      called = result_from_event(e);
+    } else if (kind == "result") {
+      TestResult r = result_from_event(e);
+      if (out.in_progress == r.test_id) out.in_progress.reset();
+      called.reset();
+      on_result(r);
+      out.results.push_back(std::move(r));
+    } else if (kind == "collect_error") {
+      out.collect_errors.push_back(field<std::string>(e, "message", ""));
+    }
+  };
+  auto seconds_since = [](Clock::time_point t) {
+    return std::chrono::duration<double>(Clock::now() - t).count();
+  };
+  // After an abnormal end: a test whose call phase had finished keeps that outcome; the death
+  // belongs to teardown, not to the test.
+  auto settle = [&] {
+    out.bad_events = reader.bad_lines();
+    if (out.in_progress) out.in_progress_s = seconds_since(test_started);
+    if (out.in_progress && called && called->test_id == *out.in_progress) {
+      called->message =
+          fmt::format("(the process died after this test's call phase) {}", called->message);
+      on_result(*called);
+      out.results.push_back(*called);
+      out.in_progress.reset();
+      out.died_after_call = true;
+    }
+  };
+
+  Clock::time_point last_activity = Clock::now();
+  uintmax_t log_size = 0;
+  std::optional<int> status;
+  while (!(status = proc.try_wait())) {
+    bool active = reader.poll(on_event);
+    uintmax_t size = file_size_or_zero(out.log_path);
+    if (active || size != log_size) last_activity = Clock::now();
+    log_size = size;
+    // Inside a test only the per-test timeout applies (a test prints nothing until it ends);
+    // the stall watchdog covers everything else: imports, collection, teardown.
+    std::optional<PytestEnding> kill_for;
+    if (stop)
+      kill_for = PytestEnding::interrupted;
+    else if (out.in_progress && seconds_since(test_started) > req.test_timeout_s)
+      kill_for = PytestEnding::test_timeout;
+    else if (!out.in_progress && seconds_since(last_activity) > req.stall_timeout_s)
+      kill_for = PytestEnding::stalled;
+    if (kill_for) {
+      if (kill_for == PytestEnding::test_timeout) out.killed_test = *out.in_progress;
+      proc.signal(SIGKILL);
+      proc.wait();
+      reader.poll(on_event);
+      out.ending = *kill_for;
+      if (out.in_progress == out.killed_test) out.in_progress_s = seconds_since(test_started);
+      if (out.ending != PytestEnding::test_timeout)
+        settle();
+      else
+        out.bad_events = reader.bad_lines();
+      return out;
+    }
+    proc.await_exit(50);
+  }
+  proc.kill_group();
+  reader.poll(on_event);
+  if (WIFSIGNALED(*status)) {
+    out.ending = PytestEnding::signaled;
+    out.signal = WTERMSIG(*status);
+  } else {
+    out.exit_code = WEXITSTATUS(*status);
+  }
+  settle();
+  return out;
+}
+
+}  // namespace
+
+PytestOutcome run_pytest(const PytestRequest& req,
+                         const std::function<void(const TestResult&)>& on_result,
+                         const std::atomic<bool>& stop) {
+  fs::create_directories(req.work_dir);
+  std::string events = req.work_dir + "/events.jsonl";
+  std::string log_path = req.work_dir + "/pytest.log";
+  fs::remove(events);
+
+  // What this attempt adds to the environment: where its events go and which tests it runs.
+  std::map<std::string, std::string> attempt_env = {{"OOTCI_RUN_EVENTS", events}};
+  if (req.only) {
+    write_ids(req.work_dir + "/only.txt", *req.only);
+    attempt_env["OOTCI_RUN_ONLY"] = req.work_dir + "/only.txt";
+  }
+  if (req.only_bases) {
+    write_ids(req.work_dir + "/only_bases.txt", *req.only_bases);
+    attempt_env["OOTCI_RUN_ONLY_BASES"] = req.work_dir + "/only_bases.txt";
+  }
+  if (!req.skip.empty()) {
+    write_ids(req.work_dir + "/skip.txt", {req.skip.begin(), req.skip.end()});
+    attempt_env["OOTCI_RUN_SKIP"] = req.work_dir + "/skip.txt";
+  }
+
+  if (req.fork_server) {
+    ForkServer& server = *req.fork_server;
+    auto child = server.fork(attempt_env, log_path, req.stall_timeout_s, stop);
+    if (!child && server.ended()) {
+      // What a spawned pytest that hung or died before its first test would have given.
+      PytestOutcome out;
+      out.log_path = server.log_path();
+      out.forked = true;
+      if (server.stalled()) {
+        out.ending = PytestEnding::stalled;
+      } else if (WIFSIGNALED(*server.status())) {
+        out.ending = PytestEnding::signaled;
+        out.signal = WTERMSIG(*server.status());
+      } else {
+        out.exit_code = WEXITSTATUS(*server.status());
+      }
+      return out;
+    }
+    if (child) {
+      PytestOutcome out = watch(*child, req, events, log_path, on_result, stop);
+      out.forked = true;
+      out.server_died = server.ended();
+      // A child that never got as far as reporting its tests failed for a reason of the fork's
+      // own (the file collected fine in the server): this file spawns from now on.
+      if (out.collected || out.ending == PytestEnding::interrupted) return out;
+      std::string fork_log = req.work_dir + "/pytest.fork.log";
+      std::error_code ignored;  // a child that died at once wrote no log
+      fs::rename(log_path, fork_log, ignored);
+      fs::remove(events, ignored);
+      server.give_up(fmt::format("a forked child ended ({}) before reporting its tests; see {}",
+                                 out.ending == PytestEnding::signaled ? signal_name(out.signal)
+                                 : out.ending == PytestEnding::exited
+                                     ? fmt::format("exit code {}", out.exit_code)
+                                     : std::string("stalled"),
+                                 fork_log));
+    }
+    if (server.failed())
+      std::ofstream(log_path, std::ios::app)
+          << "ootci: not forked (" << server.failure() << "); this attempt spawns pytest\n";
+  }
+
+  SpawnOptions spawn;
+  spawn.argv = req.command;
+  spawn.env = req.env;
+  for (const auto& [k, v] : attempt_env) spawn.env[k] = v;
+  spawn.output_file = log_path;
+  spawn.cwd = req.cwd;
+  spawn.die_with_parent = true;
+  Subprocess proc = Subprocess::spawn(spawn);
+  return watch(proc, req, events, log_path, on_result, stop);
+}
+
+}  // namespace ootci

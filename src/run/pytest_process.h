@@ -1,0 +1,75 @@
+#pragma once
+// One pytest process over (part of) one upstream test file, watched while it runs: its results
+// stream in through python/ootci_torch/run_reporter.py, and a stall or an overlong test kills it.
+#include <atomic>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "evidence/evidence_store.h"
+#include "run/fork_server.h"
+
+namespace ootci {
+
+struct PytestRequest {
+  std::vector<std::string> command;  // e.g. {python, "-m", "pytest", <file>, args...}
+  std::map<std::string, std::string> env;
+  std::string cwd;
+  std::string work_dir;                          // events, id lists and log go here
+  std::optional<std::vector<std::string>> only;  // run just these test ids
+  // Also run (with `only`: the union; alone: just) the variants of these relpath::Class::method.
+  std::optional<std::vector<std::string>> only_bases;
+  std::set<std::string> skip;  // never run these (already finished)
+  int stall_timeout_s = 300;
+  int test_timeout_s = 900;
+  // Fork the process from this file's server instead of spawning one (run.isolation: fork);
+  // when the server cannot serve, the process is spawned and its log says why.
+  ForkServer* fork_server = nullptr;
+};
+
+enum class PytestEnding {
+  exited,        // exit_code is pytest's
+  signaled,      // died from signal `signal` (crash, OOM kill)
+  stalled,       // no output for stall_timeout_s; killed
+  test_timeout,  // the test in progress ran longer than test_timeout_s; killed
+  interrupted,   // `stop` was set; killed
+};
+
+struct PytestOutcome {
+  PytestEnding ending = PytestEnding::exited;
+  int exit_code = 0;
+  int signal = 0;
+  std::optional<std::vector<std::string>> collected;  // ids the process was going to run
+  // Tests it left for a run with every device of the pool (OOTCI_RUN_MULTI_DEVICE=defer).
+  std::vector<std::string> multi_device;
+  std::vector<TestResult> results;         // in the order they finished
+  std::optional<std::string> in_progress;  // started but never finished
+  double in_progress_s = 0;                // how long it had been running
+  std::string killed_test;  // the test a test_timeout was for (another may have started since)
+  // Mode, op and dtype of every test that started, for results the process could not report.
+  std::map<std::string, TestResult> started;
+  // The process died after a test's call phase (in teardown or a class/module finalizer); that
+  // test's call outcome is in `results`, and no test is to blame for the death.
+  bool died_after_call = false;
+  int bad_events = 0;  // event lines that were not JSON objects
+  std::vector<std::string> collect_errors;
+  std::string log_path;  // the process's stdout and stderr
+  bool forked = false;   // by a fork server
+  // Its fork server died while it ran, and took it along: the ending is not the tests' doing.
+  bool server_died = false;
+};
+
+// "relpath::Class::name" -> file, class, name.
+void split_test_id(const std::string& id, TestResult& into);
+
+// Runs the process to its end. `on_result` sees each result as soon as it is reported.
+PytestOutcome run_pytest(const PytestRequest& request,
+                         const std::function<void(const TestResult&)>& on_result,
+                         const std::atomic<bool>& stop);
+
+std::string signal_name(int sig);
+
+}  // namespace ootci

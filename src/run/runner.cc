@@ -1,0 +1,806 @@
+#include "run/runner.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "base/atomic_file.h"
+#include "base/error.h"
+#include "base/file_text.h"
+#include "base/time.h"
+#include "evidence/baseline.h"
+#include "evidence/evidence_path.h"
+#include "evidence/judge.h"
+#include "evidence/report_page.h"
+#include "evidence/run_outputs.h"
+#include "evidence/second_stage.h"
+#include "plan/plan_env.h"
+#include "plan/plan_resolve.h"
+#include "run/progress.h"
+#include "run/pytest_process.h"
+#include "run/run_manifest.h"
+#include "run/shards.h"
+
+namespace fs = std::filesystem;
+
+namespace ootci {
+
+std::atomic<bool> g_run_stop{false};
+
+std::string run_isolation(const BackendConfig& backend) {
+  return backend.fork_safe ? backend.run.isolation : "spawn";
+}
+
+Selection load_selection(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error(fmt::format("{}: cannot open selection", path));
+  nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  if (j.is_discarded() || !j.is_object())
+    throw Error(fmt::format(
+        "{}: a selection is a JSON object with \"files\", \"tests\" and/or \"bases\"", path));
+  Selection s;
+  for (const char* key : {"files", "tests", "bases"}) {
+    if (!j.contains(key)) continue;
+    if (!j[key].is_array())
+      throw Error(fmt::format("{}: \"{}\" must be a list of strings", path, key));
+    for (const auto& v : j[key]) {
+      if (!v.is_string())
+        throw Error(fmt::format("{}: \"{}\" must be a list of strings", path, key));
+      std::string k = key;
+      (k == "files" ? s.files : k == "tests" ? s.tests : s.bases).insert(v.get<std::string>());
+    }
+  }
+  if (j.contains("then")) {
+    const auto& then = j["then"];
+    nlohmann::json tests =
+        then.is_object() ? then.value("tests", nlohmann::json::array()) : nlohmann::json();
+    if (!tests.is_array() ||
+        !std::all_of(tests.begin(), tests.end(), [](const auto& v) { return v.is_string(); }))
+      throw Error(
+          fmt::format("{}: \"then\" must be an object whose \"tests\" is a list of strings", path));
+    for (const auto& v : tests) s.then_tests.insert(v.get<std::string>());
+  }
+  return s;
+}
+
+namespace {
+
+struct PlanFile {
+  std::string path;                              // absolute
+  std::string relpath;                           // test ids start with it
+  std::optional<std::vector<std::string>> only;  // from a selection of single tests
+  // From a selection of bases: their variants run too (with `only`, the union). Variants exist
+  // only once pytest collects them, so this applies until the file's test ids are known.
+  std::optional<std::vector<std::string>> bases;
+};
+
+// A failure worth running again: not a confirmed crash or timeout, not a strict xfail that passed
+// (which is deterministic news, not noise), not a whole-file error.
+bool rerunnable(const TestResult& r) {
+  return is_failure(r.outcome) && classify(r) == Seen::fail && !r.name.empty();
+}
+
+std::string tail_of_file(const std::string& path) {
+  return read_file_tail(path, 2000);
+}
+
+// A device pool's admission (run.devices): workers' attempts share the pool, a test that needs
+// every device waits for the running ones to end and holds it alone. New attempts wait while it
+// waits, so it cannot starve. (std::shared_mutex does not promise that.)
+class PoolGate {
+ public:
+  void enter() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait(lock, [&] { return !alone_ && waiting_alone_ == 0; });
+    ++sharing_;
+  }
+  void leave() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    --sharing_;
+    changed_.notify_all();
+  }
+  void enter_alone() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    ++waiting_alone_;
+    changed_.wait(lock, [&] { return !alone_ && sharing_ == 0; });
+    --waiting_alone_;
+    alone_ = true;
+  }
+  void leave_alone() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    alone_ = false;
+    changed_.notify_all();
+  }
+  // Holds the pool (shared, or alone) for a scope.
+  struct Hold {
+    Hold(PoolGate& gate, bool alone) : gate(gate), alone(alone) {
+      alone ? gate.enter_alone() : gate.enter();
+    }
+    ~Hold() { alone ? gate.leave_alone() : gate.leave(); }
+    Hold(const Hold&) = delete;
+    Hold& operator=(const Hold&) = delete;
+    PoolGate& gate;
+    bool alone;
+  };
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  int sharing_ = 0, waiting_alone_ = 0;
+  bool alone_ = false;
+};
+
+// The devices of a pool of `devices` that worker `w` of `workers` owns, as the device variable
+// says them: "0", or "1,3" when there are more devices than workers.
+std::string devices_of_worker(int w, int workers, int devices) {
+  std::string out;
+  for (int d = w; d < devices; d += workers) out += (out.empty() ? "" : ",") + std::to_string(d);
+  return out;
+}
+
+// Runs the plan's files on worker threads; every result goes to the store as it finishes.
+class Runner {
+ public:
+  Runner(const RunRequest& req, EvidenceStore& store, std::string run_id, std::string run_dir,
+         std::map<std::string, std::string> env, std::set<std::string> finished)
+      : req_(req),
+        store_(store),
+        run_id_(std::move(run_id)),
+        run_dir_(std::move(run_dir)),
+        env_(std::move(env)),
+        finished_(std::move(finished)) {}
+
+  // Every file was worked through to its end (a stop may still have come in afterwards).
+  bool all_done() const { return files_finished_ == files_total_; }
+
+  // Called again for a second stage: all_done() is about the latest call.
+  void run(std::vector<PlanFile> files, Progress& progress) {
+    progress_ = &progress;
+    files_total_ = files.size();
+    files_finished_ = 0;
+    std::mutex queue_mutex;
+    size_t next = 0;
+    int workers = std::max(1, req_.workers > 0 ? req_.workers : req_.backend.run.workers);
+    int devices = req_.backend.run.devices;
+    if (devices > 0) workers = std::min(workers, devices);  // a worker owns at least one device
+    std::vector<std::thread> threads;
+    for (int w = 0; w < workers; ++w) {
+      threads.emplace_back([&, w] {
+        for (;;) {
+          size_t i;
+          {
+            std::lock_guard<std::mutex> lock(queue_mutex);
+            if (next >= files.size() || g_run_stop) return;
+            i = next++;
+          }
+          // One file's trouble (a full disk, a busy database) must not end the run.
+          try {
+            FileState state;
+            if (devices > 0) state.devices = devices_of_worker(w, workers, devices);
+            int64_t file_started = steady_us();
+            run_file(files[i], state);
+            if (!g_run_stop) {
+              ++files_finished_;
+              progress.file_finished(files[i].relpath, (steady_us() - file_started) / 1e6);
+            }
+          } catch (const std::exception& e) {
+            ++files_finished_;
+            try {
+              record(error_result(files[i].relpath, "RunnerError", e.what(), {}));
+            } catch (const std::exception&) {
+            }
+          }
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+  }
+
+ private:
+  struct FileState {
+    std::vector<std::string> all;               // every test of the file this run covers
+    std::set<std::string> done;                 // has a result in this run
+    std::map<std::string, TestResult> started;  // mode/op/dtype of tests seen starting
+    std::vector<TestResult> results;            // this pass's results, for reruns
+    std::unique_ptr<ForkServer> fork_server;    // run.isolation: fork, from the first attempt
+    std::string devices;                        // the worker's, under a device pool
+    std::set<std::string> multi_device;         // tests that run alone with every device
+  };
+
+  void record(TestResult r) {
+    r.device = req_.backend.device_type;
+    if (!r.finished_ms) r.finished_ms = now_ms();
+    std::lock_guard<std::mutex> lock(store_mutex_);
+    store_.record(run_id_, r);
+    progress_->add(r);
+  }
+
+  PytestOutcome attempt(const PlanFile& f, FileState& st,
+                        std::optional<std::vector<std::string>> only,
+                        const std::set<std::string>& skip,
+                        const std::function<void(const TestResult&)>& on_result,
+                        std::optional<std::vector<std::string>> only_bases = std::nullopt) {
+    PytestRequest p;
+    p.command = {req_.backend.python, "-m", "pytest",     f.path, "-p",
+                 "no:cacheprovider",  "-q", "--color=no", "-p",   "ootci_torch.run_reporter"};
+    p.command.insert(p.command.end(), req_.backend.run.pytest_args.begin(),
+                     req_.backend.run.pytest_args.end());
+    p.env = env_;
+    // Under a device pool, tests that need every device run alone with all of them, spawned: a
+    // backend reads its devices when it is imported, so the fork server's would be the worker's.
+    bool pool = req_.backend.run.devices > 0;
+    bool alone = pool && only && !only->empty() &&
+                 std::all_of(only->begin(), only->end(),
+                             [&](const std::string& id) { return st.multi_device.count(id); });
+    if (pool) {
+      p.env["OOTCI_DEVICE_ENV"] = req_.backend.device_env;
+      p.env[req_.backend.device_env] =
+          alone ? devices_of_worker(0, 1, req_.backend.run.devices) : st.devices;
+      if (!alone) p.env["OOTCI_RUN_MULTI_DEVICE"] = "defer";
+    }
+    p.cwd = run_dir_;
+    p.work_dir = fmt::format("{}/work/{}", run_dir_, attempt_counter_++);
+    p.only = std::move(only);
+    p.only_bases = std::move(only_bases);
+    p.skip = skip;
+    p.stall_timeout_s = req_.backend.run.stall_timeout_s;
+    p.test_timeout_s = req_.backend.run.test_timeout_s;
+    if (run_isolation(req_.backend) == "fork" && !alone) {
+      // A server that hung or died collecting is what a spawned process would have met: the
+      // caller reports it, and the next attempt starts over, as it would spawn again.
+      if (!st.fork_server || st.fork_server->ended()) {
+        SpawnOptions server;
+        server.argv = p.command;
+        server.argv.insert(server.argv.end(), {"-p", "ootci_torch.fork_server"});
+        server.env = p.env;
+        server.cwd = run_dir_;
+        server.output_file = p.work_dir + ".fork-server.log";
+        server.die_with_parent = true;
+        fs::create_directories(run_dir_ + "/work");
+        st.fork_server = std::make_unique<ForkServer>(server);
+      }
+      p.fork_server = st.fork_server.get();
+    }
+    if (!pool) return run_pytest(p, on_result, g_run_stop);
+    PoolGate::Hold hold(pool_, alone);
+    return run_pytest(p, on_result, g_run_stop);
+  }
+
+  // A result the process could not report itself, with the test's mode, op and dtype when the
+  // test was seen starting (so an xfail test that crashes is judged as xfail).
+  static TestResult error_result(const std::string& id, const std::string& error_class,
+                                 const std::string& message,
+                                 const std::map<std::string, TestResult>& started,
+                                 double seconds = 0) {
+    TestResult r;
+    auto it = started.find(id);
+    if (it != started.end()) r = it->second;
+    split_test_id(id, r);
+    r.outcome = Outcome::error;
+    r.error_class = error_class;
+    r.message = message;
+    r.duration_s = seconds;
+    r.finished_ms = 0;
+    return r;
+  }
+
+  void keep(FileState& st, const TestResult& r) {
+    st.results.push_back(r);
+    st.done.insert(r.test_id);
+    record(r);
+  }
+
+  // The result of a test that crashed its process (`sig`) among other tests but not alone.
+  static TestResult survived_alone(TestResult r, int sig) {
+    r.message =
+        fmt::format("crashed the process ({}) after other tests, but not when run alone: {}",
+                    signal_name(sig), r.message);
+    return r;
+  }
+
+  // The test that was running when its process died from a signal, run again alone: a crash that
+  // repeats is the test's own; one that does not came from the tests before it.
+  // `first` is an attempt in which it already ran first (alone): it is not run again.
+  void confirm_crash(const PlanFile& f, FileState& st, const std::string& id, int sig,
+                     double seconds, const PytestOutcome* first = nullptr) {
+    std::optional<TestResult> alone;
+    PytestOutcome again =
+        first ? *first : attempt(f, st, std::vector<std::string>{id}, {}, [&](const TestResult& r) {
+          if (r.test_id == id) alone = r;
+        });
+    for (const auto& [k, v] : again.started) st.started.emplace(k, v);
+    if (again.ending == PytestEnding::interrupted) return;
+    if (alone) {
+      keep(st, survived_alone(*alone, sig));
+      return;
+    }
+    std::string why;
+    std::string cls = signal_name(sig);
+    if (again.ending == PytestEnding::signaled && again.in_progress == id) {
+      cls = signal_name(again.signal);
+      why = fmt::format("the test process died from {} while this test ran, also when run alone",
+                        cls);
+    } else if (again.ending == PytestEnding::test_timeout && again.killed_test == id) {
+      cls = "Timeout";
+      why = fmt::format(
+          "crashed ({}) among other tests; alone it ran longer than "
+          "test_timeout_s={}",
+          signal_name(sig), req_.backend.run.test_timeout_s);
+    } else {
+      why = fmt::format(
+          "the test process died from {} while this test ran; run alone, the "
+          "process ended before the test could report",
+          signal_name(sig));
+    }
+    keep(st, error_result(id, cls, why + "\n" + tail_of_file(again.log_path), st.started,
+                          std::max(seconds, again.in_progress_s)));
+  }
+
+  // One process per test, so whatever kills a process takes only its own test with it.
+  void run_one_by_one(const PlanFile& f, FileState& st, const std::vector<std::string>& ids) {
+    for (const auto& id : ids) {
+      if (st.done.count(id) || g_run_stop) continue;
+      PytestOutcome one = attempt(f, st, std::vector<std::string>{id}, {},
+                                  [&](const TestResult& r) { keep(st, r); });
+      for (const auto& [k, v] : one.started) st.started.emplace(k, v);
+      if (st.done.count(id) || one.ending == PytestEnding::interrupted) continue;
+      std::string cls = one.ending == PytestEnding::signaled ? signal_name(one.signal)
+                        : one.ending == PytestEnding::exited ? "NotReported"
+                                                             : "Timeout";
+      keep(st, error_result(id, cls, tail_of_file(one.log_path), st.started, one.in_progress_s));
+    }
+  }
+
+  // The file's first pass: crashes and hangs are isolated, and every test ends with a result.
+  void run_file(const PlanFile& f, FileState& st) {
+    st.done = finished_;
+    std::optional<std::vector<std::string>> only = f.only;
+    bool stall_retried = false;
+    int passes_without_progress = 0;
+    // A test that crashed its process after other tests is not judged yet: it leads the rest of
+    // the file into the next process, so it runs there alone, as a fresh process would run it,
+    // and if it survives, the rest follows it in that process instead of in one more.
+    struct Suspect {
+      std::string id;
+      int signal;
+      double seconds;
+    };
+    std::optional<Suspect> suspect;
+    for (;;) {
+      PytestOutcome out = attempt(
+          f, st, only, st.done,
+          [&](const TestResult& r) {
+            keep(st, suspect && r.test_id == suspect->id ? survived_alone(r, suspect->signal) : r);
+          },
+          st.all.empty() ? f.bases : std::nullopt);
+      for (const auto& [k, v] : out.started) st.started.emplace(k, v);
+      st.multi_device.insert(out.multi_device.begin(), out.multi_device.end());
+      if (out.collected && st.all.empty()) {
+        st.all = *out.collected;
+        progress_->expect(f.relpath, st.all.size() + st.multi_device.size());
+      }
+      if (out.ending == PytestEnding::interrupted) return;
+      bool exited = out.ending == PytestEnding::exited;
+      if (exited && !out.in_progress && out.results.empty() && st.all.empty()) {
+        // Nothing ran: an import or collection error (pytest exits 2), or no tests (5).
+        if (out.exit_code != 5 && out.exit_code != 0)
+          keep(st,
+               error_result(f.relpath, "CollectionError",
+                            fmt::format("pytest exited {} before running a test\n{}", out.exit_code,
+                                        out.collect_errors.empty() ? tail_of_file(out.log_path)
+                                                                   : out.collect_errors.front()),
+                            st.started));
+        break;
+      }
+      std::optional<Suspect> judged = std::exchange(suspect, std::nullopt);
+      if (judged && !st.done.count(judged->id)) {
+        // It ran first and did not report: this attempt was its run alone.
+        confirm_crash(f, st, judged->id, judged->signal, judged->seconds, &out);
+      } else if (out.ending == PytestEnding::test_timeout) {
+        keep(st, error_result(out.killed_test, "Timeout",
+                              fmt::format("ran longer than test_timeout_s={}",
+                                          req_.backend.run.test_timeout_s),
+                              st.started, out.in_progress_s));
+      } else if (out.in_progress && out.ending == PytestEnding::signaled) {
+        // A death its fork server caused says nothing about the test: it runs alone anyway.
+        bool first = out.started.size() == 1 && out.results.empty() && !out.server_died;
+        if (first)
+          confirm_crash(f, st, *out.in_progress, out.signal, out.in_progress_s, &out);
+        else if (!st.all.empty())
+          suspect = Suspect{*out.in_progress, out.signal, out.in_progress_s};
+        else
+          confirm_crash(f, st, *out.in_progress, out.signal, out.in_progress_s);
+      } else if (out.in_progress && exited) {
+        keep(st, error_result(*out.in_progress, "ProcessExit",
+                              fmt::format("the test process exited with status {} during this "
+                                          "test\n{}",
+                                          out.exit_code, tail_of_file(out.log_path)),
+                              st.started, out.in_progress_s));
+      } else if (out.ending == PytestEnding::stalled) {
+        if (stall_retried) {
+          // Hung twice outside any test (import, collection, teardown): the file is one error.
+          keep(st, error_result(
+                       f.relpath, "Timeout",
+                       fmt::format("no output for stall_timeout_s={} outside any test, "
+                                   "twice (after a retry)\n{}",
+                                   req_.backend.run.stall_timeout_s, tail_of_file(out.log_path)),
+                       st.started));
+          break;
+        }
+        stall_retried = true;  // kill and retry the rest once
+      } else if (!exited) {
+        // Died between tests (module setup, or teardown after a test's call phase): nobody to
+        // blame, so the death itself is a file-level error and the rest runs one process per
+        // test.
+        std::string cls = signal_name(out.signal);
+        keep(st, error_result(f.relpath, cls,
+                              fmt::format("the test process died ({}) outside any test's call "
+                                          "phase\n{}",
+                                          cls, tail_of_file(out.log_path)),
+                              st.started));
+        if (!st.all.empty()) run_one_by_one(f, st, st.all);
+        break;
+      }
+      std::vector<std::string> rest;
+      for (const auto& id : st.all)
+        if (!st.done.count(id)) rest.push_back(id);
+      if (rest.empty() && !st.all.empty()) break;
+      // A clean exit that left tests unreported (pytest -x, a lost event line): run the rest,
+      // unless a whole pass got nowhere.
+      if (exited && !out.in_progress) {
+        passes_without_progress = out.results.empty() ? passes_without_progress + 1 : 0;
+        if (passes_without_progress >= 2) {
+          for (const auto& id : rest)
+            keep(st, error_result(id, "NotReported",
+                                  "pytest ended without reporting this test (twice)\n" +
+                                      tail_of_file(out.log_path),
+                                  st.started));
+          break;
+        }
+      }
+      only = st.all.empty() ? f.only : std::optional<std::vector<std::string>>(rest);
+    }
+    if (!g_run_stop && !st.multi_device.empty())
+      run_one_by_one(f, st, {st.multi_device.begin(), st.multi_device.end()});
+    rerun_failures(f, st);
+  }
+
+  // Failed tests run again in fresh processes; one that then passes is flaky, not a failure.
+  void rerun_failures(const PlanFile& f, FileState& st) {
+    std::map<std::string, TestResult> still;  // latest result of each failing test
+    for (const auto& r : st.results) {
+      if (rerunnable(r))
+        still[r.test_id] = r;
+      else
+        still.erase(r.test_id);
+    }
+    for (int round = 1; round <= req_.backend.run.reruns && !still.empty(); ++round) {
+      if (g_run_stop) return;
+      // Tests that need every device rerun alone, apart from the others.
+      std::vector<std::string> shared, alone;
+      for (const auto& [id, r] : still) (st.multi_device.count(id) ? alone : shared).push_back(id);
+      for (const auto* ids : {&shared, &alone}) {
+        if (ids->empty()) continue;
+        attempt(f, st, *ids, {}, [&](const TestResult& again) {
+          auto it = still.find(again.test_id);
+          if (it == still.end()) return;
+          // A pass clears the failure (flaky); a new failure replaces it; a skip or an expected
+          // failure on a rerun proves nothing, so the old failure stands.
+          // Only a real pass clears a failure; a skip or an expected failure does not.
+          TestResult r = is_pass(again.outcome) || is_failure(again.outcome) ? again : it->second;
+          r.reruns = round;
+          r.flaky = is_pass(again.outcome);
+          if (r.flaky)
+            still.erase(it);
+          else
+            it->second = r;
+          record(r);
+        });
+      }
+    }
+  }
+
+  const RunRequest& req_;
+  EvidenceStore& store_;
+  std::string run_id_;
+  std::string run_dir_;
+  std::map<std::string, std::string> env_;
+  std::set<std::string> finished_;
+  std::mutex store_mutex_;
+  std::atomic<int> attempt_counter_{0};
+  PoolGate pool_;  // run.devices
+  std::atomic<size_t> files_finished_{0};
+  size_t files_total_ = 0;
+  Progress* progress_ = nullptr;
+};
+
+std::vector<PlanFile> plan_files(const nlohmann::json& plan, const std::optional<Selection>& sel) {
+  std::vector<PlanFile> out;
+  for (const auto& f : plan["files"]) {
+    PlanFile pf{f["path"].get<std::string>(), f["relpath"].get<std::string>(), std::nullopt,
+                std::nullopt};
+    if (sel && !sel->files.count(pf.relpath)) {
+      std::vector<std::string> tests, bases;
+      for (const auto& id : sel->tests)
+        if (id.rfind(pf.relpath + "::", 0) == 0) tests.push_back(id);
+      for (const auto& base : sel->bases)
+        if (base.rfind(pf.relpath + "::", 0) == 0) bases.push_back(base);
+      if (tests.empty() && bases.empty()) continue;
+      pf.only = tests;
+      if (!bases.empty()) pf.bases = bases;
+    }
+    out.push_back(std::move(pf));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> files_with_labels(const nlohmann::json& plan,
+                                           const std::vector<std::string>& labels,
+                                           std::vector<std::string>* unlabelled) {
+  std::vector<std::string> out;
+  for (const auto& f : plan["files"]) {
+    auto have = f.value("labels", std::vector<std::string>{});
+    if (have.empty() && unlabelled) unlabelled->push_back(f["relpath"].get<std::string>());
+    for (const auto& l : labels)
+      if (std::find(have.begin(), have.end(), l) != have.end()) {
+        out.push_back(f["relpath"].get<std::string>());
+        break;
+      }
+  }
+  return out;
+}
+
+namespace {
+
+// Shard K of N over whole files, as `ootci shards` assigns them from the same evidence.
+std::vector<PlanFile> shard_of(const std::vector<PlanFile>& files, EvidenceStore& store, int k,
+                               int n) {
+  std::vector<std::string> relpaths;
+  for (const auto& f : files) relpaths.push_back(f.relpath);
+  std::vector<Shard> shards =
+      assign_shards(shard_units(relpaths, store.test_durations(), ShardBy::kFile), n);
+  const auto& mine = shards.at(static_cast<size_t>(k - 1)).units;
+  std::vector<PlanFile> out;
+  for (const auto& f : files)
+    if (std::binary_search(mine.begin(), mine.end(), f.relpath)) out.push_back(f);
+  return out;
+}
+
+// Longest files first (by recorded time), so the slowest file never starts last.
+void order_longest_first(std::vector<PlanFile>& files, const std::map<std::string, double>& took) {
+  auto seconds = [&](const PlanFile& f) {
+    auto it = took.find(f.relpath);
+    return it == took.end() ? -1.0 : it->second;
+  };
+  std::stable_sort(files.begin(), files.end(),
+                   [&](const PlanFile& a, const PlanFile& b) { return seconds(a) > seconds(b); });
+}
+
+// The files (and single tests) a run covers, kept in its manifest so --resume covers the same.
+void record_files(nlohmann::json& manifest, const std::vector<PlanFile>& files) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& f : files) {
+    nlohmann::json entry = {{"relpath", f.relpath}};
+    if (f.only) entry["tests"] = *f.only;
+    if (f.bases) entry["bases"] = *f.bases;
+    list.push_back(entry);
+  }
+  manifest["files"] = list;
+}
+
+std::vector<PlanFile> files_of_manifest(const nlohmann::json& plan,
+                                        const nlohmann::json& manifest) {
+  std::map<std::string, nlohmann::json> wanted;
+  for (const auto& f : manifest.value("files", nlohmann::json::array()))
+    wanted[f.value("relpath", "")] = f;
+  std::vector<PlanFile> out;
+  for (auto f : plan_files(plan, std::nullopt)) {
+    auto it = wanted.find(f.relpath);
+    if (it == wanted.end()) continue;
+    if (it->second.contains("tests")) f.only = it->second["tests"].get<std::vector<std::string>>();
+    if (it->second.contains("bases")) f.bases = it->second["bases"].get<std::vector<std::string>>();
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+// The files Spyre's label filter keeps; the ones without any label are named on stderr (when
+// `warn`), since no label selects them.
+std::vector<PlanFile> only_labelled(const nlohmann::json& plan, const std::vector<PlanFile>& files,
+                                    const std::vector<std::string>& labels, bool warn = true) {
+  std::vector<std::string> unlabelled;
+  std::vector<std::string> keep = files_with_labels(plan, labels, &unlabelled);
+  if (warn)
+    for (const auto& relpath : unlabelled)
+      std::cerr << fmt::format("ootci run: {} has no labels, so --labels {} does not select it\n",
+                               relpath, fmt::join(labels, ","));
+  std::vector<PlanFile> out;
+  for (const auto& f : files)
+    if (std::find(keep.begin(), keep.end(), f.relpath) != keep.end()) out.push_back(f);
+  return out;
+}
+
+std::string run_verdict(EvidenceStore& store, const RunInfo& info,
+                        const std::vector<TestResult>& results) {
+  return judge(results, baseline_of(store, info).results_or_null()).conclusion;
+}
+
+}  // namespace
+
+RunReport run_plan(const RunRequest& req) {
+  const BackendConfig& backend = req.backend;
+  PlanResult resolved;
+  if (req.plan_override)
+    resolved.plan = *req.plan_override;
+  else
+    resolved = resolve_plan(backend);
+  if (!resolved.ok()) {
+    std::string all;
+    for (const auto& e : resolved.errors) all += e + "\n";
+    throw Error(all + "the plan has errors; nothing ran");
+  }
+  auto store = EvidenceStore::open(req.evidence_path);
+  std::string config_hash = plan_config_hash(resolved.plan);
+
+  RunInfo info;
+  std::set<std::string> finished;
+  std::vector<PlanFile> files = plan_files(resolved.plan, req.selection);
+  // A staged selection's second stage: decided after the first, and kept in the manifest so a
+  // resumed run still decides it (or still covers it, once it ran).
+  nlohmann::json second_stage;
+  if (req.selection && !req.selection->then_tests.empty()) {
+    if (req.shards > 0)
+      throw Error(
+          "--select: a staged selection (\"then\") cannot be sharded: each shard would decide its "
+          "second stage from its own first stage; select without --staged to shard");
+    second_stage = {{"tests", req.selection->then_tests}};
+  }
+  if (!req.resume_run.empty()) {
+    if (req.selection || req.shards > 0)
+      throw Error("--resume continues the run's own files; leave out --select and --shard");
+    auto prior = store->run(req.resume_run);
+    if (!prior)
+      throw Error(fmt::format("--resume: no run {} in {}", req.resume_run, req.evidence_path));
+    if (prior->config_hash != config_hash)
+      throw Error(fmt::format("--resume: run {} ran another plan (config hash {}, now {})",
+                              req.resume_run, prior->config_hash, config_hash));
+    info = *prior;
+    files = files_of_manifest(resolved.plan, info.manifest);
+    second_stage = info.manifest.value("second_stage", nlohmann::json());
+    // Finished means settled: failures still owed their reruns run again, and whole-file errors
+    // are dropped so the file gets another chance.
+    for (const auto& r : store->results(info.id)) {
+      if (r.name.empty())
+        store->forget(info.id, r.test_id);
+      else if (!(rerunnable(r) && r.reruns == 0))
+        finished.insert(r.test_id);
+    }
+  } else {
+    info.id = req.run_id.empty() ? new_run_id(now_ms()) : req.run_id;
+    // It names a folder under the workspace.
+    bool safe =
+        !info.id.empty() && info.id[0] != '.' &&
+        std::all_of(info.id.begin(), info.id.end(), [](char c) {
+          return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+        });
+    if (!safe)
+      throw Error(fmt::format("--run-id {}: use letters, digits, '-', '_' and '.'", info.id));
+    if (store->run(info.id))
+      throw Error(fmt::format("--run-id: run {} already exists in {}", info.id, req.evidence_path));
+    info.backend = backend.name;
+    info.config_hash = config_hash;
+    info.started_ms = now_ms();
+    info.shard = req.shards > 0 ? fmt::format("{}/{}", req.shard, req.shards) : "";
+  }
+  info.status = "running";
+
+  std::vector<std::string> labels = req.labels.value_or(backend.run.labels);
+  if (!req.resume_run.empty())
+    labels = info.manifest.value("labels", std::vector<std::string>{});
+  else if (!labels.empty())
+    files = only_labelled(resolved.plan, files, labels);
+  if (req.shards > 0) files = shard_of(files, *store, req.shard, req.shards);
+
+  std::string run_dir = run_folder(backend, info.id);
+  fs::create_directories(run_dir);
+  std::string plan_path = run_dir + "/plan.json";
+  write_plan(resolved.plan, plan_path);
+  info.manifest = build_manifest(backend, resolved.plan, plan_path, info);
+  record_files(info.manifest, files);
+  if (!labels.empty()) info.manifest["labels"] = labels;
+  info.manifest["isolation"] = run_isolation(backend);
+  if (!second_stage.is_null()) info.manifest["second_stage"] = second_stage;
+  if (req.resume_run.empty())
+    store->begin_run(info);
+  else
+    store->finish_run(info.id, 0, "running", "", info.manifest);
+  order_longest_first(files, store->file_durations());
+
+  auto env = plan_environment(backend, plan_path, ootci_python_dir(), process_env("PYTHONPATH"));
+  if (!labels.empty()) env["OOTCI_LABELS"] = fmt::format("{}", fmt::join(labels, ","));
+  if (req.record_ops) {
+    env["OOTCI_RECORD_OPS"] = "1";
+    env["OOTCI_DEVICE_TYPE"] = backend.device_type;
+  }
+  int workers = req.workers > 0 ? req.workers : backend.run.workers;
+  Progress progress(req.tty, store->test_durations(), workers);
+  for (const auto& f : files) progress.expect_from_history(f.relpath);
+  if (!finished.empty()) {
+    std::vector<TestResult> settled;
+    for (const auto& r : store->results(info.id))
+      if (finished.count(r.test_id)) settled.push_back(r);
+    progress.add_finished(settled);
+  }
+  Runner runner(req, *store, info.id, run_dir, env, finished);
+  progress.start();
+  runner.run(files, progress);
+  progress.stop();
+
+  // A stop signal that arrives after the last test is too late to have cut anything short.
+  bool stopped = g_run_stop && !runner.all_done();
+  if (!stopped && !second_stage.is_null() && !second_stage.contains("ran")) {
+    std::optional<std::string> why =
+        second_stage_reason(store->results(info.id), baseline_of(*store, info).results_or_null());
+    auto& stage = info.manifest["second_stage"];
+    stage["ran"] = why.has_value();
+    stage["why"] = why ? *why : "no first-stage test failed other than by a mismatch";
+    std::vector<PlanFile> more;
+    if (why) {
+      Selection then;
+      then.tests = stage["tests"].get<std::set<std::string>>();
+      more = plan_files(resolved.plan, then);
+      // The first stage already named the unlabelled files.
+      if (!labels.empty()) more = only_labelled(resolved.plan, more, labels, /*warn=*/false);
+      // One manifest entry per file, so --resume covers both stages.
+      for (const auto& m : more) {
+        auto same = std::find_if(files.begin(), files.end(),
+                                 [&](const PlanFile& f) { return f.relpath == m.relpath; });
+        if (same == files.end())
+          files.push_back(m);
+        else if (same->only && m.only)
+          same->only->insert(same->only->end(), m.only->begin(), m.only->end());
+      }
+      record_files(info.manifest, files);
+      std::cerr << fmt::format("ootci run: second stage, {} tests in {} files: {}\n",
+                               stage["tests"].size(), more.size(), *why);
+    }
+    store->finish_run(info.id, 0, "running", "", info.manifest);
+    if (!more.empty()) {
+      runner.run(more, progress);
+      stopped = g_run_stop && !runner.all_done();
+    }
+  }
+  RunReport report;
+  report.run_id = info.id;
+  report.results = store->results(info.id);
+  report.status = stopped ? "interrupted" : "finished";
+  // A verdict on part of a run would mislead; an interrupted run gets one when resumed.
+  report.verdict = stopped ? "" : run_verdict(*store, info, report.results);
+  info.ended_ms = now_ms();
+  finalize_manifest(info.manifest, info.ended_ms);
+  store->finish_run(info.id, info.ended_ms, report.status, report.verdict, info.manifest);
+  report.manifest_path = run_dir + "/manifest.json";
+  write_json_file(report.manifest_path, info.manifest);
+  report.junit_path = run_dir + "/junit.xml";
+  write_junit(report.junit_path, report.results);
+  ReportPage page = gather_report_page(*store, *store->run(info.id), report.results, run_dir);
+  page.reproduce_env = env;
+  page.reproduce_dir = run_dir;
+  page.python = backend.python;
+  report.html_path = run_dir + "/report.html";
+  write_file_atomically(report.html_path, render_report_page(page));
+  return report;
+}
+
+}  // namespace ootci

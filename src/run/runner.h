@@ -1,0 +1,70 @@
+#pragma once
+// `ootci run`: runs a resolved plan's upstream test files on the device, isolates crashes and
+// hangs, reruns failures, and records every result in the evidence store as it finishes.
+#include <atomic>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "evidence/evidence_store.h"
+#include "plan/backend_config.h"
+
+namespace ootci {
+
+// What to run: whole files, single tests (ids), and every variant of a config name ("bases",
+// relpath::Class::method, e.g. from `ootci select delta`), from `--select FILE` (docs/run.md).
+// "then" (from `ootci select changed --staged`): tests run afterwards in the same run, only when
+// the first stage's results call for it (second_stage_reason).
+struct Selection {
+  std::set<std::string> files;  // relpaths
+  std::set<std::string> tests;  // test ids
+  std::set<std::string> bases;  // relpath::Class::method (or relpath::method)
+  std::set<std::string> then_tests;
+};
+Selection load_selection(const std::string& path);
+
+struct RunRequest {
+  BackendConfig backend;
+  std::string evidence_path;
+  std::optional<Selection> selection;
+  int shard = 0, shards = 0;  // run shard K of N when shards > 0
+  int workers = 0;            // 0: backend.run.workers
+  std::string resume_run;     // continue this run instead of starting one
+  std::string run_id;         // the new run's id (default: new_run_id), e.g. chosen by the agent
+  bool tty = false;           // a live progress line instead of periodic plain lines
+  // Run this resolved plan (docs/plan.md, JSON v1) instead of resolving the backend's
+  // test_configs, e.g. `ootci discover`'s; the config hash comes from its content.
+  std::optional<nlohmann::json> plan_override;
+  bool record_ops = false;  // record each test's device ops (OOTCI_RECORD_OPS=1)
+  // Run only files and tests with one of these labels (Spyre's CI filter); nullopt: run.labels.
+  std::optional<std::vector<std::string>> labels;
+};
+
+// The files whose plan labels (suite and file labels) meet `labels`, as Spyre's CI selects them:
+// a file without labels is never selected; those are returned in `unlabelled`.
+std::vector<std::string> files_with_labels(const nlohmann::json& plan,
+                                           const std::vector<std::string>& labels,
+                                           std::vector<std::string>* unlabelled);
+
+struct RunReport {
+  std::string run_id;
+  std::string status;   // finished | interrupted
+  std::string verdict;  // success | failure
+  std::string junit_path;
+  std::string html_path;  // report.html: the run's self-contained report page
+  std::string manifest_path;
+  std::vector<TestResult> results;
+};
+
+// Set from a signal handler to stop early: the children are killed and the run is marked
+// interrupted, resumable with --resume.
+extern std::atomic<bool> g_run_stop;
+
+RunReport run_plan(const RunRequest& request);
+
+// "fork" or "spawn": run.isolation, unless the backend is not fork_safe.
+std::string run_isolation(const BackendConfig& backend);
+
+}  // namespace ootci
