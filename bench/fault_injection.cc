@@ -19,6 +19,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
@@ -397,6 +398,8 @@ int bench(const Options& o) {
   std::cout << fmt::format("work dir: {}\n", work) << std::flush;
   g_ootci = work + "/ootci";
   fs::copy_file(binary_dir() + "/ootci", g_ootci, fs::copy_options::overwrite_existing);
+  // The copy sits outside the build tree, where ootci would not look for the checkout's python/.
+  setenv("OOTCI_PYTHON_DIR", (source_dir() + "/python").c_str(), 0);
 
   // The backend repo: the reference backend at a base commit.
   for (const char* part : {"csrc", "ootci_reference_backend"})

@@ -11,6 +11,18 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/python/ootci_torch ${PROJECT_SOURCE_DIR}
   PATTERN __pycache__ EXCLUDE PATTERN *.pyc EXCLUDE)
 file(GLOB doc_pages CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/docs/*.md)
 install(FILES ${PROJECT_SOURCE_DIR}/README.md ${doc_pages} DESTINATION ${CMAKE_INSTALL_DOCDIR})
+# Debian's copyright file (machine-readable format) from LICENSE: in a field, every line is
+# indented and a blank line is " .".
+file(READ ${PROJECT_SOURCE_DIR}/LICENSE license_text)
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/LICENSE)
+string(STRIP "${license_text}" license_text)
+string(REPLACE "\n\n" "\n.\n" license_text "${license_text}")
+string(REPLACE "\n" "\n " license_text "${license_text}")
+file(WRITE ${PROJECT_BINARY_DIR}/copyright
+  "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/\n"
+  "Upstream-Name: ootci\nSource: ${PROJECT_HOMEPAGE_URL}\n\n"
+  "Files: *\nCopyright: 2026 the ootci authors\nLicense: BSD-3-Clause\n ${license_text}\n")
+install(FILES ${PROJECT_BINARY_DIR}/copyright DESTINATION ${CMAKE_INSTALL_DOCDIR})
 set(here ${CMAKE_CURRENT_LIST_DIR})
 install(FILES ${here}/ootci-relay.service ${here}/ootci-agent.service
   DESTINATION /lib/systemd/system)

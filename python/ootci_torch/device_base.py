@@ -15,6 +15,7 @@ import sys
 
 from ootci_torch import module_edits
 from ootci_torch import plan as _plan
+from ootci_torch import torch_compat
 
 _PLAN = _plan.current()
 for _module in _PLAN.backend.get("modules") or []:
@@ -297,4 +298,5 @@ def _mark(fn, decision):
     return fn
 
 
+torch_compat.adopt_test_bases(PlanDeviceTestBase, _PLAN.device_type)
 TEST_CLASS = PlanDeviceTestBase

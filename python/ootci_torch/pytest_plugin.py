@@ -14,6 +14,7 @@ import sys
 import pytest
 
 from ootci_torch import plan as _plan
+from ootci_torch import torch_compat
 
 _CDT = "torch.testing._internal.common_device_type"
 
@@ -31,11 +32,12 @@ def _widen(instantiate):
         def as_list(x):
             return [x] if isinstance(x, str) else list(x or [])
         only, excluded = as_list(only_for), as_list(except_for)
-        if only and device not in only:
+        aliases = torch_compat.device_aliases(device)
+        if only and not aliases & set(only):
             only.append(device)
             generic_test_class._ootci_injected = "only_for"
-        if device in excluded:
-            excluded.remove(device)
+        if aliases & set(excluded):
+            excluded = [d for d in excluded if d not in aliases]
             generic_test_class._ootci_injected = "except_for"
         return instantiate(generic_test_class, scope, except_for=excluded or None,
                            only_for=only or None, **kwargs)

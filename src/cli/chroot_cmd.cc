@@ -21,10 +21,13 @@ void add_chroot_commands(CLI::App& app) {
   cmd->add_option("--root", args->exec.root, "the root folder")->required();
   cmd->add_option("--bind", args->exec.binds, "a host folder to show at the same path (repeat)");
   cmd->add_option("--cwd", args->exec.cwd, "working folder inside (default: the current one)");
-  cmd->add_option("command", args->exec.argv, "the command and its arguments, after --")
-      ->required();
-  cmd->callback([args] {
+  // Everything from the command on is the command's, dashes included.
+  cmd->prefix_command();
+  cmd->footer("The command and its arguments follow the options (after --).");
+  cmd->callback([args, cmd] {
     RootExec x = args->exec;
+    x.argv = cmd->remaining();
+    if (!x.argv.empty() && x.argv.front() == "--") x.argv.erase(x.argv.begin());
     if (x.cwd.empty()) x.cwd = std::filesystem::current_path().string();
     std::string why = exec_in_root(x);
     std::cerr << "ootci chroot: " << why << "\n";

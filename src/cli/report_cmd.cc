@@ -150,7 +150,7 @@ void report_html(const HtmlArgs& a) {
     page.reproduce_env = plan_environment(*config, run_dir + "/plan.json", ootci_python_dir(),
                                           process_env("PYTHONPATH"));
     page.reproduce_dir = run_dir;
-    page.python = config->python;
+    page.python = python_command(*config, ootci_python_dir());
   }
   std::string out = !a.out.empty() ? a.out : !run_dir.empty() ? run_dir : ".";
   std::filesystem::create_directories(out);

@@ -357,7 +357,9 @@ std::string reproduce_section(const ReportPage& r) {
   if (!r.reproduce_dir.empty()) cmd += "cd " + shell_quote(r.reproduce_dir) + "\n";
   cmd += "env";
   for (const auto& [k, v] : r.reproduce_env) cmd += " \\\n  " + k + "=" + shell_quote(v);
-  cmd += " \\\n  " + shell_quote(r.python) + " -m pytest -p no:cacheprovider " +
+  cmd += " \\\n ";
+  for (const auto& word : r.python) cmd += " " + shell_quote(word);
+  cmd += " -m pytest -p no:cacheprovider " +
          shell_quote(node_id(r, first->test_id));
   out +=
       "<p>The plan's environment and the pytest command the run used, for the first failing "

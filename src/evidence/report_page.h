@@ -32,7 +32,7 @@ struct ReportPage {
   // How to run one test as the run did: the plan's environment and the pytest command line.
   std::map<std::string, std::string> reproduce_env;
   std::string reproduce_dir;                     // the working directory ("" when unknown)
-  std::string python;                            // the backend's interpreter
+  std::vector<std::string> python;  // the argv that starts the backend's interpreter
   std::map<std::string, std::string> file_path;  // relpath -> path pytest was given
 };
 

@@ -24,6 +24,15 @@ std::string lowercase(std::string text) {
 
 // What the README says the setup action installs from.
 std::string source_summary(const OotciSource& source) {
+  if (!source.wheel.empty())
+    return source.wheel_sha256.empty()
+               ? fmt::format("the wheel `{}` of this repository", source.wheel)
+               : fmt::format("the wheel at <{}> (SHA-256 `{}`)", source.wheel,
+                             lowercase(source.wheel_sha256));
+  if (!source.version.empty())
+    return fmt::format(
+        "`pip install ootci=={}` from {}", source.version,
+        source.index_url.empty() ? "pip's default index" : "<" + source.index_url + ">");
   if (!source.deb_url.empty())
     return fmt::format("the Debian package at <{}> (SHA-256 `{}`)", source.deb_url,
                        lowercase(source.deb_sha256));
@@ -46,6 +55,10 @@ std::string fill(const char* templ, const std::string& device, const OotciSource
       {"@OOTCI_DEB_SHA256@", lowercase(source.deb_sha256)},
       {"@OOTCI_REPOSITORY@", source.repository},
       {"@OOTCI_REF@", source.ref},
+      {"@OOTCI_WHEEL@", source.wheel},
+      {"@OOTCI_WHEEL_SHA256@", lowercase(source.wheel_sha256)},
+      {"@OOTCI_VERSION@", source.version},
+      {"@OOTCI_INDEX_URL@", source.index_url},
   };
   // One pass, so that nothing in a value (a URL may hold '@') is taken for a placeholder.
   std::string text, rest = templ;
@@ -73,23 +86,75 @@ bool plain_url(const std::string& text) {
   });
 }
 
+bool hex64(const std::string& text) {
+  return text.size() == 64 && std::all_of(text.begin(), text.end(), [](char c) {
+           return std::isxdigit(static_cast<unsigned char>(c));
+         });
+}
+
+bool http_url(const std::string& text) {
+  return plain_url(text) && (text.starts_with("https://") || text.starts_with("http://"));
+}
+
+// The wheel, the package index and the version: what pip gets.
+void validate_pip_source(const OotciSource& s) {
+  if (!s.wheel.empty() && !s.version.empty())
+    throw Error("--ootci-wheel and --ootci-version are two ways to install ootci: choose one");
+  bool remote = s.wheel.starts_with("http://") || s.wheel.starts_with("https://");
+  if (remote && !http_url(s.wheel))
+    throw Error(fmt::format(
+        "--ootci-wheel '{}': expected an http(s) URL of plain URL characters (percent-encode the "
+        "others)",
+        s.wheel));
+  bool plain_path = std::all_of(s.wheel.begin(), s.wheel.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-' ||
+           c == '/' || c == '+';
+  });
+  if (!s.wheel.empty() && !remote && (!plain_path || s.wheel[0] == '-' || s.wheel[0] == '/'))
+    throw Error(fmt::format(
+        "--ootci-wheel '{}': expected an http(s) URL or a path relative to the repository of "
+        "letters, digits, '.', '_', '-', '+' and '/'",
+        s.wheel));
+  if (!s.wheel.empty() && !s.wheel.ends_with(".whl") && !remote)
+    throw Error(fmt::format("--ootci-wheel '{}': expected a .whl file", s.wheel));
+  if (remote != !s.wheel_sha256.empty())
+    throw Error(
+        "--ootci-wheel-sha256 goes with a wheel's URL, and a URL needs it: the wheel is installed "
+        "only after its SHA-256 matches");
+  if (!s.wheel_sha256.empty() && !hex64(s.wheel_sha256))
+    throw Error(
+        fmt::format("--ootci-wheel-sha256 '{}': expected 64 hex digits (sha256sum of the "
+                    "wheel)",
+                    s.wheel_sha256));
+  bool plain_version = !s.version.empty() &&
+                       std::isdigit(static_cast<unsigned char>(s.version[0])) &&
+                       std::all_of(s.version.begin(), s.version.end(), [](char c) {
+                         return std::isalnum(static_cast<unsigned char>(c)) || c == '.' ||
+                                c == '+' || c == '!' || c == '-';
+                       });
+  if (!s.version.empty() && !plain_version)
+    throw Error(fmt::format("--ootci-version '{}': expected a version such as 0.14.0", s.version));
+  if (!s.index_url.empty() && !http_url(s.index_url))
+    throw Error(fmt::format(
+        "--ootci-index-url '{}': expected an http(s) URL of plain URL characters", s.index_url));
+  if (!s.index_url.empty() && s.version.empty())
+    throw Error("--ootci-index-url needs --ootci-version: the version pip installs from it");
+}
+
 }  // namespace
 
 void validate_ootci_source(const OotciSource& s) {
+  validate_pip_source(s);
   if (s.deb_url.empty() != s.deb_sha256.empty())
     throw Error(
         "--ootci-deb-url and --ootci-deb-sha256 go together: the package is installed only after "
         "its SHA-256 matches");
-  if (!s.deb_url.empty() && (!plain_url(s.deb_url) || !(s.deb_url.starts_with("https://") ||
-                                                        s.deb_url.starts_with("http://"))))
+  if (!s.deb_url.empty() && !http_url(s.deb_url))
     throw Error(fmt::format(
         "--ootci-deb-url '{}': expected an http(s) URL of plain URL characters (percent-encode "
         "the others)",
         s.deb_url));
-  bool hex64 = s.deb_sha256.size() == 64 &&
-               std::all_of(s.deb_sha256.begin(), s.deb_sha256.end(),
-                           [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); });
-  if (!s.deb_sha256.empty() && !hex64)
+  if (!s.deb_sha256.empty() && !hex64(s.deb_sha256))
     throw Error(fmt::format(
         "--ootci-deb-sha256 '{}': expected 64 hex digits (sha256sum ootci_<version>_amd64.deb)",
         s.deb_sha256));

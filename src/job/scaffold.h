@@ -10,14 +10,20 @@ namespace ootci {
 // Throws Error unless `device` is a non-empty [a-z0-9_-]+ (it names files, labels and a module).
 void validate_device_name(const std::string& device);
 
-// How the generated setup action installs ootci on the runners: a release's Debian package
-// (URL and SHA-256, both or neither), else a build from source (repository and ref). Empty
-// values leave the action's inputs empty for the user to fill in.
+// How the generated setup action installs ootci on the runners, the first one set winning: a
+// wheel (URL with its SHA-256, or a path in the repository), `pip install ootci==version` from a
+// package index (empty: pip's default), a release's Debian package (URL and SHA-256, both or
+// neither), else a build from source (repository and ref). Empty values leave the action's inputs
+// empty for the user to fill in. The {} let an initializer name only some fields.
 struct OotciSource {
-  std::string deb_url;
-  std::string deb_sha256;
-  std::string repository;
-  std::string ref;
+  std::string deb_url{};
+  std::string deb_sha256{};
+  std::string repository{};
+  std::string ref{};
+  std::string wheel{};
+  std::string wheel_sha256{};
+  std::string version{};
+  std::string index_url{};
 };
 
 // Throws Error naming the option when a value cannot go into the action: a URL must be http(s)

@@ -129,9 +129,15 @@ void expect_whole_expressions(const YAML::Node& node, const std::string& where) 
   }
 }
 
-const OotciSource kDeb = {"https://example.com/r/ootci_1.2.3_amd64.deb?X-Sig=a%2Fb&x=1#@DEVICE@",
-                          "ABCDEF0123456789abcdef0123456789ABCDEF0123456789abcdef0123456789", "",
-                          ""};
+// The .deb's and the source build's fields; the pip ones stay empty.
+OotciSource source(const std::string& deb_url, const std::string& deb_sha256,
+                   const std::string& repository, const std::string& ref) {
+  return {.deb_url = deb_url, .deb_sha256 = deb_sha256, .repository = repository, .ref = ref};
+}
+
+const OotciSource kDeb =
+    source("https://example.com/r/ootci_1.2.3_amd64.deb?X-Sig=a%2Fb&x=1#@DEVICE@",
+           "ABCDEF0123456789abcdef0123456789ABCDEF0123456789abcdef0123456789", "", "");
 
 TEST(Scaffold, EveryGeneratedYamlParsesWithWholeExpressions) {
   for (const OotciSource& source : {OotciSource{}, kDeb}) {
@@ -154,7 +160,9 @@ YAML::Node action_inputs(const std::map<std::string, std::string>& files) {
 }
 
 TEST(Scaffold, SetupActionInstallsTheGivenDebOrBuildsTheGivenSource) {
-  const Paths inputs = {"ootci-deb-url", "ootci-deb-sha256", "ootci-repository", "ootci-ref"};
+  const Paths inputs = {"ootci-wheel",      "ootci-wheel-sha256", "ootci-version",
+                        "ootci-index-url",  "ootci-deb-url",      "ootci-deb-sha256",
+                        "ootci-repository", "ootci-ref"};
   YAML::Node none = action_inputs(scaffold_files("foo"));
   for (const auto& name : inputs) EXPECT_EQ(none[name]["default"].as<std::string>(), "") << name;
   EXPECT_NE(scaffold_files("foo").at("README.ootci.md").find("**nothing yet**"), std::string::npos);
@@ -176,7 +184,7 @@ TEST(Scaffold, SetupActionInstallsTheGivenDebOrBuildsTheGivenSource) {
   }
 
   YAML::Node src = action_inputs(
-      scaffold_files("foo", {"", "", "git@github.com:acme/ootci.git", "release/1.2"}));
+      scaffold_files("foo", source("", "", "git@github.com:acme/ootci.git", "release/1.2")));
   EXPECT_EQ(src["ootci-repository"]["default"].as<std::string>(), "git@github.com:acme/ootci.git");
   EXPECT_EQ(src["ootci-ref"]["default"].as<std::string>(), "release/1.2");
   EXPECT_EQ(src["ootci-deb-url"]["default"].as<std::string>(), "");
@@ -185,29 +193,77 @@ TEST(Scaffold, SetupActionInstallsTheGivenDebOrBuildsTheGivenSource) {
 TEST(Scaffold, RejectsSourcesThatCannotGoIntoTheAction) {
   const std::string sha(64, 'a');
   EXPECT_NO_THROW(validate_ootci_source({}));
-  EXPECT_NO_THROW(validate_ootci_source({"http://h/ootci_1_amd64.deb", sha, "", ""}));
-  EXPECT_NO_THROW(validate_ootci_source({"", "", "https://github.com/acme/ootci", "v1.2.3"}));
+  EXPECT_NO_THROW(validate_ootci_source(source("http://h/ootci_1_amd64.deb", sha, "", "")));
+  EXPECT_NO_THROW(validate_ootci_source(source("", "", "https://github.com/acme/ootci", "v1.2.3")));
   struct Bad {
     OotciSource source;
     std::string error;
   };
   for (const Bad& bad : std::vector<Bad>{
-           {{"https://h/x.deb", "", "", ""}, "--ootci-deb-url and --ootci-deb-sha256 go together"},
-           {{"", sha, "", ""}, "--ootci-deb-url and --ootci-deb-sha256 go together"},
-           {{"ftp://h/x.deb", sha, "", ""}, "--ootci-deb-url 'ftp://h/x.deb': expected an http(s)"},
+           {source("https://h/x.deb", "", "", ""),
+            "--ootci-deb-url and --ootci-deb-sha256 go together"},
+           {source("", sha, "", ""), "--ootci-deb-url and --ootci-deb-sha256 go together"},
+           {source("ftp://h/x.deb", sha, "", ""),
+            "--ootci-deb-url 'ftp://h/x.deb': expected an http(s)"},
            {{"https://h/${{ github.token }}", sha, "", ""}, "--ootci-deb-url 'https://h/${{"},
-           {{"https://h/a b.deb", sha, "", ""}, "--ootci-deb-url 'https://h/a b.deb'"},
-           {{"https://h/a\"b.deb", sha, "", ""}, "--ootci-deb-url 'https://h/a\"b.deb'"},
-           {{"https://h/x.deb", sha + "0", "", ""}, "--ootci-deb-sha256 '" + sha + "0'"},
-           {{"https://h/x.deb", std::string(63, 'a') + "g", "", ""}, "expected 64 hex digits"},
-           {{"", "", "-uhttps://h/r", ""}, "--ootci-repository '-uhttps://h/r'"},
-           {{"", "", "https://h/r", "main;x"}, "--ootci-ref 'main;x'"},
-           {{"", "", "https://h/r", "-b"}, "--ootci-ref '-b'"},
-           {{"", "", "", "main"}, "--ootci-ref needs --ootci-repository"},
+           {source("https://h/a b.deb", sha, "", ""), "--ootci-deb-url 'https://h/a b.deb'"},
+           {source("https://h/a\"b.deb", sha, "", ""), "--ootci-deb-url 'https://h/a\"b.deb'"},
+           {source("https://h/x.deb", sha + "0", "", ""), "--ootci-deb-sha256 '" + sha + "0'"},
+           {source("https://h/x.deb", std::string(63, 'a') + "g", "", ""),
+            "expected 64 hex digits"},
+           {source("", "", "-uhttps://h/r", ""), "--ootci-repository '-uhttps://h/r'"},
+           {source("", "", "https://h/r", "main;x"), "--ootci-ref 'main;x'"},
+           {source("", "", "https://h/r", "-b"), "--ootci-ref '-b'"},
+           {source("", "", "", "main"), "--ootci-ref needs --ootci-repository"},
        }) {
     std::string e = error_of([&] { validate_ootci_source(bad.source); });
     EXPECT_NE(e.find(bad.error), std::string::npos) << bad.error << " | " << e;
     EXPECT_THROW(scaffold_files("foo", bad.source), Error) << bad.error;
+  }
+}
+
+TEST(Scaffold, SetupActionInstallsTheGivenWheelOrVersion) {
+  const std::string sha(64, 'B');
+  auto files = scaffold_files(
+      "foo", {.wheel = "https://h/ootci-1.2.3-py3-none-manylinux_2_34_x86_64.whl?t=1",
+              .wheel_sha256 = sha});
+  YAML::Node wheel = action_inputs(files);
+  EXPECT_EQ(wheel["ootci-wheel"]["default"].as<std::string>(),
+            "https://h/ootci-1.2.3-py3-none-manylinux_2_34_x86_64.whl?t=1");
+  EXPECT_EQ(wheel["ootci-wheel-sha256"]["default"].as<std::string>(), std::string(64, 'b'));
+  EXPECT_NE(files.at("README.ootci.md").find("glibc 2.34 or newer"), std::string::npos);
+  YAML::Node index = action_inputs(
+      scaffold_files("foo", {.version = "1.2.3", .index_url = "https://pypi.acme.example/simple"}));
+  EXPECT_EQ(index["ootci-version"]["default"].as<std::string>(), "1.2.3");
+  EXPECT_EQ(index["ootci-index-url"]["default"].as<std::string>(),
+            "https://pypi.acme.example/simple");
+  EXPECT_EQ(index["ootci-wheel"]["default"].as<std::string>(), "");
+}
+
+TEST(Scaffold, RejectsPipSourcesThatCannotGoIntoTheAction) {
+  const std::string sha(64, 'a');
+  EXPECT_NO_THROW(validate_ootci_source({.wheel = "dist/ootci-1-py3-none-any.whl"}));
+  EXPECT_NO_THROW(validate_ootci_source({.version = "1.2.3rc1+local"}));
+  struct Bad {
+    OotciSource source;
+    std::string error;
+  };
+  for (const Bad& bad : std::vector<Bad>{
+           {{.wheel = "https://h/o.whl"}, "--ootci-wheel-sha256 goes with a wheel's URL"},
+           {{.wheel = "o.whl", .wheel_sha256 = sha}, "--ootci-wheel-sha256 goes with"},
+           {{.wheel = "https://h/o.whl", .wheel_sha256 = "x"}, "--ootci-wheel-sha256 'x'"},
+           {{.wheel = "https://h/${{ x }}.whl", .wheel_sha256 = sha}, "--ootci-wheel 'https://h/$"},
+           {{.wheel = "/abs/o.whl"}, "a path relative to the repository"},
+           {{.wheel = "dist/o b.whl"}, "--ootci-wheel 'dist/o b.whl'"},
+           {{.wheel = "dist/o.tar.gz"}, "expected a .whl file"},
+           {{.wheel = "o.whl", .version = "1"}, "choose one"},
+           {{.version = "v1"}, "--ootci-version 'v1'"},
+           {{.version = "1;x"}, "--ootci-version '1;x'"},
+           {{.index_url = "https://h/simple"}, "--ootci-index-url needs --ootci-version"},
+           {{.version = "1", .index_url = "file:///x"}, "--ootci-index-url 'file:///x'"},
+       }) {
+    std::string e = error_of([&] { validate_ootci_source(bad.source); });
+    EXPECT_NE(e.find(bad.error), std::string::npos) << bad.error << " | " << e;
   }
 }
 

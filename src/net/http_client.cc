@@ -5,6 +5,8 @@
 
 #include <charconv>
 
+#include "net/ca_bundle.h"
+
 namespace ootci {
 
 std::string Url::origin() const {
@@ -50,6 +52,7 @@ HttpResult http_send(const HttpRequest& req) {
     return out;
   }
   httplib::Client client(url->origin());
+  if (std::string ca = system_ca_bundle(); !ca.empty()) client.set_ca_cert_path(ca);
   client.set_tcp_nodelay(true);
   client.set_connection_timeout(req.timeout_ms / 1000, (req.timeout_ms % 1000) * 1000);
   client.set_read_timeout(req.timeout_ms / 1000, (req.timeout_ms % 1000) * 1000);

@@ -135,6 +135,7 @@ class BackendReader {
     c.name = required_string(b, "name");
     c.device_type = required_string(b, "device_type");
     if (auto v = b.str("python")) c.python = *v;
+    read_root(b, c);
     if (auto v = b.str_list("modules")) c.modules = *v;
     if (auto v = b.str_list("pythonpath"))
       for (const auto& p : *v) c.pythonpath.push_back(path_in_config_dir(dir_, p));
@@ -144,6 +145,30 @@ class BackendReader {
     }
     c.fork_safe = b.boolean("fork_safe").value_or(c.fork_safe);
     if (auto v = b.str("device_env")) c.device_env = *v;
+  }
+
+  // backend.root and backend.root_binds. A root that is not there, or that lacks backend.python,
+  // is an error here rather than a crash of every test process later.
+  void read_root(YamlMap& b, BackendConfig& c) {
+    if (auto root = expand(b, "root")) {
+      c.root = fs::path(path_in_config_dir(dir_, *root)).lexically_normal().string();
+      std::error_code ec;
+      if (!fs::is_directory(c.root, ec))
+        b.fail(b.raw("root"), b.child_path("root"),
+               fmt::format("the root folder {} does not exist", c.root));
+      else if (c.python.empty() || c.python[0] != '/')
+        b.fail(b.raw("root"), b.child_path("root"),
+               "with a root, backend.python must be an absolute path inside it");
+      else if (!fs::exists(c.root + c.python, ec))
+        b.fail(b.raw("root"), b.child_path("root"),
+               fmt::format("backend.python {} is not in the root {} (no {}{})", c.python, c.root,
+                           c.root, c.python));
+    }
+    if (auto binds = b.str_list("root_binds")) {
+      if (c.root.empty() && !binds->empty())
+        b.fail(b.raw("root_binds"), b.child_path("root_binds"), "root_binds needs backend.root");
+      for (const auto& p : *binds) c.root_binds.push_back(path_in_config_dir(dir_, p));
+    }
   }
 
   static void read_run(YamlMap& m, RunSettings& r) {

@@ -112,6 +112,11 @@ struct BackendConfig {
   std::string name;
   std::string device_type;
   std::string python = "/usr/bin/python3";
+  // Another root folder that holds the backend's Python and torch (a Debian 13 root with torch
+  // 2.6 on a Debian 12 host, say): every Python process runs there through `ootci chroot`, with
+  // the folders it needs bound at the same paths (python_command in plan_env.h). "": this machine.
+  std::string root;                     // absolute, ${VAR} expanded
+  std::vector<std::string> root_binds;  // more host folders to show inside (absolute)
   std::vector<std::string> modules;
   std::vector<std::string> pythonpath;  // absolute
   std::map<std::string, std::string> env;

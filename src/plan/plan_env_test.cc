@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <set>
 
+#include "base/error.h"
 #include "testing/test_env.h"
 
 namespace ootci {
@@ -50,26 +51,65 @@ TEST(PlanEnv, BackendEnvWins) {
 }
 
 TEST(PlanEnv, PythonDirFromTheEnvironmentOrTheSourceTree) {
-  setenv("OOTCI_PYTHON_DIR", "/elsewhere/python", 1);
-  EXPECT_EQ(ootci_python_dir(), "/elsewhere/python");
+  namespace fs = std::filesystem;
+  std::string elsewhere = make_temp_dir();
+  fs::create_directories(elsewhere + "/ootci_torch");
+  setenv("OOTCI_PYTHON_DIR", elsewhere.c_str(), 1);
+  EXPECT_EQ(ootci_python_dir(), elsewhere);
   unsetenv("OOTCI_PYTHON_DIR");
   // This test binary sits in the build tree, which has no share/ootci/python above it.
   std::string built_in = ootci_python_dir();
   EXPECT_EQ(built_in.substr(built_in.size() - 7), "/python");
+  EXPECT_TRUE(fs::is_directory(built_in + "/ootci_torch"));
+}
+
+// A fake file system holding `dirs`, each with an ootci_torch/ inside.
+std::function<bool(const std::string&)> python_dirs(std::set<std::string> dirs) {
+  for (std::string d : std::set<std::string>(dirs)) dirs.insert(d + "/ootci_torch");
+  return [dirs](const std::string& d) { return dirs.count(d) > 0; };
 }
 
 TEST(PlanEnv, PythonDirPrefersTheEnvironmentThenTheInstalledLayoutThenTheSourceTree) {
-  std::set<std::string> dirs = {"/usr/share/ootci/python", "/opt/o/share/ootci/python"};
-  auto is_dir = [&](const std::string& d) { return dirs.count(d) > 0; };
-  EXPECT_EQ(choose_python_dir("/mine", "/usr/bin/ootci", is_dir, "/src/python"), "/mine");
-  EXPECT_EQ(choose_python_dir("", "/usr/bin/ootci", is_dir, "/src/python"),
-            "/usr/share/ootci/python");
-  EXPECT_EQ(choose_python_dir("", "/opt/o/bin/ootci", is_dir, "/src/python"),
-            "/opt/o/share/ootci/python");
-  // A build tree (build/ootci), a prefix without the package's files, an unknown executable.
-  EXPECT_EQ(choose_python_dir("", "/src/build/ootci", is_dir, "/src/python"), "/src/python");
-  EXPECT_EQ(choose_python_dir("", "/usr/local/bin/ootci", is_dir, "/src/python"), "/src/python");
-  EXPECT_EQ(choose_python_dir("", "", is_dir, "/src/python"), "/src/python");
+  auto is_dir =
+      python_dirs({"/mine", "/usr/share/ootci/python", "/opt/o/share/ootci/python", "/src/python"});
+  auto choose = [&](const std::string& env, const std::string& exe) {
+    return choose_python_dir(env, exe, is_dir, "/src/python", "/src/build");
+  };
+  EXPECT_EQ(choose("/mine", "/usr/bin/ootci"), "/mine");
+  EXPECT_EQ(choose("", "/usr/bin/ootci"), "/usr/share/ootci/python");
+  EXPECT_EQ(choose("", "/opt/o/bin/ootci"), "/opt/o/share/ootci/python");
+  // The build tree's binary and test binaries, and an unknown executable.
+  EXPECT_EQ(choose("", "/src/build/ootci"), "/src/python");
+  EXPECT_EQ(choose("", "/src/build/src/backend/ootci_backend_test"), "/src/python");
+  EXPECT_EQ(choose("", ""), "/src/python");
+}
+
+TEST(PlanEnv, AMissingPythonPackageNamesTheFolderLookedIn) {
+  auto is_dir = python_dirs({"/src/python", "/venv/share/ootci/python"});
+  auto error_of = [&](const std::string& env, const std::string& exe) -> std::string {
+    try {
+      choose_python_dir(env, exe, is_dir, "/src/python", "/src/build");
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  // An installed ootci whose share/ootci/python is gone does not fall back to the source tree of
+  // the machine it was built on.
+  EXPECT_EQ(error_of("", "/usr/local/bin/ootci"),
+            "ootci's Python package is missing: no ootci_torch/ in "
+            "/usr/local/share/ootci/python (beside /usr/local/bin/ootci); reinstall ootci, or set "
+            "OOTCI_PYTHON_DIR to the folder that holds ootci_torch/");
+  EXPECT_NE(error_of("/nowhere", "/venv/bin/ootci")
+                .find("no ootci_torch/ in /nowhere ($OOTCI_PYTHON_DIR)"),
+            std::string::npos);
+  // A build tree whose source tree lost python/ says so too.
+  auto bare = python_dirs({});
+  EXPECT_THROW(choose_python_dir("", "/src/build/ootci", bare, "/src/python", "/src/build"), Error);
+  // Only a folder holding ootci_torch/ counts as installed.
+  auto share_only = [](const std::string& d) { return d == "/usr/share/ootci/python"; };
+  EXPECT_THROW(choose_python_dir("", "/usr/bin/ootci", share_only, "/src/python", "/src/build"),
+               Error);
 }
 
 TEST(PlanEnv, PythonDirOfAnUnpackedPackageOnDisk) {
@@ -77,9 +117,10 @@ TEST(PlanEnv, PythonDirOfAnUnpackedPackageOnDisk) {
   std::string root = make_temp_dir();
   fs::create_directories(root + "/usr/bin");
   auto real_dir = [](const std::string& d) { return fs::is_directory(d); };
-  EXPECT_EQ(choose_python_dir("", root + "/usr/bin/ootci", real_dir, "/src/python"), "/src/python");
-  fs::create_directories(root + "/usr/share/ootci/python");
-  EXPECT_EQ(choose_python_dir("", root + "/usr/bin/ootci", real_dir, "/src/python"),
+  EXPECT_THROW(
+      choose_python_dir("", root + "/usr/bin/ootci", real_dir, "/src/python", "/src/build"), Error);
+  fs::create_directories(root + "/usr/share/ootci/python/ootci_torch");
+  EXPECT_EQ(choose_python_dir("", root + "/usr/bin/ootci", real_dir, "/src/python", "/src/build"),
             root + "/usr/share/ootci/python");
 }
 

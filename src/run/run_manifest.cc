@@ -14,6 +14,7 @@
 #include "base/subprocess.h"
 #include "base/text.h"
 #include "base/time.h"
+#include "plan/plan_env.h"
 #include "run/target_revisions.h"
 
 namespace fs = std::filesystem;
@@ -102,8 +103,9 @@ nlohmann::json build_manifest(const BackendConfig& backend, const nlohmann::json
                               const std::string& plan_path, const RunInfo& run) {
   // torch's version from torch/version.py, which torch.__version__ repeats: importing torch
   // for it would cost about a second of every run.
-  std::string versions = output_or_empty(
-      {backend.python, "-c",
+  std::vector<std::string> command = python_command(backend, ootci_python_dir());
+  command.push_back("-c");
+  command.push_back(
        "import sys, os, importlib.util\n"
        "print(sys.version.split()[0])\n"
        "spec = importlib.util.find_spec('torch')\n"
@@ -114,7 +116,8 @@ nlohmann::json build_manifest(const BackendConfig& backend, const nlohmann::json
        "    print(names['__version__'])\n"
        "else:\n"
        "    import torch\n"
-       "    print(torch.__version__)\n"});
+       "    print(torch.__version__)\n");
+  std::string versions = output_or_empty(command);
   std::string python = versions.substr(0, versions.find('\n'));
   std::string torch =
       versions.find('\n') == std::string::npos ? "" : versions.substr(versions.find('\n') + 1);

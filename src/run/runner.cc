@@ -230,8 +230,9 @@ class Runner {
                         const std::function<void(const TestResult&)>& on_result,
                         std::optional<std::vector<std::string>> only_bases = std::nullopt) {
     PytestRequest p;
-    p.command = {req_.backend.python, "-m", "pytest",     f.path, "-p",
-                 "no:cacheprovider",  "-q", "--color=no", "-p",   "ootci_torch.run_reporter"};
+    p.command = python_command(req_.backend, ootci_python_dir());
+    p.command.insert(p.command.end(), {"-m", "pytest", f.path, "-p", "no:cacheprovider", "-q",
+                                       "--color=no", "-p", "ootci_torch.run_reporter"});
     p.command.insert(p.command.end(), req_.backend.run.pytest_args.begin(),
                      req_.backend.run.pytest_args.end());
     p.env = env_;
@@ -797,7 +798,7 @@ RunReport run_plan(const RunRequest& req) {
   ReportPage page = gather_report_page(*store, *store->run(info.id), report.results, run_dir);
   page.reproduce_env = env;
   page.reproduce_dir = run_dir;
-  page.python = backend.python;
+  page.python = python_command(backend, ootci_python_dir());
   report.html_path = run_dir + "/report.html";
   write_file_atomically(report.html_path, render_report_page(page));
   return report;

