@@ -289,8 +289,8 @@ test('the PR page shows each job\'s triage verdict', async () => {
     assert.deepEqual(cells, b.jobs.map((j) => (j.verdict ? `${j.verdict.category} (${j.verdict.confidence})` : '')));
     verdicts += b.jobs.filter((j) => j.verdict).length;
   }
+  assert.ok(verdicts > 0, 'the busiest PR has failures with a verdict');  // or the loop proves nothing
   assert.deepEqual(page.problems, []);
-  return verdicts;
 });
 
 test('nightly freshness on the summary page equals the API', async () => {
