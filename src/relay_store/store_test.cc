@@ -1320,7 +1320,7 @@ constexpr const char* kUndoV8 =
     "DROP TABLE demotions; DROP TABLE redeliveries; ";
 constexpr const char* kUndoV8Rollups =
     "ALTER TABLE hud_hourly DROP COLUMN exec_max_ms; "
-    "ALTER TABLE hud_hourly DROP COLUMN failure_upstream; ";
+    "ALTER TABLE hud_hourly DROP COLUMN failure_upstream; DROP INDEX hud_e2e_daily_jobs; ";
 constexpr const char* kUndoV7 =
     "ALTER TABLE outbox DROP COLUMN lease; ALTER TABLE tasks DROP COLUMN lease; "
     "DROP TABLE rate_hits; ";
