@@ -23,7 +23,7 @@ torch_bed_name() {
 # a new root and leaves the old one to `rm -rf` (its path is printed).
 torch_bed_trixie_packages=(python3-torch libtorch-dev python3-pytest python3-hypothesis python3-expecttest
   python3-numpy python3-yaml python3-setuptools python3-dev python3-venv python3-pip g++ pybind11-dev
-  ninja-build)
+  ninja-build git)
 torch_bed_trixie_mirror=${OOTCI_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 torch_bed_trixie_torch=2.6.0+dfsg-7  # the python3-torch whose source package the suite comes from
 

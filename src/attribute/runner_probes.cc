@@ -250,6 +250,8 @@ BackendConfig RunnerProbes::materialize(const Combination& wanted) {
     move(b.device_root);
     for (auto& p : b.pythonpath) move(p);
     for (auto& p : b.test_configs) move(p);
+    for (auto& [_, set] : b.test_config_sets)
+      for (auto& p : set.patterns) move(p);
   }
   if (!c.tests.empty()) {
     std::string tests_top = toplevel(config_.attribute.tests_repo);

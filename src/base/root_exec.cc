@@ -52,8 +52,6 @@ std::string exec_in_root(const RootExec& x) {
     return fmt::format("the root folder {} does not exist", x.root);
   if (x.argv.empty()) return "no command to run in the root";
   std::string program = x.argv[0];
-  if (program[0] == '/' && !fs::exists(x.root + program, ec))
-    return fmt::format("{} is not in the root {} (no {}{})", program, x.root, x.root, program);
   if (unshare(CLONE_NEWNS) != 0) return failed("unshare(CLONE_NEWNS)");
   // Private from here on: nothing mounted below propagates back to the host's namespace.
   if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
@@ -70,6 +68,9 @@ std::string exec_in_root(const RootExec& x) {
     if (mount(b.c_str(), target.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0)
       return failed(fmt::format("binding {} on {}", b, target));
   }
+  // Checked once the binds are in place: one of them may hold it.
+  if (program[0] == '/' && !fs::exists(x.root + program, ec))
+    return fmt::format("{} is not in the root {} (no {}{})", program, x.root, x.root, program);
   if (chroot(x.root.c_str()) != 0) return failed(fmt::format("chroot {}", x.root));
   std::string cwd = x.cwd.empty() ? "/" : x.cwd;
   if (chdir(cwd.c_str()) != 0)

@@ -1,4 +1,5 @@
 #include "plan/backend_config.h"
+#include "plan/python_versions.h"
 
 #include <fmt/format.h>
 
@@ -65,23 +66,10 @@ class BackendReader {
       b->finish();
     }
     read_upstream(root, c);
-    if (!present(root, "test_configs")) {
+    if (!present(root, "test_configs"))
       root.fail(doc_.root, "", "missing required key 'test_configs'");
-    } else {
-      YAML::Node list = root.raw("test_configs");
-      if (!list.IsSequence()) {
-        root.fail(list, "test_configs", "expected a list");
-      } else {
-        for (size_t i = 0; i < list.size(); ++i) {
-          if (!list[i].IsScalar()) {
-            root.fail(list[i], fmt::format("test_configs[{}]", i), "expected a string");
-            continue;
-          }
-          c.test_configs.push_back(path_in_config_dir(dir_, list[i].Scalar()));
-          c.test_config_where.push_back(yaml_where(doc_, list[i]));
-        }
-      }
-    }
+    else
+      read_test_configs(root, c);
     c.workspace = path_in_config_dir(dir_, root.str("workspace").value_or(".ootci"));
     if (auto run = root.map("run")) {
       read_run(*run, c.run);
@@ -147,6 +135,46 @@ class BackendReader {
     if (auto v = b.str("device_env")) c.device_env = *v;
   }
 
+  // test_configs: a list of config paths (globs), or {by_torch: {"MAJOR.MINOR": [paths]}}.
+  void read_test_configs(YamlMap& root, BackendConfig& c) {
+    YAML::Node node = root.raw("test_configs");
+    if (node.IsSequence()) {
+      read_config_paths(root, node, "test_configs", c.test_configs, c.test_config_where);
+      return;
+    }
+    if (!node.IsMap() || node.size() != 1 || !node["by_torch"] || !node["by_torch"].IsMap()) {
+      root.fail(node, "test_configs", "expected a list, or a mapping with one key, by_torch");
+      return;
+    }
+    YAML::Node sets = node["by_torch"];
+    c.test_config_sets_where = yaml_where(doc_, sets);
+    for (const auto& kv : sets) {
+      std::string key = kv.first.Scalar(), path = "test_configs.by_torch." + key;
+      if (torch_minor(key) != key) {
+        root.fail(kv.first, path, "expected a torch version MAJOR.MINOR, such as 2.6");
+        continue;
+      }
+      if (!kv.second.IsSequence()) {
+        root.fail(kv.second, path, "expected a list of config paths");
+        continue;
+      }
+      auto& set = c.test_config_sets[key];
+      read_config_paths(root, kv.second, path, set.patterns, set.where);
+    }
+  }
+
+  void read_config_paths(YamlMap& m, const YAML::Node& list, const std::string& path,
+                         std::vector<std::string>& into, std::vector<std::string>& where) {
+    for (size_t i = 0; i < list.size(); ++i) {
+      if (!list[i].IsScalar()) {
+        m.fail(list[i], fmt::format("{}[{}]", path, i), "expected a string");
+        continue;
+      }
+      into.push_back(path_in_config_dir(dir_, list[i].Scalar()));
+      where.push_back(yaml_where(doc_, list[i]));
+    }
+  }
+
   // backend.root and backend.root_binds. A root that is not there, or that lacks backend.python,
   // is an error here rather than a crash of every test process later.
   void read_root(YamlMap& b, BackendConfig& c) {
@@ -180,6 +208,17 @@ class BackendReader {
         static_cast<int>(m.integer("stall_timeout_s", 1, 86400).value_or(r.stall_timeout_s));
     r.test_timeout_s =
         static_cast<int>(m.integer("test_timeout_s", 1, 86400).value_or(r.test_timeout_s));
+    r.test_timeout_floor_s = static_cast<int>(
+        m.integer("test_timeout_floor_s", 1, 86400).value_or(r.test_timeout_floor_s));
+    r.discover_test_timeout_s = static_cast<int>(
+        m.integer("discover_test_timeout_s", 1, 86400).value_or(r.discover_test_timeout_s));
+    if (auto f = m.number("test_timeout_factor")) {
+      if (!(*f >= 1) || !std::isfinite(*f))
+        m.fail(m.raw("test_timeout_factor"), m.child_path("test_timeout_factor"),
+               "expected a number of at least 1");
+      else
+        r.test_timeout_factor = *f;
+    }
     if (auto v = m.str_list("pytest_args")) r.pytest_args = *v;
     if (auto v = m.str_list("labels")) r.labels = *v;
   }

@@ -14,7 +14,14 @@ struct RunSettings {
   int workers = 2;            // test files in parallel
   int reruns = 2;             // extra runs of a failed test, each in a fresh process
   int stall_timeout_s = 300;  // no output for this long: kill the process group, retry once
-  int test_timeout_s = 900;   // one test running this long is killed and reported as a timeout
+  // One test running longer than its limit is killed and reported as a timeout. The limit is
+  // test_timeout_factor × its recorded duration, at least test_timeout_floor_s, at most
+  // test_timeout_s; without a record, test_timeout_s, or discover_test_timeout_s in discovery
+  // (run/test_limits.h).
+  int test_timeout_s = 900;
+  double test_timeout_factor = 10;
+  int test_timeout_floor_s = 60;
+  int discover_test_timeout_s = 120;
   std::vector<std::string> pytest_args;  // appended to every pytest command
   // fork: each file's pytest imports and collects once, then forks a child per batch, isolated
   // test, crash confirmation and rerun (python/ootci_torch/fork_server.py); spawn: a new
@@ -127,6 +134,13 @@ struct BackendConfig {
   // test_configs entries made absolute (globs not yet expanded), each with "file:line:col".
   std::vector<std::string> test_configs;
   std::vector<std::string> test_config_where;
+  // test_configs.by_torch instead of a list: one set per torch MAJOR.MINOR ("2.6"), the one that
+  // matches backend.python's torch applies (choose_test_configs in python_versions.h).
+  struct ConfigSet {
+    std::vector<std::string> patterns, where;
+  };
+  std::map<std::string, ConfigSet> test_config_sets;
+  std::string test_config_sets_where;  // "file:line:col" of by_torch
   std::string workspace;  // absolute
   RunSettings run;
   GatePolicy gate;

@@ -469,3 +469,82 @@ TEST(BackendConfig, UnreadableFile) {
 
 }  // namespace
 }  // namespace ootci
+
+namespace ootci {
+namespace {
+
+TEST(BackendConfig, TestConfigSetsByTorchVersion) {
+  std::string path = write_config(
+      "backend: {name: ref, device_type: privateuseone}\n"
+      "upstream: {torch_root: /t}\n"
+      "test_configs:\n"
+      "  by_torch:\n"
+      "    \"1.13\": [configs/*.yaml]\n"
+      "    \"2.6\": [configs/torch-2.6/*.yaml, /abs/x.yaml]\n");
+  BackendConfigResult r = load_backend_config(path, fake_env({}));
+  ASSERT_TRUE(r.config) << r.errors.front();
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  EXPECT_TRUE(r.config->test_configs.empty());
+  ASSERT_EQ(r.config->test_config_sets.size(), 2u);
+  EXPECT_EQ(r.config->test_config_sets.at("1.13").patterns, Lines{dir + "/configs/*.yaml"});
+  EXPECT_EQ(r.config->test_config_sets.at("2.6").patterns,
+            (Lines{dir + "/configs/torch-2.6/*.yaml", "/abs/x.yaml"}));
+  EXPECT_EQ(r.config->test_config_sets.at("2.6").where[1], path + ":6:39");
+  EXPECT_EQ(r.config->test_config_sets_where, path + ":5:5");
+}
+
+TEST(BackendConfig, TestConfigSetErrorsNamePositionAndPath) {
+  std::string path = write_config(
+      "backend: {name: ref, device_type: privateuseone}\n"
+      "upstream: {torch_root: /t}\n"
+      "test_configs:\n"
+      "  by_torch:\n"
+      "    latest: [a.yaml]\n"
+      "    \"2.6\": b.yaml\n"
+      "    \"1.13\": [[c.yaml]]\n");
+  BackendConfigResult r = load_backend_config(path, fake_env({}));
+  EXPECT_EQ(r.errors,
+            (Lines{path + ":5:5: test_configs.by_torch.latest: expected a torch version "
+                          "MAJOR.MINOR, such as 2.6",
+                   path + ":6:12: test_configs.by_torch.2.6: expected a list of config paths",
+                   path + ":7:14: test_configs.by_torch.1.13[0]: expected a string"}));
+  path = write_config(
+      "backend: {name: ref, device_type: privateuseone}\n"
+      "upstream: {torch_root: /t}\n"
+      "test_configs: {newest: [a.yaml]}\n");
+  r = load_backend_config(path, fake_env({}));
+  EXPECT_EQ(r.errors, Lines{path + ":3:15: test_configs: expected a list, or a mapping with one "
+                                   "key, by_torch"});
+}
+
+TEST(BackendConfig, RootMustHoldThePython) {
+  std::string root = std::filesystem::canonical(make_temp_dir()).string();
+  std::string path = write_config(
+      "backend: {name: ref, device_type: privateuseone, root: " + root +
+      ", root_binds: [data]}\nupstream: {torch_root: /t}\ntest_configs: [c.yaml]\n");
+  BackendConfigResult r = load_backend_config(path, fake_env({}));
+  EXPECT_EQ(r.errors, Lines{path + ":1:56: backend.root: backend.python /usr/bin/python3 is not "
+                                   "in the root " + root + " (no " + root + "/usr/bin/python3)"});
+  std::filesystem::create_directories(root + "/usr/bin");
+  write_file(root + "/usr/bin/python3", "");
+  r = load_backend_config(path, fake_env({}));
+  ASSERT_TRUE(r.config) << r.errors.front();
+  EXPECT_EQ(r.config->root, root);
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  EXPECT_EQ(r.config->root_binds, Lines{dir + "/data"});
+
+  path = write_config(
+      "backend:\n  name: ref\n  device_type: privateuseone\n  root: ${BEDS}/none\n"
+      "upstream: {torch_root: /t}\ntest_configs: [c.yaml]\n");
+  r = load_backend_config(path, fake_env({{"BEDS", "/no/such"}}));
+  EXPECT_EQ(r.errors,
+            Lines{path + ":4:9: backend.root: the root folder /no/such/none does not exist"});
+  path = write_config(
+      "backend: {name: ref, device_type: privateuseone, root_binds: [x]}\n"
+      "upstream: {torch_root: /t}\ntest_configs: [c.yaml]\n");
+  r = load_backend_config(path, fake_env({}));
+  EXPECT_EQ(r.errors, Lines{path + ":1:62: backend.root_binds: root_binds needs backend.root"});
+}
+
+}  // namespace
+}  // namespace ootci

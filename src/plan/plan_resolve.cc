@@ -15,6 +15,7 @@
 #include "base/sha256.h"
 #include "plan/path_glob.h"
 #include "plan/plan_json.h"
+#include "plan/python_versions.h"
 #include "plan/suite_config.h"
 
 namespace fs = std::filesystem;
@@ -58,9 +59,11 @@ struct MergedFile {
 
 class PlanResolver {
  public:
-  PlanResolver(const BackendConfig& backend, bool strict) : backend_(backend), strict_(strict) {}
+  PlanResolver(const BackendConfig& backend, bool strict, const std::string& torch_version)
+      : backend_(backend), strict_(strict), chosen_(choose_test_configs(backend, torch_version)) {}
 
   PlanResult resolve() {
+    if (chosen_.error) errors_.push_back(*chosen_.error);
     read_configs();
     if (errors_.empty()) {
       for (size_t ci = 0; ci < configs_.size(); ++ci) merge_config(ci);
@@ -76,12 +79,13 @@ class PlanResolver {
   // Rule 1: every config of test_configs, globs sorted, each file once.
   void read_configs() {
     std::set<std::string> seen;
-    for (size_t i = 0; i < backend_.test_configs.size(); ++i) {
-      const std::string& pattern = backend_.test_configs[i];
+    for (size_t i = 0; i < chosen_.patterns.size(); ++i) {
+      const std::string& pattern = chosen_.patterns[i];
       auto files = matching_files(pattern);
       if (files.empty())
-        errors_.push_back(fmt::format("{}: test_configs[{}]: no file matches '{}'",
-                                      backend_.test_config_where[i], i, pattern));
+        errors_.push_back(fmt::format(
+            "{}: test_configs{}[{}]: no file matches '{}'", chosen_.where[i],
+            chosen_.set.empty() ? "" : ".by_torch." + chosen_.set, i, pattern));
       for (const auto& f : files) {
         if (!seen.insert(f).second) continue;
         SuiteConfigResult parsed = load_suite_config(f, strict_);
@@ -275,7 +279,7 @@ class PlanResolver {
     r.file_count = files_.size();
 
     const BackendConfig& b = backend_;
-    return {
+    nlohmann::json plan = {
         {"schema", kPlanSchema},
         {"version", kPlanVersion},
         {"backend",
@@ -289,10 +293,13 @@ class PlanResolver {
         {"configs", configs},
         {"files", files},
     };
+    if (!chosen_.set.empty()) plan["torch_config_set"] = chosen_.set;
+    return plan;
   }
 
   const BackendConfig& backend_;
   bool strict_;
+  ChosenConfigs chosen_;
   std::vector<SuiteConfig> configs_;
   std::map<std::string, MergedFile> files_;
   std::vector<std::string> errors_;
@@ -302,7 +309,15 @@ class PlanResolver {
 }  // namespace
 
 PlanResult resolve_plan(const BackendConfig& backend, bool strict) {
-  return PlanResolver(backend, strict).resolve();
+  // Only a backend with test_configs.by_torch asks its Python which torch it has.
+  std::string torch =
+      backend.test_config_sets.empty() ? "" : probe_python_versions(backend).torch;
+  return resolve_plan_for_torch(backend, torch, strict);
+}
+
+PlanResult resolve_plan_for_torch(const BackendConfig& backend, const std::string& torch_version,
+                                  bool strict) {
+  return PlanResolver(backend, strict, torch_version).resolve();
 }
 
 std::string plan_relpath(const std::string& path, const std::string& torch_root,

@@ -18,8 +18,12 @@ struct PlanResult {
   bool ok() const { return errors.empty(); }
 };
 
-// `strict`: unknown keys in configs are errors, not warnings.
+// `strict`: unknown keys in configs are errors, not warnings. With test_configs.by_torch, the
+// set for the torch of backend.python applies (named in the plan as "torch_config_set").
 PlanResult resolve_plan(const BackendConfig& backend, bool strict = false);
+// The same for a torch version known already ("2.6.0"): no Python is asked.
+PlanResult resolve_plan_for_torch(const BackendConfig& backend, const std::string& torch_version,
+                                  bool strict = false);
 
 // The file's path relative to torch_root, else device_root, when under one; else as given.
 std::string plan_relpath(const std::string& path, const std::string& torch_root,

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <iostream>
 
@@ -35,6 +36,28 @@ std::optional<double> remaining_seconds(const ProgressSnapshot& s) {
   // Pace: how long the done part took against what the record expected of it.
   if (s.history_done_s > 0) by_history *= s.elapsed_s / (s.history_done_s / workers);
   return std::max(by_history, by_average);
+}
+
+std::string long_running_text(std::vector<RunningTest> tests, double after_s) {
+  std::erase_if(tests, [&](const RunningTest& t) { return t.running_s <= after_s; });
+  if (tests.empty()) return "";
+  std::sort(tests.begin(), tests.end(), [](const RunningTest& a, const RunningTest& b) {
+    return a.running_s > b.running_s;
+  });
+  std::string out = " | running:";
+  for (size_t i = 0; i < tests.size() && i < 3; ++i)
+    out += fmt::format("{} {} {} (limit {})", i ? "," : "", tests[i].id,
+                       format_seconds(tests[i].running_s), format_seconds(tests[i].limit_s));
+  if (tests.size() > 3) out += fmt::format(", +{} more", tests.size() - 3);
+  return out;
+}
+
+void Progress::running(const std::string& test_id, int limit_s, bool running) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (running)
+    running_[test_id] = {steady_us(), limit_s};
+  else
+    running_.erase(test_id);
 }
 
 Progress::Progress(bool tty, std::map<std::string, double> test_durations, int workers)
@@ -100,12 +123,15 @@ std::string Progress::line() {
                     : !left           ? "?"
                     : done >= total   ? "finishing (reruns)"
                                       : format_seconds(*left);
+  std::vector<RunningTest> running;
+  for (const auto& [id, started] : running_)
+    running.push_back({id, (steady_us() - started.first) / 1e6, started.second});
   return fmt::format(
       "[{}/{}{}] {} passed, {} failed, {} error, {} xfailed, {} xpassed, {} skipped, {} flaky | "
-      "{} elapsed, ETA {}",
+      "{} elapsed, ETA {}{}",
       done, total, unknown_.empty() ? "" : "+", counts[Outcome::passed], counts[Outcome::failed],
       counts[Outcome::error], counts[Outcome::xfailed], counts[Outcome::xpassed],
-      counts[Outcome::skipped], flaky, format_seconds(elapsed), eta);
+      counts[Outcome::skipped], flaky, format_seconds(elapsed), eta, long_running_text(running));
 }
 
 void Progress::file_finished(const std::string& relpath, double seconds) {

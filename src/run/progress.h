@@ -9,6 +9,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "evidence/test_result.h"
 
@@ -29,6 +30,17 @@ struct ProgressSnapshot {
 // the average time per finished test is a floor, so the ETA does not say seconds for minutes.
 std::optional<double> remaining_seconds(const ProgressSnapshot& s);
 
+// A test that has been running for a while, as the progress line names it.
+struct RunningTest {
+  std::string id;
+  double running_s = 0;
+  int limit_s = 0;
+};
+
+// " | running: ID 2m10s (limit 5m00s), ..." for the tests running longer than `after_s`, the
+// longest first (three at most, then "+N more"); "" when there are none.
+std::string long_running_text(std::vector<RunningTest> tests, double after_s = 60);
+
 class Progress {
  public:
   Progress(bool tty, std::map<std::string, double> test_durations, int workers);
@@ -39,6 +51,8 @@ class Progress {
   void expect(const std::string& relpath, size_t tests);
   // Counts a result; a rerun of the same test replaces its earlier outcome.
   void add(const TestResult& result);
+  // A test started running in some worker (running: true, with its limit), or stopped.
+  void running(const std::string& test_id, int limit_s, bool running);
   // Tests a resumed run finished before.
   void add_finished(const std::vector<TestResult>& results);
   // A file is through (with its reruns): one line with its counts, also when not on a terminal.
@@ -60,6 +74,7 @@ class Progress {
   std::map<std::string, size_t> already_;    // relpath -> tests a resumed run had finished
   std::map<std::string, Outcome> outcomes_;  // test id -> latest outcome
   std::map<std::string, bool> flaky_;
+  std::map<std::string, std::pair<int64_t, int>> running_;  // test id -> (started µs, limit s)
   double history_total_s_ = 0, history_done_s_ = 0;
   int64_t started_us_ = 0;
   std::thread thread_;

@@ -33,5 +33,16 @@ TEST(RemainingSeconds, NeverBelowTheAverageTimePerTest) {
   EXPECT_DOUBLE_EQ(*remaining_seconds({60, 60, 60, 10, 10, 1, false}), 0);
 }
 
+TEST(LongRunningText, NamesTestsRunningOverAMinuteLongestFirstWithTheirLimits) {
+  EXPECT_EQ(long_running_text({{"f.py::T::quick", 12, 60}}), "");
+  EXPECT_EQ(long_running_text({{"f.py::T::quick", 12, 60},
+                               {"f.py::T::slow", 61, 600},
+                               {"f.py::T::hung", 130, 900}}),
+            " | running: f.py::T::hung 2m10s (limit 15m00s), f.py::T::slow 1m01s (limit 10m00s)");
+  EXPECT_EQ(long_running_text({{"a", 70, 60}, {"b", 80, 60}, {"c", 90, 60}, {"d", 100, 60}}),
+            " | running: d 1m40s (limit 1m00s), c 1m30s (limit 1m00s), b 1m20s (limit 1m00s), "
+            "+1 more");
+}
+
 }  // namespace
 }  // namespace ootci

@@ -136,6 +136,19 @@ PytestOutcome watch(Process& proc, const PytestRequest& req, const std::string& 
   EventReader reader(events);
   Clock::time_point test_started = Clock::now();
   std::optional<TestResult> called;  // the in-progress test's call outcome, once reported
+  TestLimit limit;                   // the in-progress test's
+  // Whoever watches the run's progress learns which test runs, and when it stops running.
+  std::string running;
+  auto set_running = [&](const std::optional<std::string>& id) {
+    if (!req.on_running || running == id.value_or("")) return;
+    if (!running.empty()) req.on_running(running, 0, false);
+    running = id.value_or("");
+    if (!running.empty()) req.on_running(running, limit.seconds, true);
+  };
+  struct StopRunning {
+    std::function<void()> f;
+    ~StopRunning() { f(); }
+  } stop_running{[&] { set_running(std::nullopt); }};
   auto on_event = [&](const nlohmann::json& e) {
     std::string kind = field<std::string>(e, "e", "");
     if (kind == "collected") {
@@ -147,12 +160,17 @@ PytestOutcome watch(Process& proc, const PytestRequest& req, const std::string& 
       out.started[skeleton.test_id] = skeleton;
       test_started = Clock::now();
       called.reset();
+      limit = req.limit_of ? req.limit_of(skeleton.test_id)
+                           : TestLimit{req.test_timeout_s,
+                                       fmt::format("test_timeout_s={}", req.test_timeout_s)};
+      set_running(skeleton.test_id);
     } else if (kind == "called") {
       called = result_from_event(e);
     } else if (kind == "result") {
       TestResult r = result_from_event(e);
       if (out.in_progress == r.test_id) out.in_progress.reset();
       called.reset();
+      set_running(out.in_progress);
       on_result(r);
       out.results.push_back(std::move(r));
     } else if (kind == "collect_error") {
@@ -190,12 +208,15 @@ PytestOutcome watch(Process& proc, const PytestRequest& req, const std::string& 
     std::optional<PytestEnding> kill_for;
     if (stop)
       kill_for = PytestEnding::interrupted;
-    else if (out.in_progress && seconds_since(test_started) > req.test_timeout_s)
+    else if (out.in_progress && seconds_since(test_started) > limit.seconds)
       kill_for = PytestEnding::test_timeout;
     else if (!out.in_progress && seconds_since(last_activity) > req.stall_timeout_s)
       kill_for = PytestEnding::stalled;
     if (kill_for) {
-      if (kill_for == PytestEnding::test_timeout) out.killed_test = *out.in_progress;
+      if (kill_for == PytestEnding::test_timeout) {
+        out.killed_test = *out.in_progress;
+        out.killed_limit = limit;
+      }
       proc.signal(SIGKILL);
       proc.wait();
       reader.poll(on_event);

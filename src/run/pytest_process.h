@@ -11,6 +11,7 @@
 
 #include "evidence/evidence_store.h"
 #include "run/fork_server.h"
+#include "run/test_limits.h"
 
 namespace ootci {
 
@@ -24,7 +25,10 @@ struct PytestRequest {
   std::optional<std::vector<std::string>> only_bases;
   std::set<std::string> skip;  // never run these (already finished)
   int stall_timeout_s = 300;
-  int test_timeout_s = 900;
+  int test_timeout_s = 900;  // each test's limit, unless limit_of gives one
+  std::function<TestLimit(const std::string& test_id)> limit_of;
+  // Told when a test starts (running: true, with its limit) and when it stops running.
+  std::function<void(const std::string& test_id, int limit_s, bool running)> on_running;
   // Fork the process from this file's server instead of spawning one (run.isolation: fork);
   // when the server cannot serve, the process is spawned and its log says why.
   ForkServer* fork_server = nullptr;
@@ -49,6 +53,7 @@ struct PytestOutcome {
   std::optional<std::string> in_progress;  // started but never finished
   double in_progress_s = 0;                // how long it had been running
   std::string killed_test;  // the test a test_timeout was for (another may have started since)
+  TestLimit killed_limit;   // and the limit it ran past
   // Mode, op and dtype of every test that started, for results the process could not report.
   std::map<std::string, TestResult> started;
   // The process died after a test's call phase (in teardown or a class/module finalizer); that

@@ -14,7 +14,7 @@
 #include "base/subprocess.h"
 #include "base/text.h"
 #include "base/time.h"
-#include "plan/plan_env.h"
+#include "plan/python_versions.h"
 #include "run/target_revisions.h"
 
 namespace fs = std::filesystem;
@@ -101,26 +101,9 @@ std::string plan_config_hash(const nlohmann::json& plan) {
 
 nlohmann::json build_manifest(const BackendConfig& backend, const nlohmann::json& plan,
                               const std::string& plan_path, const RunInfo& run) {
-  // torch's version from torch/version.py, which torch.__version__ repeats: importing torch
-  // for it would cost about a second of every run.
-  std::vector<std::string> command = python_command(backend, ootci_python_dir());
-  command.push_back("-c");
-  command.push_back(
-       "import sys, os, importlib.util\n"
-       "print(sys.version.split()[0])\n"
-       "spec = importlib.util.find_spec('torch')\n"
-       "path = os.path.join(spec.submodule_search_locations[0], 'version.py') if spec else ''\n"
-       "if os.path.exists(path):\n"
-       "    names = {}\n"
-       "    exec(open(path).read(), names)\n"
-       "    print(names['__version__'])\n"
-       "else:\n"
-       "    import torch\n"
-       "    print(torch.__version__)\n");
-  std::string versions = output_or_empty(command);
-  std::string python = versions.substr(0, versions.find('\n'));
-  std::string torch =
-      versions.find('\n') == std::string::npos ? "" : versions.substr(versions.find('\n') + 1);
+  PythonVersions versions = probe_python_versions(backend);
+  const std::string& python = versions.python;
+  const std::string& torch = versions.torch;
   // The upstream tree is a git checkout, or a source package unpacked by scripts/setup, whose
   // marker names the checked tarball.
   std::string upstream_revision = git_revision(backend.torch_root);
@@ -153,6 +136,7 @@ nlohmann::json build_manifest(const BackendConfig& backend, const nlohmann::json
       {"started", iso8601_utc(run.started_ms)},
       {"ended", nullptr},
   };
+  if (!backend.root.empty()) m["python_root"] = backend.root;  // backend.root: Python ran there
   return m;
 }
 

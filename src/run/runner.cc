@@ -29,6 +29,7 @@
 #include "run/pytest_process.h"
 #include "run/run_manifest.h"
 #include "run/shards.h"
+#include "run/test_limits.h"
 
 namespace fs = std::filesystem;
 
@@ -151,13 +152,15 @@ std::string devices_of_worker(int w, int workers, int devices) {
 class Runner {
  public:
   Runner(const RunRequest& req, EvidenceStore& store, std::string run_id, std::string run_dir,
-         std::map<std::string, std::string> env, std::set<std::string> finished)
+         std::map<std::string, std::string> env, std::set<std::string> finished,
+         TestLimits limits)
       : req_(req),
         store_(store),
         run_id_(std::move(run_id)),
         run_dir_(std::move(run_dir)),
         env_(std::move(env)),
-        finished_(std::move(finished)) {}
+        finished_(std::move(finished)),
+        limits_(std::move(limits)) {}
 
   // Every file was worked through to its end (a stop may still have come in afterwards).
   bool all_done() const { return files_finished_ == files_total_; }
@@ -254,7 +257,10 @@ class Runner {
     p.only_bases = std::move(only_bases);
     p.skip = skip;
     p.stall_timeout_s = req_.backend.run.stall_timeout_s;
-    p.test_timeout_s = req_.backend.run.test_timeout_s;
+    p.limit_of = [this](const std::string& id) { return limits_.of(id); };
+    p.on_running = [this](const std::string& id, int limit_s, bool running) {
+      if (progress_) progress_->running(id, limit_s, running);
+    };
     if (run_isolation(req_.backend) == "fork" && !alone) {
       // A server that hung or died collecting is what a spawned process would have met: the
       // caller reports it, and the next attempt starts over, as it would spawn again.
@@ -333,9 +339,8 @@ class Runner {
     } else if (again.ending == PytestEnding::test_timeout && again.killed_test == id) {
       cls = "Timeout";
       why = fmt::format(
-          "crashed ({}) among other tests; alone it ran longer than "
-          "test_timeout_s={}",
-          signal_name(sig), req_.backend.run.test_timeout_s);
+          "crashed ({}) among other tests; alone it ran longer than its limit of {} s ({})",
+          signal_name(sig), again.killed_limit.seconds, again.killed_limit.why);
     } else {
       why = fmt::format(
           "the test process died from {} while this test ran; run alone, the "
@@ -408,8 +413,8 @@ class Runner {
         confirm_crash(f, st, judged->id, judged->signal, judged->seconds, &out);
       } else if (out.ending == PytestEnding::test_timeout) {
         keep(st, error_result(out.killed_test, "Timeout",
-                              fmt::format("ran longer than test_timeout_s={}",
-                                          req_.backend.run.test_timeout_s),
+                              fmt::format("ran longer than its limit of {} s ({})",
+                                          out.killed_limit.seconds, out.killed_limit.why),
                               st.started, out.in_progress_s));
       } else if (out.in_progress && out.ending == PytestEnding::signaled) {
         // A death its fork server caused says nothing about the test: it runs alone anyway.
@@ -522,6 +527,7 @@ class Runner {
   std::atomic<size_t> files_finished_{0};
   size_t files_total_ = 0;
   Progress* progress_ = nullptr;
+  TestLimits limits_;
 };
 
 std::vector<PlanFile> plan_files(const nlohmann::json& plan, const std::optional<Selection>& sel) {
@@ -735,7 +741,8 @@ RunReport run_plan(const RunRequest& req) {
     env["OOTCI_DEVICE_TYPE"] = backend.device_type;
   }
   int workers = req.workers > 0 ? req.workers : backend.run.workers;
-  Progress progress(req.tty, store->test_durations(), workers);
+  std::map<std::string, double> durations = store->test_durations();
+  Progress progress(req.tty, durations, workers);
   for (const auto& f : files) progress.expect_from_history(f.relpath);
   if (!finished.empty()) {
     std::vector<TestResult> settled;
@@ -743,7 +750,8 @@ RunReport run_plan(const RunRequest& req) {
       if (finished.count(r.test_id)) settled.push_back(r);
     progress.add_finished(settled);
   }
-  Runner runner(req, *store, info.id, run_dir, env, finished);
+  Runner runner(req, *store, info.id, run_dir, env, finished,
+                TestLimits(backend.run, std::move(durations), req.discovery));
   progress.start();
   runner.run(files, progress);
   progress.stop();

@@ -38,6 +38,9 @@ struct RunRequest {
   // test_configs, e.g. `ootci discover`'s; the config hash comes from its content.
   std::optional<nlohmann::json> plan_override;
   bool record_ops = false;  // record each test's device ops (OOTCI_RECORD_OPS=1)
+  // `ootci discover`'s passes: a test without a recorded duration gets run.discover_test_timeout_s
+  // rather than run.test_timeout_s (run/test_limits.h).
+  bool discovery = false;
   // Run only files and tests with one of these labels (Spyre's CI filter); nullopt: run.labels.
   std::optional<std::vector<std::string>> labels;
 };

@@ -171,6 +171,7 @@ InputProbeReport probe_inputs(const DiscoverRequest& req,
     pass.evidence_path = req.evidence_path;
     pass.workers = req.workers;
     pass.tty = req.tty;
+    pass.discovery = true;
     std::vector<DiscoveryCandidate> left;
     for (const auto& f : files) {
       std::string prefix = f.relpath + "::";
@@ -236,6 +237,7 @@ DiscoverReport discover(const DiscoverRequest& req) {
   plain.evidence_path = req.evidence_path;
   plain.workers = req.workers;
   plain.tty = req.tty;
+  plain.discovery = true;
   plain.plan_override = discovery_plan(req.backend, split.to_run);
   report.run = run_plan(plain);
   if (report.run->status != "finished") return report;  // interrupted: nothing is discovered

@@ -20,7 +20,8 @@ SOURCE_DIR = pathlib.Path(os.environ.get("OOTCI_SOURCE_DIR") or pathlib.Path(__f
 BINARY_DIR = pathlib.Path(os.environ.get("OOTCI_BINARY_DIR") or SOURCE_DIR / "build")
 OOTCI = BINARY_DIR / "ootci"
 BACKEND_DIR = SOURCE_DIR / "examples" / "reference-backend"
-OUTCOME_LINE = re.compile(r"^(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) (\S+)")
+# Upstream 2.x's test/conftest.py writes each test's duration after the outcome: "PASSED [0.01s] id".
+OUTCOME_LINE = re.compile(r"^(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) (?:\[[^\]]*\] )?(\S+)")
 
 
 def torch_root() -> pathlib.Path:

@@ -302,9 +302,15 @@ def test_real_spyre_config_runs_upstream_indexing_tests(ws):
     got = {n.replace("PRIVATEUSEONE::", "::").replace("_privateuseone", "") for n in run.outcomes}
     # The config was written for a newer PyTorch: two of its tests do not exist in 1.13.1. Those
     # rules match nothing and are reported; nothing unlisted runs.
-    newer_only = {"NumpyTests::test_truncate_leading_1s", "TestIndexing::test_index_put_accumulate_empty"}
+    source = (torch_root() / "test" / "test_indexing.py").read_text()
+    newer_only = {name for name in ("NumpyTests::test_truncate_leading_1s",
+                                    "TestIndexing::test_index_put_accumulate_empty")
+                  if f"def {name.split('::')[1]}(" not in source}
     assert got == listed - newer_only
-    assert "2 rules matched no test" in run.output
+    if newer_only:
+        assert f"{len(newer_only)} rules matched no test" in run.output
+    else:
+        assert "matched no test" not in run.output
     for name in newer_only:
         assert name in run.output
     assert set(run.outcomes.values()) <= {"PASSED", "FAILED"}
@@ -324,7 +330,9 @@ def test_every_real_spyre_config_resolves(ws):
 def test_python_side_never_names_a_device():
     for source in (SOURCE_DIR / "python" / "ootci_torch").glob("*.py"):
         text = source.read_text().lower()
-        # Whole words: "inputs" is not a device.
+        # Whole words: "inputs" is not a device. Upstream's PrivateUse1TestBase is an API that
+        # torch_compat.py must name, not a device.
+        text = text.replace("privateuse1testbase", "")
         for device in (r"privateuse\w*", "cuda", "spyre", "xpu", "npu"):
             found = re.search(rf"\b{device}\b", text)
             assert not found, f"{source.name} mentions {found.group(0)}"

@@ -152,6 +152,22 @@ def test_a_hanging_test_times_out_and_the_run_finishes(ws, state):
     assert ran.run_row()[:2] == ("finished", "failure")
 
 
+def test_a_hung_test_costs_at_most_the_limit_its_recorded_duration_gives(ws, state):
+    # Issue 35: a first, healthy run records test_cos at a fraction of a second; when cos then
+    # hangs, the test is killed at the floor (3 s here), not at test_timeout_s (900).
+    ws.config(fixture_config("TestRunnerFixture::test_pass_a", "TestRunnerFixture::test_cos"))
+    ws.ootci_yaml(run={"test_timeout_s": 900, "test_timeout_floor_s": 3, "reruns": 0})
+    assert run(ws, env=state).run_row()[:2] == ("finished", "success")
+    ws.ootci_yaml(env={"OOTCI_REF_HANG_OPS": "cos"},
+                  run={"test_timeout_s": 900, "test_timeout_floor_s": 3, "reruns": 0})
+    results = run(ws, env=state).results()
+    outcome, error_class, *_, message = results[f"{RUNNER_CLASS}::test_cos_privateuseone"]
+    assert (outcome, error_class) == ("error", "Timeout")
+    assert message.startswith("ran longer than its limit of 3 s (10 × its recorded "), message
+    assert "raised to test_timeout_floor_s=3)" in message.splitlines()[0], message
+    assert results[f"{RUNNER_CLASS}::test_pass_a_privateuseone"][0] == "passed"
+
+
 def test_a_stall_outside_any_test_is_killed_and_retried_once(ws, state):
     # The module hangs at import: no test is running, so the stall watchdog acts. 10 s, not less:
     # the retry must get through pytest's start and torch's import (silent, slow on a loaded

@@ -85,6 +85,10 @@ class _DeviceModule:
         pass
 
     @staticmethod
+    def _is_in_bad_fork() -> bool:
+        return False
+
+    @staticmethod
     def manual_seed_all(seed: int) -> None:
         pass  # the device draws random numbers on the host: torch.manual_seed seeds them
 
