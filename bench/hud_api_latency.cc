@@ -10,7 +10,7 @@
 #include <iostream>
 
 #include "base/time.h"
-#include "hud/seed.h"
+#include "hud_seed/seed.h"
 #include "testing/percentile.h"
 #include "testing/relay_process.h"
 #include "testing/test_env.h"
@@ -60,6 +60,7 @@ std::vector<Row> measure(int64_t target_rows, int requests, const std::string& s
       {"metrics 90d", "/api/crcr/metrics?days=90"},
       {"pr", fmt::format("/api/crcr/pr/{}", seeded.busiest_pr)},
       {"job", "/api/crcr/job?key=" + httplib::detail::encode_query_param(key)},
+      {"level-status", "/api/crcr/level-status"},
   };
   std::vector<Row> out;
   for (const auto& [name, path] : apis) {

@@ -45,6 +45,7 @@ struct Tally {
   int64_t owed = 0, delivered = 0, lost = 0, sent = 0, late = 0;
   int64_t callbacks_accepted = 0, callbacks_lost = 0, callback_refusals = 0;
   int64_t checks_owed = 0, checks_created = 0, check_posts = 0;
+  int64_t relay_redeliveries = 0;  // POST /app/hook/deliveries/{id}/attempts
   double seconds = 0;
 };
 
@@ -117,11 +118,16 @@ Tally run(const std::string& mode, const Options& o) {
         "  workers: 16\n  request_timeout_ms: 1000\n  initial_backoff_ms: 200\n"
         "  max_backoff_ms: 2000\n  max_attempts: 30\n";
     y.extra = "callback: {rate_limit_per_min: 1000000}\n";
+    // PostgreSQL restarts: webhooks go through the App's deliveries, as GitHub sends them, and
+    // the relay itself asks for the ones it refused (no manual redelivery).
+    if (mode == "pg-restart")
+      y.extra += "redelivery: {interval_s: 1, max_per_pass: 200, max_attempts: 50}\n";
     std::string cfg = relay_yaml(y);
     relays.push_back(std::make_unique<RelayProcess>(
         d, cfg, port, std::map<std::string, std::string>{{"BENCH_SECRET", kSecret}}));
     relays.back()->start();
   }
+  if (mode == "pg-restart") standin.set_app_webhook(relays[0]->url() + "/github/webhook", kSecret);
   std::mutex relay_mu;  // held while a relay restarts, so senders pick a URL that exists
   std::atomic<uint64_t> rr{0};
   auto url_of = [&]() {
@@ -137,12 +143,20 @@ Tally run(const std::string& mode, const Options& o) {
   std::atomic<int64_t> webhook_refusals{0}, callback_refusals{0};
   int64_t t0 = steady_us();
 
-  // GitHub's side: a steady stream; a delivery not answered 200 is redelivered until it is.
+  // GitHub's side: a steady stream. With the relay killed, a delivery not answered 200 is
+  // redelivered until it is (by hand, as an operator would); with PostgreSQL restarted it is sent
+  // once through the App's deliveries, and the relay asks GitHub for the ones it refused.
   std::thread webhooks([&] {
     for (int i = 0; sending; ++i) {
       int64_t due = t0 + int64_t{i} * 1000000 / o.rate;
       while (steady_us() < due) std::this_thread::sleep_for(std::chrono::milliseconds(1));
       std::string id = fmt::format("chaos-{}", i);
+      if (mode == "pg-restart") {
+        if (standin.deliver_webhook("pull_request", id, body) != 200) webhook_refusals++;
+        std::lock_guard lock(mu);
+        accepted.insert(id);  // owed whatever the answer: the relay must get it redelivered
+        continue;
+      }
       for (;;) {
         HttpResult r = send_webhook(url_of(), "pull_request", id, body, kSecret);
         if (r.status == 200) break;
@@ -297,6 +311,7 @@ Tally run(const std::string& mode, const Options& o) {
     if (t.checks_created >= t.checks_owed) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
+  t.relay_redeliveries = standin.redelivery_requests();
   for (auto& r : relays) r->stop();
   standin.stop();
   return t;
@@ -350,8 +365,11 @@ int main(int argc, char** argv) {
   for (const auto& [m, t] : rows) std::cout << fmt::format(" {:>11}", m);
   std::cout << "\n";
   line("crashes (relay SIGKILL, or PostgreSQL restart)", [](const Tally& t) { return t.kills; });
-  line("webhooks accepted (200)", [](const Tally& t) { return t.webhooks_accepted; });
+  line("webhooks accepted (200), or sent (pg-restart)",
+       [](const Tally& t) { return t.webhooks_accepted; });
   line("  refused or unanswered, redelivered", [](const Tally& t) { return t.webhook_refusals; });
+  line("    redeliveries the relay asked GitHub for",
+       [](const Tally& t) { return t.relay_redeliveries; });
   line("dispatches owed", [](const Tally& t) { return t.owed; });
   line("dispatches delivered", [](const Tally& t) { return t.delivered; });
   line("dispatches LOST", [](const Tally& t) { return t.lost; });

@@ -3,13 +3,17 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <set>
 #include <thread>
 
 #include "base/text.h"
 #include "base/time.h"
 #include "net/crypto.h"
 #include "net/jwt.h"
+#include "relay/allowlist_edit.h"
 #include "relay_store/store.h"
+#include "testing/ootci_cli.h"
 #include "testing/relay_fixture.h"
 #include "testing/test_env.h"
 
@@ -606,6 +610,435 @@ TEST_P(CallbackIntegration, BuildkiteTokensMapThroughCiProviders) {
   // GitHub Actions tokens still work next to it.
   EXPECT_EQ(callback(action_body(cp, "completed", "acme/two"), token("acme/two")).status, 200);
 }
+
+// GitLab CI id_tokens and CircleCI OIDC tokens name a project, mapped to the allowlisted repo
+// through ci_providers.yml as Buildkite's pipelines are; a token with the wrong claims is refused.
+TEST_P(CallbackIntegration, GitLabAndCircleCiTokensMapThroughCiProviders) {
+  OidcIssuerStandin gitlab, circleci;
+  gitlab.start();
+  circleci.start();
+  write_file(dir_ + "/ci_providers.yml",
+             "providers:\n  gitlab:\n    repo_map:\n      \"4242\":\n        repo: acme/two\n"
+             "        required_claims:\n          ref_protected: [\"true\"]\n"
+             "  circleci:\n    repo_map:\n      org-7/proj-9: acme/four\n");
+  std::string cfg = config("ci_providers: ci_providers.yml\n");
+  cfg.replace(
+      cfg.find("oidc:\n  issuers:\n"), 17,
+      fmt::format("oidc:\n  issuers:\n    - issuer: {}\n      jwks_url: {}\n"
+                  "      provider: gitlab\n      audience: crcr-relay\n"
+                  "    - issuer: {}\n      jwks_url: {}\n      provider: circleci\n"
+                  "      audience: org-7\n",
+                  gitlab.issuer(), gitlab.jwks_url(), circleci.issuer(), circleci.jwks_url()));
+  relay_ = std::make_unique<RelayProcess>(
+      dir_, cfg, port_, std::map<std::string, std::string>{{"TEST_WEBHOOK_SECRET", kSecret}});
+  relay_->start();
+  nlohmann::json gl = {{"iss", gitlab.issuer()},
+                       {"aud", "crcr-relay"},
+                       {"sub", "project_path:acme/two:ref_type:branch:ref:main"},
+                       {"namespace_path", "acme"},
+                       {"project_path", "acme/two"},
+                       {"project_id", "4242"},
+                       {"pipeline_id", "1001"},
+                       {"job_id", "2002"},
+                       {"ref", "main"},
+                       {"ref_type", "branch"},
+                       {"ref_protected", "true"},
+                       {"iat", now_s()},
+                       {"exp", now_s() + 300}};
+  auto cp = dispatch_pr("d-gl", "acme/two");
+  HttpResult ok = callback(action_body(cp, "in_progress", "acme/two"), gitlab.mint(gl));
+  EXPECT_EQ(ok.status, 200) << ok.body;
+  auto unprotected = gl;
+  unprotected["ref_protected"] = "false";  // a fork's or a branch's pipeline
+  HttpResult refused = callback(action_body(cp, "completed", "acme/two"), gitlab.mint(unprotected));
+  EXPECT_EQ(refused.status, 403);
+  EXPECT_EQ(reply(refused)["detail"], "claim ref_protected is not allowed for this project");
+  auto other_project = gl;
+  other_project["project_id"] = "5151";
+  EXPECT_EQ(callback(action_body(cp, "completed", "acme/two"), gitlab.mint(other_project)).status,
+            403);
+  auto wrong_audience = gl;
+  wrong_audience["aud"] = "pytorch-cross-repo-ci-relay";
+  EXPECT_EQ(callback(action_body(cp, "completed", "acme/two"), gitlab.mint(wrong_audience)).status,
+            401);
+  EXPECT_EQ(callback(action_body(cp, "completed", "acme/two"), gitlab.mint(gl)).status, 200);
+
+  nlohmann::json cc = {{"iss", circleci.issuer()},
+                       {"aud", "org-7"},
+                       {"sub", "org/org-7/project/proj-9/user/u-1"},
+                       {"oidc.circleci.com/project-id", "proj-9"},
+                       {"oidc.circleci.com/vcs-origin", "github.com/acme/four"},
+                       {"oidc.circleci.com/vcs-ref", "refs/heads/main"},
+                       {"iat", now_s()},
+                       {"exp", now_s() + 300}};
+  auto cp4 = dispatch_pr("d-cc", "acme/four");
+  EXPECT_EQ(callback(action_body(cp4, "in_progress", "acme/four"), circleci.mint(cc)).status, 200);
+  auto forged = cc;
+  forged["oidc.circleci.com/project-id"] = "proj-1";  // disagrees with sub
+  HttpResult bad = callback(action_body(cp4, "completed", "acme/four"), circleci.mint(forged));
+  EXPECT_EQ(bad.status, 403);
+  EXPECT_EQ(reply(bad)["detail"], "CircleCI project is not registered");
+  // A CircleCI token cannot pass as GitLab's, nor the other way round (another issuer's keys).
+  auto as_gitlab = cc;
+  as_gitlab["iss"] = gitlab.issuer();
+  EXPECT_EQ(callback(action_body(cp4, "completed", "acme/four"), circleci.mint(as_gitlab)).status,
+            401);
+  auto store = open_store(store_uri_);
+  EXPECT_EQ(store->get_job(key(cp, "acme/two"))->status, "completed");
+  EXPECT_EQ(store->get_job(key(cp4, "acme/four"))->status, "in_progress");
+}
+
+// Participation (test-infra#8856): a nightly-only backend gets no pull_request dispatch, and a
+// self-report of an event a backend does not take part in is ignored.
+TEST_P(CallbackIntegration, EventsInTheAllowlistDecideWhoIsDispatchedWhat) {
+  write_file(dir_ + "/allowlist.yml",
+             "L1:\n  - acme/one\nL2:\n  - acme/two: {events: [nightly]}\n"
+             "  - acme/five: {events: [pull_request, push]}\n"
+             "L3:\n  acme-dev:\n    acme/three: [ann]\nL4:\n  - acme/four: '@bob'\n");
+  std::string sha(40, 'c');
+  standin_->add_commit(kUpstream, sha);
+  start_relay();
+  ASSERT_EQ(send("pull_request", "d-part", fixture("pull_request.opened.json")).status, 200);
+  auto got = settle(4);
+  std::set<std::string> repos;
+  for (const auto& d : got) repos.insert(d.repo);
+  EXPECT_EQ(repos, (std::set<std::string>{"acme/five", "acme/four", "acme/one", "acme/three"}));
+  nlohmann::json nightly = {{"event_type", "nightly"},
+                            {"delivery_id", sha},
+                            {"pytorch_head_sha", sha},
+                            {"payload", {{"repository", {{"full_name", kUpstream}}}}},
+                            {"workflow",
+                             {{"status", "completed"},
+                              {"conclusion", "success"},
+                              {"name", "nightly"},
+                              {"run_id", "88"},
+                              {"job_name", "all"}}}};
+  HttpResult taken = callback(nightly, token("acme/two"));
+  EXPECT_EQ(taken.status, 200) << taken.body;
+  EXPECT_EQ(reply(taken)["status"], "completed");
+  HttpResult ignored = callback(nightly, token("acme/five"));
+  EXPECT_EQ(ignored.status, 200);
+  EXPECT_EQ(reply(ignored), (nlohmann::json{{"ok", true},
+                                            {"status", "ignored"},
+                                            {"reason",
+                                             "acme/five does not take part in nightly "
+                                             "(allowlist events)"}}));
+  auto store = open_store(store_uri_);
+  auto job = store->get_job(sha + ":acme/two:88:1:all");
+  ASSERT_TRUE(job);
+  EXPECT_EQ(job->head_sha, sha);  // the top-level pytorch_head_sha, checked upstream
+  EXPECT_FALSE(store->get_job(sha + ":acme/five:88:1:all"));
+  // The HUD's allowlist says so too.
+  auto allow = reply(get("/api/crcr/allowlist"));
+  EXPECT_EQ(allow["L2"][0]["events"], nlohmann::json::array({"nightly"}));
+}
+
+// Health counts the in-progress jobs past their deadline, and says when the sweeper is not
+// timing them out (CRCR's blind spot, test-infra#8800); /metrics shows how fresh each nightly is.
+TEST_P(CallbackIntegration, OverdueJobsAndStaleNightliesAreCounted) {
+  start_relay(
+      "sweeper:\n  interval_s: 600\n  zombie_timeout_s: 3600\nnightly:\n  stale_after_h: 36\n");
+  auto store = open_store(store_uri_);
+  auto health = reply(get("/healthz"));
+  EXPECT_EQ(health["jobs_overdue"], 0);
+  EXPECT_EQ(health["ok"], true);
+  JobRecord stuck;
+  stuck.key = "stuck";
+  stuck.delivery_id = "stuck";
+  stuck.repo = "acme/two";
+  stuck.run_id = "1";
+  stuck.workflow_name = "CI";
+  stuck.event_type = "pull_request";
+  stuck.level = "L2";
+  stuck.status = "in_progress";
+  stuck.in_progress_ms = stuck.created_ms = now_ms() - 3600000 - 3 * 600000 - 60000;
+  JobRecord late = stuck;  // past its deadline, within the sweeper's grace
+  late.key = "late";
+  late.in_progress_ms = late.created_ms = now_ms() - 3600000 - 60000;
+  ASSERT_TRUE(store->insert_job(late, {}));
+  health = reply(get("/healthz"));
+  EXPECT_EQ(health["jobs_overdue"], 1);
+  EXPECT_EQ(health["jobs_overdue_unswept"], 0);
+  EXPECT_EQ(health["ok"], true);
+  ASSERT_TRUE(store->insert_job(stuck, {}));
+  HttpResult h = get("/healthz");
+  EXPECT_EQ(h.status, 503);
+  EXPECT_EQ(reply(h)["jobs_overdue"], 2);
+  EXPECT_EQ(reply(h)["jobs_overdue_unswept"], 1);
+  // Nightlies: one fresh, one 40 hours old.
+  for (auto [repo, age_h] : {std::pair{"acme/two", 2}, {"acme/four", 40}}) {
+    JobRecord n = stuck;
+    n.key = std::string("nightly-") + repo;
+    n.repo = repo;
+    n.event_type = "nightly";
+    n.status = "completed";
+    n.conclusion = "success";
+    n.in_progress_ms = -1;
+    n.created_ms = n.completed_ms = now_ms() - age_h * 3600000;
+    ASSERT_TRUE(store->insert_job(n, {}));
+  }
+  std::string metrics = get("/metrics").body;
+  EXPECT_NE(metrics.find("ootci_jobs_overdue 2\n"), std::string::npos) << metrics;
+  EXPECT_NE(
+      metrics.find("# TYPE ootci_nightly_stale gauge\nootci_nightly_stale{repo=\"acme/four\"} 1\n"
+                   "ootci_nightly_stale{repo=\"acme/two\"} 0\n"),
+      std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("ootci_nightly_last_timestamp_seconds{repo=\"acme/two\"} "),
+            std::string::npos);
+  auto summary = reply(get("/api/crcr/summary"));
+  ASSERT_EQ(summary["nightly_freshness"].size(), 2u);
+  EXPECT_EQ(summary["nightly_freshness"][0]["repo"], "acme/four");
+  EXPECT_EQ(summary["nightly_freshness"][0]["stale"], true);
+  EXPECT_EQ(summary["nightly_freshness"][0]["age_h"], 40.0);
+  EXPECT_EQ(summary["nightly_freshness"][1]["stale"], false);
+  EXPECT_NE(get("/crcr").body.find("degraded"), std::string::npos);
+}
+
+// The level lifecycle: upstream's allowlist on the stand-in's main branch, the relay's store
+// holding acme/three's recent jobs, `ootci relay sync-levels` between them.
+class LevelLifecycle : public CallbackIntegration {
+ protected:
+  static constexpr const char* kPath = ".github/allowlist.yml";
+  static constexpr const char* kBranch = "crcr-demotion/acme/three";
+  const std::string upstream_text_ =
+      "# CRCR allowlist\n\nL1:\n  - acme/one\n\nL2:\n  - acme/two\n\nL3:\n  # The acme device.\n"
+      "  acme-dev:\n    acme/three: [ann]\n\nL4:\n  - acme/four: '@bob'\n";
+
+  // `n` completed pull_request jobs of acme/three in the last days, `failures` of them failed.
+  void jobs(int n, int failures, const std::string& tag) {
+    auto store = open_store(store_uri_);
+    for (int i = 0; i < n; ++i) {
+      JobRecord j;
+      j.key = fmt::format("{}-{}", tag, i);
+      j.delivery_id = j.key;
+      j.repo = "acme/three";
+      j.run_id = std::to_string(5000 + i);
+      j.job_name = "test";
+      j.workflow_name = "CI";
+      j.event_type = "pull_request";
+      j.pr_number = 10 + i % 5;
+      j.level = "L3";
+      j.status = "completed";
+      j.conclusion = i < failures ? "failure" : "success";
+      j.queue_time_ms = 120000;
+      j.execution_time_ms = 1800000;
+      j.created_ms = j.in_progress_ms = now_ms() - (i + 1) * 3600000;
+      ASSERT_TRUE(store->insert_job(j, {}));
+    }
+  }
+  CliRun sync(const std::vector<std::string>& more = {}) {
+    std::vector<std::string> args = {"relay", "sync-levels", "--config", dir_ + "/relay.yaml"};
+    args.insert(args.end(), more.begin(), more.end());
+    return run_ootci(args);
+  }
+  void write_config(const std::string& extra = "") {
+    write_file(
+        dir_ + "/relay.yaml",
+        config("sync_levels:\n  hud_url: https://relay.example\n  always_cc: [atalman]\n" + extra));
+  }
+};
+
+TEST_P(LevelLifecycle, SyncLevelsOpensRefreshesAndClosesTheDemotionPr) {
+  standin_->set_file(kUpstream, "main", kPath, upstream_text_);
+  jobs(10, 5, "bad");
+  write_config();
+  CliRun dry = sync({"--dry-run"});
+  EXPECT_EQ(dry.code, 0) << dry.err;
+  EXPECT_EQ(dry.out, "would open acme/three\n");
+  EXPECT_TRUE(standin_->pulls(kUpstream).empty());
+
+  CliRun opened = sync();
+  ASSERT_EQ(opened.code, 0) << opened.err;
+  EXPECT_EQ(opened.out, "open acme/three #100\n");
+  auto pulls = standin_->pulls(kUpstream);
+  ASSERT_EQ(pulls.size(), 1u);
+  EXPECT_EQ(pulls[0].head, kBranch);
+  EXPECT_EQ(pulls[0].base, "main");
+  EXPECT_EQ(pulls[0].title, "[CRCR] Demote acme/three from L3 to L2");
+  EXPECT_EQ(pulls[0].user, standin_->app_slug() + "[bot]");
+  EXPECT_EQ(pulls[0].labels,
+            (std::vector<std::string>{"crcr-auto-demotion", "topic: not user facing"}));
+  EXPECT_NE(pulls[0].body.find("Over the last 7 days, [`acme/three`](https://relay.example/crcr/"
+                               "acme/three) missed these L3 targets:\n\n| Criterion | Measured | "
+                               "L3 target |\n| --- | --- | --- |\n| Job Pass Rate | 50.0% | ≥ 90% "
+                               "|\n\n"),
+            std::string::npos)
+      << pulls[0].body;
+  EXPECT_NE(pulls[0].body.find("cc @ann @atalman"), std::string::npos);
+  // The diff is the moved entry alone: the group (and its comment) left L3, L2 gained the repo.
+  EXPECT_EQ(standin_->file_at(kUpstream, kBranch, kPath),
+            "# CRCR allowlist\n\nL1:\n  - acme/one\n\nL2:\n  - acme/two\n  - acme/three\n\nL3:\n\n"
+            "L4:\n  - acme/four: '@bob'\n");
+  EXPECT_EQ(standin_->file_at(kUpstream, "main", kPath), upstream_text_);
+
+  // Nothing changed: nothing to do.
+  EXPECT_EQ(sync().out, "nothing to do\n");
+  // A conflicting change lands on main: the PR is refreshed from the new main.
+  std::string moved_on = upstream_text_;
+  moved_on.replace(moved_on.find("  - acme/two\n"), 13, "  - acme/two\n  - acme/two-b\n");
+  standin_->commit_file(kUpstream, "main", kPath, moved_on);
+  CliRun refreshed = sync();
+  EXPECT_EQ(refreshed.code, 0) << refreshed.err;
+  EXPECT_EQ(refreshed.out, "refresh acme/three #100\n");
+  EXPECT_EQ(standin_->pulls(kUpstream).size(), 1u);
+  EXPECT_EQ(standin_->file_at(kUpstream, kBranch, kPath),
+            demote_in_allowlist(moved_on, "acme/three"));
+  EXPECT_EQ(sync().out, "nothing to do\n");  // no longer conflicting
+
+  // The repo recovers: the PR is closed with a comment, its branch deleted.
+  jobs(60, 0, "good");
+  CliRun closed = sync();
+  EXPECT_EQ(closed.code, 0) << closed.err;
+  EXPECT_EQ(closed.out, "close acme/three #100: is back within its L3 targets\n");
+  pulls = standin_->pulls(kUpstream);
+  ASSERT_EQ(pulls.size(), 1u);
+  EXPECT_EQ(pulls[0].state, "closed");
+  EXPECT_EQ(pulls[0].comments,
+            std::vector<std::string>{"`acme/three` is back within its L3 targets, so this PR is "
+                                     "no longer needed. Closing it."});
+  EXPECT_FALSE(standin_->has_branch(kUpstream, kBranch));
+}
+
+TEST_P(LevelLifecycle, AnAllowlistTheEditCannotKeepMinimalGetsAClearErrorAndNoPr) {
+  standin_->set_file(kUpstream, "main", kPath,
+                     "L2: [acme/two]\nL3:\n  acme-dev:\n    acme/three: [ann]\n");
+  jobs(10, 5, "bad");
+  write_config();
+  CliRun r = sync();
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.err,
+            "sync-levels: open acme/three: .github/allowlist.yml: L2 must be in block "
+            "style (line 1)\n");
+  EXPECT_TRUE(standin_->pulls(kUpstream).empty());
+  EXPECT_FALSE(standin_->has_branch(kUpstream, kBranch));
+  // A key written twice: the same.
+  standin_->commit_file(kUpstream, "main", kPath,
+                        "L2:\n  - acme/two\nL3:\n  acme-dev:\n    acme/three: [ann]\n"
+                        "L3:\n  other:\n    acme/x: [y]\n");
+  r = sync();
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("expected one top-level L3 key, found 2 (lines 3, 6)"), std::string::npos)
+      << r.err;
+  EXPECT_TRUE(standin_->pulls(kUpstream).empty());
+}
+
+// sync_levels.interval_s: the relay syncs by itself, from its sweeper, once per interval.
+TEST_P(LevelLifecycle, TheRelaySyncsDemotionPrsOnItsOwnSchedule) {
+  standin_->set_file(kUpstream, "main", kPath, upstream_text_);
+  jobs(10, 5, "bad");
+  start_relay("sweeper:\n  interval_s: 1\nsync_levels:\n  interval_s: 3600\n");
+  std::vector<StandinPull> pulls;
+  for (int i = 0; i < 100 && pulls.empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    pulls = standin_->pulls(kUpstream);
+  }
+  ASSERT_EQ(pulls.size(), 1u) << relay_->log();
+  EXPECT_EQ(pulls[0].head, kBranch);
+  // Once an interval: the passes after it open nothing more, and the demotion is recorded.
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  EXPECT_EQ(standin_->pulls(kUpstream).size(), 1u);
+  EXPECT_EQ(open_store(store_uri_)->demotion("acme/three")->pr_number, pulls[0].number);
+  EXPECT_NE(get("/metrics").body.find("ootci_sync_levels_total{outcome=\"ok\"} 1"),
+            std::string::npos);
+}
+
+// While the demotion PR is open the relay creates no new check runs for the repo, on every relay
+// sharing the store; a job that started before still gets its check run finished; the HUD says
+// why; and check runs resume once the PR closes.
+TEST_P(LevelLifecycle, ADemotionPrHoldsBackNewCheckRunsOnEveryRelayUntilItCloses) {
+  standin_->set_file(kUpstream, "main", kPath, upstream_text_);
+  const std::string extra = "sweeper:\n  interval_s: 1\n";
+  start_relay(extra);
+  // A second relay on the same PostgreSQL (SQLite: one relay per file).
+  std::unique_ptr<RelayProcess> second;
+  if (GetParam() == "postgres") {
+    std::string d2 = dir_ + "/second";
+    std::filesystem::create_directories(d2);
+    std::filesystem::copy_file(dir_ + "/app.pem", d2 + "/app.pem");
+    std::filesystem::copy_file(dir_ + "/allowlist.yml", d2 + "/allowlist.yml");
+    int first_port = port_;
+    std::string cfg = config(extra);
+    second = std::make_unique<RelayProcess>(
+        d2, cfg, port_, std::map<std::string, std::string>{{"TEST_WEBHOOK_SECRET", kSecret}});
+    second->start();
+    port_ = first_port;
+  }
+  auto other = [&](const nlohmann::json& body, const std::string& repo) {
+    HttpRequest req;
+    req.method = "POST";
+    req.url = (second ? second->url() : relay_->url()) + "/github/callback";
+    req.body = body.dump();
+    req.headers = {{"Authorization", "Bearer " + token(repo)}};
+    return http_send(req);
+  };
+  const std::string label = "ciflow/crcr/acme-dev";
+  std::string early_sha(40, 'e'), late_sha(40, 'f'), after_sha(40, 'a');
+  // Before the demotion: a labelled job starts, with its in_progress check run.
+  auto early = dispatch_pr("d-early", "acme/three", early_sha, {label});
+  ASSERT_EQ(callback(action_body(early, "in_progress", "acme/three"), token("acme/three")).status,
+            200);
+  ASSERT_TRUE(standin_->wait_for_calls("/repos/Codertocat/Hello-World/check-runs", 1, 10000));
+
+  jobs(10, 5, "bad");
+  write_config(extra);
+  ASSERT_EQ(sync().code, 0);
+  nlohmann::json status;
+  for (int i = 0; i < 100; ++i) {
+    status = reply(get("/api/crcr/level-status"));
+    if (status["repos"][0]["demotionPr"].is_object()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(status["repos"][0]["demotionPr"].is_object()) << status.dump();
+  EXPECT_EQ(status["repos"][0]["repo"], "acme/three");
+  EXPECT_EQ(status["repos"][0]["change"], "demote");
+  EXPECT_EQ(status["repos"][0]["demotionPr"]["number"], 100);
+  HttpResult page = get("/crcr/acme/three");
+  EXPECT_NE(page.body.find("Check runs are off: demotion PR"), std::string::npos) << page.body;
+
+  // The early job finishes: its completed check run still goes out (on the other relay).
+  ASSERT_EQ(other(action_body(early, "completed", "acme/three"), "acme/three").status, 200);
+  ASSERT_TRUE(standin_->wait_for_calls("/repos/Codertocat/Hello-World/check-runs", 2, 10000));
+  // A job that starts now gets none, on either relay; an L4 repo's jobs still do.
+  auto late = dispatch_pr("d-late", "acme/three", late_sha, {label});
+  ASSERT_EQ(other(action_body(late, "in_progress", "acme/three"), "acme/three").status, 200);
+  ASSERT_EQ(callback(action_body(late, "completed", "acme/three"), token("acme/three")).status,
+            200);
+  auto l4 = dispatch_pr("d-l4-late", "acme/four", late_sha);
+  ASSERT_EQ(other(action_body(l4, "in_progress", "acme/four"), "acme/four").status, 200);
+  ASSERT_TRUE(standin_->wait_for_calls("/repos/Codertocat/Hello-World/check-runs", 3, 10000));
+  // A label during the demotion backfills nothing.
+  auto lbl = nlohmann::json::parse(fixture("pull_request.labeled.json"));
+  lbl["label"]["name"] = label;
+  lbl["pull_request"]["head"]["sha"] = late_sha;
+  EXPECT_EQ(reply(send("pull_request", "label-late", lbl.dump()))["check_runs_backfilled"], 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  std::vector<std::string> made;
+  for (const auto& c : check_runs())
+    made.push_back(c.body["name"].get<std::string>() + " " +
+                   c.body["head_sha"].get<std::string>().substr(0, 1) + " " +
+                   c.body["status"].get<std::string>());
+  EXPECT_EQ(made, (std::vector<std::string>{"crcr/acme/three/CI/test e in_progress",
+                                            "crcr/acme/three/CI/test e completed",
+                                            "crcr/acme/four/CI/test f in_progress"}));
+
+  // The PR is closed by hand: the next sweep ends the demotion and check runs resume.
+  standin_->set_pull_state(kUpstream, 100, "closed");
+  for (int i = 0; i < 100; ++i) {
+    status = reply(get("/api/crcr/level-status"));
+    if (status["repos"][0]["demotionPr"].is_null()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(status["repos"][0]["demotionPr"].is_null()) << status.dump();
+  EXPECT_EQ(get("/crcr/acme/three").body.find("Check runs are off"), std::string::npos);
+  auto after = dispatch_pr("d-after", "acme/three", after_sha, {label});
+  ASSERT_EQ(other(action_body(after, "in_progress", "acme/three"), "acme/three").status, 200);
+  ASSERT_TRUE(standin_->wait_for_calls("/repos/Codertocat/Hello-World/check-runs", 4, 10000));
+  EXPECT_EQ(check_runs().back().body["head_sha"], after_sha);
+}
+
+INSTANTIATE_TEST_SUITE_P(Stores, LevelLifecycle, ::testing::ValuesIn(test_store_kinds()),
+                         [](const auto& info) { return info.param; });
 
 INSTANTIATE_TEST_SUITE_P(Stores, CallbackIntegration, ::testing::ValuesIn(test_store_kinds()),
                          [](const auto& info) { return info.param; });

@@ -42,8 +42,14 @@ std::string Metrics::render(const std::vector<std::pair<std::string, double>>& g
       out += labels.empty() ? fmt::format("{} {}\n", name, v)
                             : fmt::format("{}{{{}}} {}\n", name, labels, v);
   }
-  for (const auto& [name, v] : gauges)
-    out += fmt::format("# TYPE {} gauge\n{} {}\n", name, name, v);
+  // A gauge's name may carry labels (name{repo="x"}): one TYPE line per family, before its first.
+  std::string family;
+  for (const auto& [name, v] : gauges) {
+    std::string f = name.substr(0, name.find('{'));
+    if (f != family) out += fmt::format("# TYPE {} gauge\n", f);
+    family = f;
+    out += fmt::format("{} {}\n", name, v);
+  }
   for (const auto& [name, h] : histograms_) {
     out += fmt::format("# TYPE {} histogram\n", name);
     for (size_t i = 0; i < bounds_.size(); ++i)

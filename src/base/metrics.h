@@ -17,7 +17,8 @@ class Metrics {
   void inc(const std::string& name, const std::string& labels, double by = 1);
   // Ignored for a name that was not declared.
   void observe(const std::string& histogram, double seconds);
-  // Gauges are sampled by the caller at scrape time and passed in.
+  // Gauges are sampled by the caller at scrape time and passed in; a name may carry labels
+  // (name{repo="x"}), a family's series one after another.
   std::string render(const std::vector<std::pair<std::string, double>>& gauges) const;
   double value(const std::string& name, const std::string& labels) const;
 

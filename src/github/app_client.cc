@@ -100,6 +100,17 @@ HttpResult GitHubApp::call(const std::string& repo, const std::string& method,
   return res;
 }
 
+HttpResult GitHubApp::app_call(const std::string& method, const std::string& path,
+                               const std::string& body) {
+  HttpRequest req;
+  req.method = method;
+  req.url = config_.api_url + path;
+  req.headers = api_headers("Bearer " + app_jwt(now_s()));
+  req.body = body;
+  req.timeout_ms = config_.timeout_ms;
+  return http_send(req);
+}
+
 HttpResult GitHubApp::dispatch(const std::string& repo, const std::string& event_type,
                                const std::string& client_payload_json) {
   std::string body = fmt::format(R"({{"event_type":{},"client_payload":{}}})",

@@ -37,6 +37,10 @@ class GitHubApp {
   HttpResult dispatch(const std::string& repo, const std::string& event_type,
                       const std::string& client_payload_json);
 
+  // A call to the App's own endpoints (/app, /app/hook/deliveries), authenticated by the App JWT.
+  HttpResult app_call(const std::string& method, const std::string& path,
+                      const std::string& body = "");
+
   // Any REST call authenticated as the installation on `repo`.
   HttpResult call(const std::string& repo, const std::string& method, const std::string& path,
                   const std::string& body = "");

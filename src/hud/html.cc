@@ -23,6 +23,8 @@ th,td{border:1px solid #d0d7de;padding:6px 8px;text-align:left}th{background:#f0
 .box{background:#fff;border:1px solid #d0d7de;border-radius:6px;padding:10px 14px;margin:10px 0}
 pre{white-space:pre-wrap;background:#f6f8fa;padding:8px;font-size:12px}
 .legend span{margin-right:14px;font-size:13px}
+.banner{background:#fff8c5;border:1px solid #d4a72c;border-radius:6px;padding:10px 14px;margin:12px 0}
+.muted{color:#57606a}
 )";
   return fmt::format(R"(<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{}</title>

@@ -4,8 +4,9 @@
 
 #include "base/text.h"
 #include "hud/html.h"
-#include "hud/seed.h"
 #include "hud/svg_chart.h"
+#include "hud_seed/seed.h"
+#include "relay_store/hud_rollup.h"
 #include "testing/test_env.h"
 
 namespace ootci {
@@ -82,7 +83,7 @@ TEST_F(HudOnSeededStore, SummaryPutsBackendsUnderTheirLevelsWithConsistentNumber
   auto nightly_doc = summary_json(*store_, allow_, nightly, {});
   for (const auto& sec : nightly_doc["sections"])
     for (const auto& b : sec["backends"]) nightly_jobs += b["jobs"].get<int64_t>();
-  EXPECT_EQ(jobs + nightly_jobs, seeded_.jobs);
+  EXPECT_EQ(jobs + nightly_jobs, seeded_.jobs - seeded_.superseded_attempts);
   EXPECT_EQ(nightly_jobs, 30 * 4);  // one nightly per day per reporting backend
 }
 
@@ -103,12 +104,24 @@ TEST_F(HudOnSeededStore, RepoPagesPartitionThePrsAndReadinessIsComputed) {
   }
   EXPECT_EQ(static_cast<int64_t>(seen.size()), total);
   EXPECT_EQ(first["stats"]["prs"], total);
+  // Below L3 the panel holds the level status's promotion criteria, upstream's thresholds.
   const auto& criteria = first["readiness"]["criteria"];
   ASSERT_EQ(criteria.size(), 6u);
-  EXPECT_EQ(criteria[0]["pass"], true);   // seeded at L2 for 90 days
-  EXPECT_EQ(criteria[1]["pass"], true);   // 30 days of data
-  EXPECT_EQ(criteria[5]["pass"], false);  // the seeded L2 backends time out too often
+  std::vector<std::string> names;
+  for (const auto& c : criteria) names.push_back(c["name"]);
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"Time at L2", "End-to-End Time (P50)", "Max Execution Time",
+                                      "Avg Queue Time", "Timeout Rate", "Job Pass Rate"}));
+  EXPECT_EQ(criteria[0]["pass"], true);  // seeded at L2 for 90 days
+  EXPECT_EQ(criteria[0]["display"], "90 days");
+  EXPECT_EQ(criteria[0]["target"], "≥ 1 month");
+  EXPECT_EQ(criteria[2]["pass"], false);  // seeded timeouts ran 6 h
+  EXPECT_EQ(criteria[5]["pass"], false);  // backend-3 succeeds about 85 % of the time
   EXPECT_EQ(first["readiness"]["ready"], false);
+  // The same numbers as its level status.
+  EXPECT_EQ(first["level_status"]["level"], "L2");
+  for (size_t i = 0; i < criteria.size(); ++i)
+    EXPECT_EQ(first["level_status"]["criteria"][i]["measured"], criteria[i]["display"]) << i;
   EXPECT_TRUE(job_json(*store_, "no-such-key").is_null());
 }
 
@@ -127,7 +140,8 @@ TEST_F(HudOnSeededStore, AnL3RepoIsMeasuredAgainstTheL4CriteriaTheOperatorSet) {
   l4.at_l3_days = 30;
   l4.pass_rate_percent = 90;
   l4.timeout_rate_percent = 0.5;
-  auto set = repo_json(*store_, allow_, "seed-org/backend-2", q, l4)["readiness"];
+  auto set =
+      repo_json(*store_, allow_, "seed-org/backend-2", q, HudSettings{l4, {}, 36})["readiness"];
   ASSERT_EQ(set["criteria"].size(), 3u);
   EXPECT_EQ(set["criteria"][0]["name"], "At L3");
   EXPECT_EQ(set["criteria"][0]["display"], "40.0 days");
@@ -142,15 +156,19 @@ TEST_F(HudOnSeededStore, AnL3RepoIsMeasuredAgainstTheL4CriteriaTheOperatorSet) {
   EXPECT_EQ(set["note"], "");
   // A stricter pass rate fails, with its number.
   l4.pass_rate_percent = 99.9;
-  auto strict = repo_json(*store_, allow_, "seed-org/backend-2", q, l4)["readiness"];
+  auto strict =
+      repo_json(*store_, allow_, "seed-org/backend-2", q, HudSettings{l4, {}, 36})["readiness"];
   EXPECT_EQ(strict["criteria"][1]["pass"], false);
   EXPECT_EQ(strict["ready"], false);
 
   // L4 is the top; L2 keeps the L3 criteria.
-  auto top = repo_json(*store_, allow_, "seed-org/backend-1", q, l4)["readiness"];
+  auto top =
+      repo_json(*store_, allow_, "seed-org/backend-1", q, HudSettings{l4, {}, 36})["readiness"];
   EXPECT_TRUE(top["target"].is_null());
   EXPECT_TRUE(top["criteria"].empty());
-  EXPECT_EQ(repo_json(*store_, allow_, "seed-org/backend-3", q, l4)["readiness"]["target"], "L3");
+  EXPECT_EQ(repo_json(*store_, allow_, "seed-org/backend-3", q,
+                      HudSettings{l4, {}, 36})["readiness"]["target"],
+            "L3");
 }
 
 TEST(HudApi, PercentileOfAHistogramIsTheSortedElement) {

@@ -76,6 +76,67 @@ std::string detail_note(const nlohmann::json& doc) {
       since, esc(when));
 }
 
+// One tbody per repo, a row per criterion: the API's level-status rows as they stand.
+std::string level_status_table(const nlohmann::json& repos) {
+  std::string out =
+      "<table id=\"level-status\"><thead><tr><th>Backend</th><th>Level</th><th>Change</th>"
+      "<th>Window</th><th>Criterion</th><th>Measured</th><th>Target</th><th>Met</th></tr></thead>";
+  for (const auto& r : repos) {
+    std::string repo = r["repo"],
+                change = r["change"].is_string() ? r["change"].get<std::string>() : "";
+    std::string change_cell =
+        change.empty() ? (r["noData"] == true ? "none (no jobs)" : "none") : change;
+    if (r["demotionPr"].is_object())
+      change_cell += fmt::format(" · PR #{} open", r["demotionPr"]["number"].get<int64_t>());
+    out += fmt::format(R"(<tbody data-repo="{}" data-change="{}">)", esc(repo), esc(change));
+    bool first = true;
+    for (const auto& c : r["criteria"]) {
+      std::string met = c["met"].is_null() ? "no data" : c["met"] == true ? "met" : "missed";
+      out += fmt::format(
+          R"(<tr data-criterion="{}"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td data-key="measured">{}</td><td>{}</td><td class="{}" data-met="{}">{}</td></tr>)",
+          esc(c["criterion"].get<std::string>()), first ? repo_link(repo) : "",
+          first ? esc(r["level"].get<std::string>()) : "", first ? esc(change_cell) : "",
+          first ? fmt::format("{} days", r["windowDays"].get<int>()) : "",
+          esc(c["criterion"].get<std::string>()), esc(c["measured"].get<std::string>()),
+          esc(c["target"].get<std::string>()),
+          c["met"].is_null() ? "muted"
+          : c["met"] == true ? "pass"
+                             : "fail",
+          c["met"].is_null() ? "null"
+          : c["met"] == true ? "true"
+                             : "false",
+          met);
+      first = false;
+    }
+    out += "</tbody>";
+  }
+  return out + "</table>";
+}
+
+// Why an L3 backend gets no new check runs: its demotion PR is open.
+std::string demotion_banner(const nlohmann::json& status) {
+  if (!status.is_object() || !status["demotionPr"].is_object()) return "";
+  const auto& pr = status["demotionPr"];
+  int64_t n = pr["number"];
+  std::string url = pr["url"];
+  return fmt::format(
+      R"(<div class="banner" id="demotion-banner" data-pr="{}">Check runs are off: demotion PR )"
+      R"({} has been open since {}. While it is open the relay creates no new check runs for )"
+      R"(this backend on upstream PRs (jobs that started before it still get theirs finished); )"
+      R"(they resume when it closes.</div>)",
+      n,
+      url.empty() ? fmt::format("#{}", n)
+                  : fmt::format(R"(<a href="{}">#{}</a>)", safe_href(url), n),
+      esc(iso8601_utc(pr["sinceMs"].get<int64_t>())));
+}
+
+std::string verdict_text(const nlohmann::json& job) {
+  const auto& v = job["verdict"];
+  if (!v.is_object()) return "";
+  return fmt::format("{} ({})", v["category"].get<std::string>(),
+                     v["confidence"].get<std::string>());
+}
+
 }  // namespace
 
 std::string error_page(int status, const std::string& message) {
@@ -115,17 +176,41 @@ std::string summary_page(const nlohmann::json& s) {
       continue;
     }
     body +=
-        "<table><tr><th>Backend</th><th>Pass rate</th><th>Jobs</th><th>Failures</th>"
-        "<th>Timed out</th><th>Avg queue</th><th>Avg execution</th></tr>";
+        "<table><tr><th>Backend</th><th>Pass rate</th><th>Without upstream-caused</th>"
+        "<th>Jobs</th><th>Failures</th><th>Timed out</th><th>Avg queue</th>"
+        "<th>Avg execution</th></tr>";
     for (const auto& b : sec["backends"]) {
       body += fmt::format(
-          R"(<tr data-repo="{}"><td>{}</td><td><span class="chip {}">{}</span></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>)",
+          R"(<tr data-repo="{}"><td>{}</td><td><span class="chip {}">{}</span></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>)",
           esc(b["repo"].get<std::string>()), repo_link(b["repo"]),
           esc(b["chip"].get<std::string>()), cell("pass_rate", b["pass_rate"], "%"),
+          cell("pass_rate_excluding_upstream", b["pass_rate_excluding_upstream"], "%"),
           cell("jobs", b["jobs"]), cell("failures", b["failures"]),
           cell("timed_out", b["timed_out"]), cell("avg_queue_min", b["avg_queue_min"], " min"),
           cell("avg_exec_min", b["avg_exec_min"], " min"));
     }
+    body += "</table>";
+  }
+  body += "<h2 id=\"levels\">Level status</h2>";
+  body +=
+      "<p class=\"muted\">Promotion of L2 backends to L3 and demotion of L3 backends to L2, on "
+      "fixed windows (<a href=\"/api/crcr/level-status\">/api/crcr/level-status</a>).</p>";
+  body += s["level_status"].empty() ? "<p>No L2 or L3 backends.</p>"
+                                    : level_status_table(s["level_status"]);
+  body += "<h2 id=\"nightly\">Nightly freshness</h2>";
+  if (s["nightly_freshness"].empty())
+    body += "<p>No backend reports nightly runs.</p>";
+  else {
+    body +=
+        "<table id=\"nightly-freshness\"><tr><th>Backend</th><th>Newest nightly</th>"
+        "<th>Age</th><th></th></tr>";
+    for (const auto& f : s["nightly_freshness"])
+      body += fmt::format(
+          R"(<tr data-nightly-repo="{}"><td>{}</td><td>{}</td><td>{}</td><td><span class="chip {}" data-key="stale">{}</span></td></tr>)",
+          esc(f["repo"].get<std::string>()), repo_link(f["repo"]),
+          f["last_ms"].is_null() ? "never" : esc(iso8601_utc(f["last_ms"].get<int64_t>())),
+          cell("age_h", f["age_h"], " h"), f["stale"] == true ? "red" : "green",
+          f["stale"] == true ? "degraded" : "healthy");
     body += "</table>";
   }
   return html_page("CRCR", body + detail_note(s));
@@ -135,8 +220,9 @@ std::string repo_page(const nlohmann::json& r) {
   std::string repo = r["repo"];
   std::string base = "/crcr/" + repo;
   std::string range = r["range"], tab = r["tab"];
-  std::string body = fmt::format(R"(<h1>{} <span class="badge">{}</span></h1><p>)", esc(repo),
+  std::string body = fmt::format(R"(<h1>{} <span class="badge">{}</span></h1>)", esc(repo),
                                  esc(r["level"].get<std::string>()));
+  body += demotion_banner(r["level_status"]) + "<p>";
   body += tabs(base, "tab", {"pr", "nightly"}, tab, "&amp;range=" + url_encode(range)) + " ";
   body += tabs(base, "range", {"24h", "7d", "30d"}, range, "&amp;tab=" + url_encode(tab)) + "</p>";
   const auto& st = r["stats"];
@@ -144,6 +230,9 @@ std::string repo_page(const nlohmann::json& r) {
   body += fmt::format(
       R"(<div class="card"><div class="label">Pass rate</div><div class="value"><span class="chip {}">{}</span></div></div>)",
       esc(st["chip"].get<std::string>()), cell("pass_rate", st["pass_rate"], "%"));
+  body += card("Pass rate without upstream-caused failures", "pass_rate_excluding_upstream",
+               st["pass_rate_excluding_upstream"], "%");
+  body += card("Upstream-caused failures", "upstream_failures", st["upstream_failures"]);
   body += card("Total PRs", "prs", st["prs"]);
   body += card("Failures", "failures", st["failures"]);
   body += card("Timed out", "timed_out", st["timed_out"]);
@@ -171,6 +260,17 @@ std::string repo_page(const nlohmann::json& r) {
         esc(c["display"].get<std::string>()), c["pass"] == true ? "pass" : "fail",
         c["pass"] == true ? "true" : "false", c["pass"] == true ? "pass" : "fail");
   body += "</table>";
+  if (r["level_status"].is_object()) {
+    const auto& ls = r["level_status"];
+    body +=
+        fmt::format(R"(<h2>{} <span class="chip {}" data-key="change">{}</span></h2>)",
+                    ls["level"] == "L3" ? "L3 demotion check" : "L3 promotion check",
+                    ls["change"].is_null()     ? "grey"
+                    : ls["change"] == "demote" ? "red"
+                                               : "green",
+                    ls["change"].is_null() ? "no change" : esc(ls["change"].get<std::string>()));
+    body += level_status_table(nlohmann::json::array({ls}));
+  }
 
   auto pager = [&](const nlohmann::json& p) {
     int page = p["page"], pages = p["pages"];
@@ -318,18 +418,18 @@ std::string pr_page(const nlohmann::json& p) {
                     esc(b["repo"].get<std::string>()), repo_link(b["repo"]),
                     esc(b["level"].get<std::string>()));
     body +=
-        "<table><tr><th>Job</th><th>Attempt</th><th>Result</th><th>Queue</th><th>Execution</"
-        "th><th></th></tr>";
+        "<table><tr><th>Job</th><th>Attempt</th><th>Result</th><th>Verdict</th><th>Queue</th>"
+        "<th>Execution</th><th></th></tr>";
     for (const auto& j : b["jobs"]) {
       std::string link =
           j["url"].get<std::string>().empty()
               ? ""
               : fmt::format(R"(<a href="{}">run</a> )", safe_href(j["url"].get<std::string>()));
       body += fmt::format(
-          R"(<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}<a href="/crcr/job?key={}">details</a></td></tr>)",
+          R"(<tr><td>{}</td><td>{}</td><td>{}</td><td data-key="verdict">{}</td><td>{}</td><td>{}</td><td>{}<a href="/crcr/job?key={}">details</a></td></tr>)",
           esc(j["column"].get<std::string>()), j["run_attempt"].get<int64_t>(), outcome(j),
-          cell("queue_min", j["queue_min"], " min"), cell("exec_min", j["exec_min"], " min"), link,
-          url_encode(j["key"].get<std::string>()));
+          esc(verdict_text(j)), cell("queue_min", j["queue_min"], " min"),
+          cell("exec_min", j["exec_min"], " min"), link, url_encode(j["key"].get<std::string>()));
     }
     body += "</table></div>";
   }

@@ -54,7 +54,26 @@ void both(httplib::Server& http, const std::string& page_path, const std::string
 }  // namespace
 
 void register_hud_routes(httplib::Server& http, Store& store, AllowlistSource& allowlist,
-                         std::function<nlohmann::json()> relay_health, const L4Criteria& l4) {
+                         std::function<nlohmann::json()> relay_health,
+                         const HudSettings& settings) {
+  // Upstream's shape and errors: GET only (405 {"error"}), 500 {"error": message}.
+  http.Get("/api/crcr/level-status", [&store, &allowlist, levels = settings.levels](
+                                         const httplib::Request&, httplib::Response& res) {
+    try {
+      send_reply(res, json_reply(200, level_status_json(level_statuses(store, *allowlist.get(),
+                                                                       now_ms(), levels))));
+    } catch (const std::exception& e) {
+      spdlog::error("HUD /api/crcr/level-status: {}", e.what());
+      send_reply(res, json_reply(500, {{"error", e.what()}}));
+    }
+  });
+  auto method_not_allowed = [](const httplib::Request&, httplib::Response& res) {
+    send_reply(res, json_reply(405, {{"error", "Method not allowed"}}));
+  };
+  http.Post("/api/crcr/level-status", method_not_allowed);
+  http.Put("/api/crcr/level-status", method_not_allowed);
+  http.Delete("/api/crcr/level-status", method_not_allowed);
+  http.Patch("/api/crcr/level-status", method_not_allowed);
   http.Get("/api/crcr/allowlist", [&allowlist](const httplib::Request&, httplib::Response& res) {
     try {
       send_reply(res, json_reply(200, allowlist_json(*allowlist.get())));
@@ -64,8 +83,8 @@ void register_hud_routes(httplib::Server& http, Store& store, AllowlistSource& a
   });
   both(
       http, "/crcr", "/api/crcr/summary",
-      [&, relay_health](const httplib::Request&, const HudQuery& q) {
-        return summary_json(store, *allowlist.get(), q, relay_health());
+      [&, relay_health, settings](const httplib::Request&, const HudQuery& q) {
+        return summary_json(store, *allowlist.get(), q, relay_health(), settings);
       },
       summary_page);
   both(
@@ -80,9 +99,10 @@ void register_hud_routes(httplib::Server& http, Store& store, AllowlistSource& a
       job_page);
   both(
       http, R"(/crcr/([^/]+)/([^/]+))", R"(/api/crcr/repo/([^/]+)/([^/]+))",
-      [&, l4](const httplib::Request& req, const HudQuery& q) {
+      [&, settings](const httplib::Request& req, const HudQuery& q) {
         return repo_json(store, *allowlist.get(),
-                         std::string(req.matches[1]) + "/" + std::string(req.matches[2]), q, l4);
+                         std::string(req.matches[1]) + "/" + std::string(req.matches[2]), q,
+                         settings);
       },
       repo_page);
   both(

@@ -62,6 +62,13 @@ std::string base64url_encode(std::string_view data) {
   return out;
 }
 
+std::string base64_encode(std::string_view data) {
+  std::string out = base64url_encode(data);
+  for (char& c : out) c = c == '-' ? '+' : c == '_' ? '/' : c;
+  while (out.size() % 4) out += '=';
+  return out;
+}
+
 std::optional<std::string> base64url_decode(std::string_view text) {
   auto val = [](char c) -> int {
     if (c >= 'A' && c <= 'Z') return c - 'A';

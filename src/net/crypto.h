@@ -16,7 +16,10 @@ bool constant_time_equal(std::string_view a, std::string_view b);
 std::string github_signature(std::string_view secret, std::string_view body);
 
 std::string base64url_encode(std::string_view data);
+// Decodes the standard alphabet too, with or without padding.
 std::optional<std::string> base64url_decode(std::string_view text);
+// The standard alphabet with padding, as GitHub's contents API takes it.
+std::string base64_encode(std::string_view data);
 
 std::string random_hex(size_t bytes);
 

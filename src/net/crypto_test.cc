@@ -30,6 +30,15 @@ TEST(Crypto, Base64UrlRoundTrip) {
   EXPECT_FALSE(base64url_decode("a*b"));
 }
 
+TEST(Crypto, StandardBase64AsGitHubsContentsApiSendsIt) {
+  EXPECT_EQ(base64_encode(""), "");
+  EXPECT_EQ(base64_encode("f"), "Zg==");
+  EXPECT_EQ(base64_encode("fo"), "Zm8=");
+  EXPECT_EQ(base64_encode("\xfb\xff"), "+/8=");
+  // GitHub wraps its base64 at 60 columns; the decoder takes it once the newlines are gone.
+  EXPECT_EQ(base64url_decode("K/8=").value(), "\x2b\xff");
+}
+
 TEST(Jwt, Rs256SignsAndVerifies) {
   std::string priv = generate_rsa_private_key_pem();
   std::string pub = public_key_pem_from_private(priv);

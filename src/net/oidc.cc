@@ -37,6 +37,13 @@ bool audience_matches(const nlohmann::json& aud, const std::string& want) {
 
 }  // namespace
 
+const char* default_jwks_path(const std::string& provider) {
+  if (provider == "github" || provider == "buildkite") return "/.well-known/jwks";
+  if (provider == "gitlab") return "/oauth/discovery/keys";
+  if (provider == "circleci") return "/.well-known/jwks-pub.json";
+  return nullptr;
+}
+
 std::string rsa_pem_from_jwk(const std::string& n_b64url, const std::string& e_b64url) {
   auto n = base64url_decode(n_b64url);
   auto e = base64url_decode(e_b64url);

@@ -14,11 +14,18 @@
 namespace ootci {
 
 struct OidcIssuer {
-  std::string issuer;               // exact `iss`
-  std::string jwks_url;             // where its signing keys are published
-  std::string audience;             // required `aud`
-  std::string provider = "github";  // how `repository` identity is derived: github or buildkite
+  std::string issuer;    // exact `iss`
+  std::string jwks_url;  // where its signing keys are published
+  std::string audience;  // required `aud`
+  // How the calling repo is found: github (the `repository` claim), or buildkite, gitlab or
+  // circleci (claims that name the project, mapped through ci_providers.yml).
+  std::string provider = "github";
 };
+
+// Where a provider publishes its keys, after the issuer URL; null for an unknown provider.
+// GitHub and Buildkite /.well-known/jwks, GitLab /oauth/discovery/keys, CircleCI
+// /.well-known/jwks-pub.json.
+const char* default_jwks_path(const std::string& provider);
 
 struct VerifiedToken {
   const OidcIssuer* issuer = nullptr;

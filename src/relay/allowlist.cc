@@ -40,6 +40,56 @@ std::vector<std::string> parse_oncalls(const YamlDoc& doc, const YAML::Node& n,
   return out;
 }
 
+struct EntryValue {
+  std::vector<std::string> oncalls;
+  std::vector<std::string> events;
+};
+
+std::vector<std::string> parse_events(const YamlDoc& doc, const YAML::Node& n,
+                                      const std::string& path) {
+  std::vector<std::string> out;
+  std::vector<YAML::Node> items;
+  if (n.IsScalar()) {
+    items.push_back(n);
+  } else if (n.IsSequence()) {
+    for (size_t i = 0; i < n.size(); ++i) items.push_back(n[i]);
+  } else {
+    yaml_fail(doc, n, path, "events must be a list of event names");
+  }
+  if (items.empty()) yaml_fail(doc, n, path, "events must name at least one event");
+  const auto& known = participation_events();
+  for (const YAML::Node& item : items) {
+    std::string name = item.IsScalar() ? trim(item.Scalar()) : "";
+    if (std::find(known.begin(), known.end(), name) == known.end())
+      yaml_fail(doc, item, path,
+                fmt::format("'{}' is not an event (expected pull_request, push, nightly or "
+                            "periodic)",
+                            item.IsScalar() ? item.Scalar() : "a non-string"));
+    if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
+  }
+  return out;
+}
+
+// What stands after a repo: its oncalls, or a mapping with oncalls and events. A mapping with
+// neither key is read as oncalls (and refused as CRCR refuses it); another key beside them is a
+// warning, so a newer upstream file still loads.
+EntryValue parse_entry_value(const YamlDoc& doc, const YAML::Node& n, const std::string& path,
+                             std::vector<std::string>* warnings) {
+  if (!n.IsMap() || (!n["oncalls"] && !n["events"])) return {parse_oncalls(doc, n, path), {}};
+  EntryValue out;
+  for (auto it = n.begin(); it != n.end(); ++it) {
+    std::string key = it->first.Scalar();
+    if (key == "oncalls")
+      out.oncalls = parse_oncalls(doc, it->second, path + ".oncalls");
+    else if (key == "events")
+      out.events = parse_events(doc, it->second, path + ".events");
+    else
+      warnings->push_back(yaml_message(doc, it->first, path + "." + key,
+                                       "unknown key ignored (expected oncalls or events)"));
+  }
+  return out;
+}
+
 // CRCR strips spaces and slashes around a repo name ("a/b/" is a/b).
 std::string repo_name(const std::string& raw) {
   std::string s = trim(raw);
@@ -56,6 +106,15 @@ void check_repo(const YamlDoc& doc, const YAML::Node& n, const std::string& path
 }
 
 }  // namespace
+
+const std::vector<std::string>& participation_events() {
+  static const std::vector<std::string> events = {"pull_request", "push", "nightly", "periodic"};
+  return events;
+}
+
+bool AllowlistEntry::takes_part_in(const std::string& event) const {
+  return events.empty() || std::find(events.begin(), events.end(), event) != events.end();
+}
 
 std::string to_string(Level level) {
   return level == Level::kNone ? "none" : "L" + std::to_string(static_cast<int>(level));
@@ -105,8 +164,8 @@ Allowlist Allowlist::parse(const YamlDoc& doc) {
           yaml_fail(doc, dev->second, dpath, "expected a mapping of repo → oncalls");
         for (auto r = dev->second.begin(); r != dev->second.end(); ++r) {
           std::string repo = r->first.Scalar();
-          add(r->first, dpath + "." + repo,
-              {repo, level, parse_oncalls(doc, r->second, dpath + "." + repo), device});
+          EntryValue v = parse_entry_value(doc, r->second, dpath + "." + repo, &out.warnings_);
+          add(r->first, dpath + "." + repo, {repo, level, v.oncalls, device, v.events});
         }
       }
       continue;
@@ -116,10 +175,11 @@ Allowlist Allowlist::parse(const YamlDoc& doc) {
       YAML::Node item = value[i];
       std::string path = fmt::format("{}[{}]", key, i);
       if (item.IsScalar()) {
-        add(item, path, {item.Scalar(), level, {}, ""});
+        add(item, path, {item.Scalar(), level, {}, "", {}});
       } else if (item.IsMap() && item.size() == 1) {
         auto kv = item.begin();
-        add(kv->first, path, {kv->first.Scalar(), level, parse_oncalls(doc, kv->second, path), ""});
+        EntryValue v = parse_entry_value(doc, kv->second, path, &out.warnings_);
+        add(kv->first, path, {kv->first.Scalar(), level, v.oncalls, "", v.events});
       } else {
         yaml_fail(doc, item, path, "expected `owner/repo` or `owner/repo: oncalls`");
       }
@@ -228,6 +288,20 @@ std::shared_ptr<const Allowlist> AllowlistSource::get() {
     mtime_ns_ = mtime;  // retried when the file changes again
   }
   return current_;
+}
+
+bool AllowlistSource::reload() {
+  std::shared_ptr<const Allowlist> fresh;
+  try {
+    fresh = load();
+  } catch (const Error& e) {
+    spdlog::error("allowlist reload failed, keeping the previous one: {}", e.what());
+    return false;
+  }
+  std::lock_guard lock(mu_);
+  install(std::move(fresh));
+  loaded_at_s_ = now_s();
+  return true;
 }
 
 void AllowlistSource::install(std::shared_ptr<const Allowlist> fresh) {

@@ -14,16 +14,25 @@ namespace ootci {
 enum class Level { kNone = 0, kL1 = 1, kL2 = 2, kL3 = 3, kL4 = 4 };
 std::string to_string(Level level);
 
+// The events a repo can take part in (test-infra#8856), as upstream spells them: dispatched
+// (pull_request, push) or self-reported (nightly, periodic).
+const std::vector<std::string>& participation_events();
+
 struct AllowlistEntry {
   std::string repo;
   Level level = Level::kNone;
   std::vector<std::string> oncalls;
   std::string device;  // L3 only: the suffix of the ciflow/crcr/<device> label
+  // The entry's `events:`; empty when it names none, and then the repo takes part in all.
+  std::vector<std::string> events;
+  bool takes_part_in(const std::string& event) const;
 };
 
 // CRCR's .github/allowlist.yml: L1/L2/L4 are lists of `owner/repo` or `owner/repo: oncalls`;
 // L3 maps device → repo → oncalls. Validation follows CRCR, with file:line in every error; what
 // CRCR lets pass (unknown top-level keys, spaces or slashes around a name) is a warning.
+// Participation: where oncalls go, a mapping {oncalls: ..., events: [nightly]} may stand, so a
+// nightly-only backend gets no pull_request dispatch. An unknown event name is an error.
 class Allowlist {
  public:
   static Allowlist parse(const YamlDoc& doc);
@@ -51,6 +60,8 @@ class AllowlistSource {
   AllowlistSource(std::string location, int64_t ttl_s, std::string github_api_url);
   // Throws if no allowlist has ever loaded.
   std::shared_ptr<const Allowlist> get();
+  // Loads it again now, whatever the TTL; false (keeping the last good one) when that fails.
+  bool reload();
   const std::string& location() const { return location_; }
   // Called after every successful (re)load, under the source's lock.
   void set_on_load(std::function<void(const Allowlist&)> f) { on_load_ = std::move(f); }

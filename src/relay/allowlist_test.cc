@@ -41,6 +41,44 @@ TEST(Allowlist, AcceptsOncallStringsAndLists) {
   EXPECT_EQ(a.level_of("org/four"), Level::kL4);
 }
 
+// Participation (test-infra#8856): a mapping {oncalls, events} where oncalls go.
+TEST(Allowlist, EventsSayWhichEventsARepoTakesPartIn) {
+  Allowlist a = Allowlist::parse(load_yaml_text("a.yml", R"(L2:
+  - org/nightly-only: {events: [nightly]}
+  - org/plain
+  - org/both:
+      oncalls: '@a, b'
+      events: [pull_request, push]
+L3:
+  dev:
+    org/three:
+      oncalls: [x]
+      events: nightly
+      reviewers: [y]
+)"));
+  const AllowlistEntry* n = a.find("org/nightly-only");
+  EXPECT_EQ(n->events, std::vector<std::string>{"nightly"});
+  EXPECT_FALSE(n->takes_part_in("pull_request"));
+  EXPECT_TRUE(n->takes_part_in("nightly"));
+  EXPECT_TRUE(a.find("org/plain")->takes_part_in("pull_request"));  // no events: every one
+  EXPECT_TRUE(a.find("org/plain")->takes_part_in("periodic"));
+  EXPECT_EQ(a.find("org/both")->oncalls, (std::vector<std::string>{"@a", "b"}));
+  EXPECT_FALSE(a.find("org/both")->takes_part_in("nightly"));
+  EXPECT_EQ(a.find("org/three")->device, "dev");
+  EXPECT_EQ(a.find("org/three")->events, std::vector<std::string>{"nightly"});
+  // A key this relay does not know is a warning: a newer upstream file still loads.
+  EXPECT_EQ(a.warnings(),
+            std::vector<std::string>{"a.yml:12:7: L3.dev.org/three.reviewers: unknown key ignored "
+                                     "(expected oncalls or events)"});
+  EXPECT_EQ(parse_error("L2:\n  - org/x: {events: [nightly, pull-request]}\n"),
+            "allowlist.yml:2:31: L2[0].events: 'pull-request' is not an event (expected "
+            "pull_request, push, nightly or periodic)");
+  EXPECT_EQ(parse_error("L3:\n  d:\n    org/x:\n      events: []\n"),
+            "allowlist.yml:4:15: L3.d.org/x.events: events must name at least one event");
+  EXPECT_EQ(parse_error("L1:\n  - org/x: {events: {a: 1}}\n"),
+            "allowlist.yml:2:21: L1[0].events: events must be a list of event names");
+}
+
 TEST(Allowlist, EmptyFileAllowsNobody) {
   EXPECT_TRUE(Allowlist::parse(load_yaml_text("a.yml", "# nothing\n")).targets().empty());
 }

@@ -163,6 +163,10 @@ std::variant<CallbackBody, std::string> parse_callback_body(const std::string& t
     if (b.head_sha.empty()) b.head_sha = str(p, "after");
     if (b.head_sha.empty()) b.head_sha = str(p, "head_sha");
   }
+  // A nightly names its commit at the top level (test-infra#8853); older senders in the payload,
+  // or only as the delivery id.
+  if (b.is_self_report() && !str(j, "pytorch_head_sha").empty())
+    b.head_sha = str(j, "pytorch_head_sha");
   if (b.head_sha.empty() && b.is_self_report()) b.head_sha = b.delivery_id;
 
   // test_results: a summary {passed, failed, skipped[, total]}; a malformed one is ignored.

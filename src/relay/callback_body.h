@@ -31,7 +31,9 @@ struct CallbackBody {
   std::string check_run_id;
   std::string artifact_url;
   std::string callback_token;
-  std::string head_sha;  // payload.pull_request.head.sha, payload.after, or payload.head_sha
+  // payload.pull_request.head.sha or payload.after; a nightly's top-level pytorch_head_sha,
+  // payload.head_sha or delivery_id.
+  std::string head_sha;
   int64_t pr_number = 0;
   int64_t passed = 0, failed = 0, skipped = 0, total = 0;
   nlohmann::json failed_tests;     // capped list, or null

@@ -39,6 +39,22 @@ TEST(CallbackBody, ParsesStringIntegersAndDefaults) {
   EXPECT_EQ(parse(j).total, 6);
 }
 
+// A nightly names its commit at the top level (test-infra#8853), before payload.head_sha and the
+// delivery id; a pull_request body's top-level field means nothing.
+TEST(CallbackBody, ANightlysCommitIsItsTopLevelPytorchHeadSha) {
+  auto j = minimal();
+  j["event_type"] = "nightly";
+  j["workflow"]["status"] = "completed";
+  EXPECT_EQ(parse(j).head_sha, "d1");
+  j["payload"] = {{"head_sha", "from-payload"}};
+  EXPECT_EQ(parse(j).head_sha, "from-payload");
+  j["pytorch_head_sha"] = "from-top";
+  EXPECT_EQ(parse(j).head_sha, "from-top");
+  j["event_type"] = "pull_request";
+  j["payload"] = {{"pull_request", {{"number", 5}, {"head", {{"sha", "pr-head"}}}}}};
+  EXPECT_EQ(parse(j).head_sha, "pr-head");
+}
+
 TEST(CallbackBody, TheHashIsOfTheOutcomeNotOfTheBytes) {
   auto hash = [](const nlohmann::json& j) { return parse(j).outcome_hash; };
   nlohmann::json done = {{"delivery_id", "d1"},
@@ -196,9 +212,9 @@ TEST(CheckRuns, NameExternalIdAndWhoWantsThem) {
   EXPECT_EQ(p["output"]["title"], "Timed_out");
   EXPECT_EQ(p["conclusion"], "timed_out");
   EXPECT_EQ(t.ordering_key, "check_run:d:acme/x:7:1:test");
-  AllowlistEntry l3{"acme/x", Level::kL3, {}, "dev"};
-  AllowlistEntry l4{"acme/y", Level::kL4, {}, ""};
-  AllowlistEntry l2{"acme/z", Level::kL2, {}, ""};
+  AllowlistEntry l3{"acme/x", Level::kL3, {}, "dev", {}};
+  AllowlistEntry l4{"acme/y", Level::kL4, {}, "", {}};
+  AllowlistEntry l2{"acme/z", Level::kL2, {}, "", {}};
   nlohmann::json labelled = {{"pull_request", {{"labels", {{{"name", "ciflow/crcr/dev"}}}}}}};
   EXPECT_TRUE(wants_check_run(l4, {}, false));
   EXPECT_FALSE(wants_check_run(l3, {}, false));

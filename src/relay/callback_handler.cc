@@ -7,6 +7,7 @@
 #include "net/crypto.h"
 #include "relay/callback_body.h"
 #include "relay/check_runs.h"
+#include "relay/demotion.h"
 #include "relay/hud_forward.h"
 #include "relay/state_machine.h"
 
@@ -55,8 +56,8 @@ Reply CallbackHandler::handle(const CallbackRequest& req) {
   }
   const VerifiedToken& vt = std::get<VerifiedToken>(verified);
   std::string repo;
-  if (vt.issuer->provider == "buildkite") {
-    auto id = d_.ci_providers.buildkite_identity(vt.claims);
+  if (vt.issuer->provider != "github") {
+    auto id = d_.ci_providers.identity(vt.issuer->provider, vt.claims);
     if (!id.error.empty()) {
       count("forbidden");
       return detail_reply(403, id.error);
@@ -91,6 +92,16 @@ Reply CallbackHandler::handle(const CallbackRequest& req) {
     return detail_reply(400, *why);
   }
   CallbackBody& body = std::get<CallbackBody>(parsed);
+  // Participation: a dispatched event's callbacks need a dispatch record, which a repo that does
+  // not take part never gets; a self-report it does not take part in is accepted and ignored,
+  // as a repo below L2 is.
+  if (body.is_self_report() && !entry->takes_part_in(body.event_type)) {
+    count("ignored");
+    return json_reply(200, {{"ok", true},
+                            {"status", "ignored"},
+                            {"reason", fmt::format("{} does not take part in {} (allowlist events)",
+                                                   repo, body.event_type)}});
+  }
   // Beyond CRCR: the dispatch's signed token proves this callback answers that dispatch.
   std::optional<std::string> token_sha;
   if (!body.callback_token.empty()) {
@@ -195,6 +206,8 @@ Reply CallbackHandler::apply(const std::string& repo, const AllowlistEntry& entr
       j.tests_total = body.total;
       j.failed_tests_json = body.failed_tests.is_null() ? "" : body.failed_tests.dump();
       j.triage_json = body.triage.is_null() ? "" : body.triage.dump();
+      j.verdict_category = body.triage.is_null() ? "" : body.triage.value("category", "");
+      j.verdict_confidence = body.triage.is_null() ? "" : body.triage.value("confidence", "");
     }
     std::vector<TaskItem> tasks;
     if (!body.is_self_report() && entry.level >= Level::kL3 && body.pr_number > 0 &&
@@ -206,8 +219,13 @@ Reply CallbackHandler::apply(const std::string& repo, const AllowlistEntry& entr
         auto full = d_.store.get_delivery(body.delivery_id);
         if (full) payload = nlohmann::json::parse(full->body, nullptr, false);
       }
+      // A pending demotion holds back the check runs of jobs that started after it began.
       if (wants_check_run(entry, payload.is_object() ? payload : nlohmann::json::object(),
-                          wanted)) {
+                          wanted) &&
+          !(entry.level == Level::kL3 &&
+            check_runs_suppressed(
+                entry.level, d_.store.demotion(repo),
+                j.in_progress_ms >= 0 ? std::optional(j.in_progress_ms) : std::nullopt))) {
         j.check_run_created = true;
         tasks.push_back(check_run_task(j, d_.config.upstream_repo, now));
       }

@@ -17,6 +17,38 @@ int RelayConfig::listen_port() const {
   return parse_host_port(listen)->port;
 }
 
+namespace {
+
+// hud.levels: every threshold and window, each validated where it is written.
+void read_levels(const YamlDoc& doc, YamlMap& m, LevelThresholds& t) {
+  for (auto [key, field] : {std::pair{"promotion_window_days", &t.promotion_window_days},
+                            {"demotion_window_days", &t.demotion_window_days}})
+    if (auto v = m.integer(key, 1, 90)) *field = static_cast<int>(*v);
+  for (auto [key, field] : {std::pair{"tenure_at_l2_days", &t.tenure_at_l2_days},
+                            {"e2e_p50_hours", &t.e2e_p50_hours},
+                            {"max_exec_hours", &t.max_exec_hours},
+                            {"avg_queue_min", &t.avg_queue_min},
+                            {"timeout_rate_percent", &t.timeout_rate_percent},
+                            {"pass_rate_percent", &t.pass_rate_percent}}) {
+    auto v = m.number(key);
+    if (!v) continue;
+    bool percent = std::string(key).find("percent") != std::string::npos;
+    if (*v < 0 || (percent && *v > 100))
+      yaml_fail(doc, m.raw(key), m.child_path(key),
+                percent ? "must be from 0 to 100" : "must be >= 0");
+    *field = *v;
+  }
+  if (auto v = m.str("pass_rate")) {
+    if (*v != "raw" && *v != "excluding_upstream")
+      yaml_fail(doc, m.raw("pass_rate"), m.child_path("pass_rate"),
+                "expected raw or excluding_upstream");
+    t.pass_rate_excludes_upstream = *v == "excluding_upstream";
+  }
+  m.finish();
+}
+
+}  // namespace
+
 RelayConfig load_relay_config(const std::string& path) {
   YamlDoc doc = load_yaml_file(path);
   YamlMap root(doc, doc.root, "");
@@ -96,12 +128,13 @@ RelayConfig load_relay_config(const std::string& path) {
         OidcIssuer issuer;
         issuer.issuer = m.str("issuer").value_or("");
         if (issuer.issuer.empty()) yaml_fail(doc, list[i], m.child_path("issuer"), "required");
-        issuer.jwks_url = m.str("jwks_url").value_or(issuer.issuer + "/.well-known/jwks");
         issuer.audience = m.str("audience").value_or("pytorch-cross-repo-ci-relay");
         issuer.provider = m.str("provider").value_or("github");
-        if (issuer.provider != "github" && issuer.provider != "buildkite")
+        if (!default_jwks_path(issuer.provider))
           yaml_fail(doc, m.raw("provider"), m.child_path("provider"),
-                    "expected github or buildkite");
+                    "expected github, buildkite, gitlab or circleci");
+        issuer.jwks_url =
+            m.str("jwks_url").value_or(issuer.issuer + default_jwks_path(issuer.provider));
         m.finish();
         c.oidc_issuers.push_back(issuer);
       }
@@ -142,6 +175,7 @@ RelayConfig load_relay_config(const std::string& path) {
       }
       l4->finish();
     }
+    if (auto lv = m->map("levels")) read_levels(doc, *lv, c.hud.levels);
     m->finish();
   }
   if (auto m = root.map("hud_forward")) {
@@ -153,6 +187,28 @@ RelayConfig load_relay_config(const std::string& path) {
   }
   if (auto m = root.map("nightly")) {
     if (auto v = m->boolean("validate_sha")) c.nightly.validate_sha = *v;
+    if (auto v = m->integer("stale_after_h", 1, 24 * 365)) c.nightly.stale_after_h = *v;
+    m->finish();
+  }
+  if (auto m = root.map("sync_levels")) {
+    if (auto v = m->integer("interval_s", 0)) c.sync_levels.interval_s = *v;
+    if (auto v = m->str("hud_url")) c.sync_levels.hud_url = *v;
+    if (auto v = m->str("base_branch")) c.sync_levels.base_branch = *v;
+    if (auto v = m->str("allowlist_path")) c.sync_levels.allowlist_path = *v;
+    if (auto v = m->str_list("always_cc")) c.sync_levels.always_cc = *v;
+    m->finish();
+  }
+  if (c.sync_levels.hud_url.empty()) c.sync_levels.hud_url = "http://" + c.listen;
+  while (c.sync_levels.hud_url.size() > 1 && c.sync_levels.hud_url.back() == '/')
+    c.sync_levels.hud_url.pop_back();
+  if (auto m = root.map("redelivery")) {
+    if (auto v = m->boolean("enabled")) c.redelivery.enabled = *v;
+    if (auto v = m->integer("interval_s", 1)) c.redelivery.interval_s = *v;
+    if (auto v = m->integer("max_age_s", 60, 3 * 86400)) c.redelivery.max_age_s = *v;
+    if (auto v = m->integer("max_per_pass", 1, 1000))
+      c.redelivery.max_per_pass = static_cast<int>(*v);
+    if (auto v = m->integer("max_attempts", 1, 100))
+      c.redelivery.max_attempts = static_cast<int>(*v);
     m->finish();
   }
   root.finish();

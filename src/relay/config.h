@@ -41,6 +41,23 @@ struct L4Criteria {
   }
 };
 
+// What /api/crcr/level-status measures: promotion of an L2 repo to L3 and demotion of an L3 repo
+// to L2. Upstream's thresholds and windows by default (test-infra torchci/lib/crcr/
+// l3Thresholds.ts); demotion checks end-to-end time, timeouts and pass rate only.
+struct LevelThresholds {
+  int promotion_window_days = 14;
+  int demotion_window_days = 7;
+  double tenure_at_l2_days = 30;    // time at L2 since the repo first reached it, at least
+  double e2e_p50_hours = 3;         // end-to-end (queue + execution) P50, below
+  double max_exec_hours = 3;        // the longest execution, below
+  double avg_queue_min = 30;        // average queue time, below
+  double timeout_rate_percent = 1;  // timed-out jobs, below
+  double pass_rate_percent = 90;    // successful jobs, at least
+  // The pass rate the criteria use: upstream's raw rate, or the rate without failures whose triage
+  // verdict blames upstream with high confidence (hud.levels.pass_rate: excluding_upstream).
+  bool pass_rate_excludes_upstream = false;
+};
+
 struct RelayConfig {
   std::string path;  // the file it came from, for messages
   std::string listen = "127.0.0.1:8080";
@@ -80,6 +97,7 @@ struct RelayConfig {
   } sweeper;
   struct {
     L4Criteria l4_criteria;
+    LevelThresholds levels;
   } hud;
   struct {
     std::string url;  // e.g. https://hud.pytorch.org/api; empty: no forwarding
@@ -87,7 +105,25 @@ struct RelayConfig {
   } hud_forward;
   struct {
     bool validate_sha = true;
+    int64_t stale_after_h =
+        36;  // a backend's newest nightly older than this is degraded (RFC-0056)
   } nightly;
+  // Demotion PRs on the upstream repo (`ootci relay sync-levels`, and on a schedule here).
+  struct {
+    int64_t interval_s = 0;  // 0: only the command runs it
+    std::string hud_url;     // the HUD the PR body links to; default http://<listen>
+    std::string base_branch = "main";
+    std::string allowlist_path = ".github/allowlist.yml";
+    std::vector<std::string> always_cc;  // cc'd on every demotion PR, besides the repo's oncalls
+  } sync_levels;
+  // Webhooks answered 503 (or not at all) are redelivered through the App's hook deliveries.
+  struct {
+    bool enabled = true;        // when a GitHub App is configured
+    int64_t interval_s = 300;   // how often every replica looks, besides right after a 503
+    int64_t max_age_s = 21600;  // deliveries older than this are left alone
+    int max_per_pass = 50;      // redelivery requests per pass, at most
+    int max_attempts = 3;       // requests per delivery, at most
+  } redelivery;
 
   std::string listen_host() const;
   int listen_port() const;

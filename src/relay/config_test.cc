@@ -117,6 +117,54 @@ TEST(RelayConfig, DefaultsMatchCrcr) {
   EXPECT_TRUE(c.nightly.validate_sha);
 }
 
+TEST(RelayConfig, LevelLifecycleKeys) {
+  RelayConfig c = load_relay_config(write_config(R"(allowlist: a
+listen: 0.0.0.0:9000
+oidc:
+  issuers:
+    - issuer: https://gitlab.example.com
+      provider: gitlab
+      audience: crcr
+    - issuer: https://oidc.circleci.com/org/o-1
+      provider: circleci
+      audience: o-1
+hud:
+  levels:
+    promotion_window_days: 21
+    e2e_p50_hours: 2.5
+    pass_rate_percent: 95
+    pass_rate: excluding_upstream
+nightly: {stale_after_h: 48}
+sync_levels:
+  interval_s: 3600
+  hud_url: https://relay.example/
+  always_cc: [atalman]
+redelivery: {interval_s: 60, max_age_s: 7200, max_per_pass: 10, max_attempts: 2}
+)"));
+  EXPECT_EQ(c.oidc_issuers[0].jwks_url, "https://gitlab.example.com/oauth/discovery/keys");
+  EXPECT_EQ(c.oidc_issuers[1].jwks_url,
+            "https://oidc.circleci.com/org/o-1/.well-known/jwks-pub.json");
+  EXPECT_EQ(c.hud.levels.promotion_window_days, 21);
+  EXPECT_EQ(c.hud.levels.demotion_window_days, 7);  // upstream's, unless set
+  EXPECT_EQ(c.hud.levels.e2e_p50_hours, 2.5);
+  EXPECT_EQ(c.hud.levels.pass_rate_percent, 95);
+  EXPECT_EQ(c.hud.levels.tenure_at_l2_days, 30);
+  EXPECT_TRUE(c.hud.levels.pass_rate_excludes_upstream);
+  EXPECT_EQ(c.nightly.stale_after_h, 48);
+  EXPECT_EQ(c.sync_levels.interval_s, 3600);
+  EXPECT_EQ(c.sync_levels.hud_url, "https://relay.example");
+  EXPECT_EQ(c.sync_levels.always_cc, std::vector<std::string>{"atalman"});
+  EXPECT_EQ(c.sync_levels.allowlist_path, ".github/allowlist.yml");
+  EXPECT_EQ(c.redelivery.max_age_s, 7200);
+  EXPECT_EQ(c.redelivery.max_attempts, 2);
+  RelayConfig d = load_relay_config(write_config("allowlist: a\n"));
+  EXPECT_EQ(d.sync_levels.hud_url, "http://127.0.0.1:8080");
+  EXPECT_EQ(d.sync_levels.interval_s, 0);
+  EXPECT_FALSE(d.hud.levels.pass_rate_excludes_upstream);
+  EXPECT_EQ(d.nightly.stale_after_h, 36);
+  EXPECT_TRUE(d.redelivery.enabled);
+}
+
 TEST(RelayConfig, BadConfigsNameFileLineAndKey) {
   struct Case {
     const char* text;
@@ -139,8 +187,18 @@ TEST(RelayConfig, BadConfigsNameFileLineAndKey) {
       {"allowlist: a\ndispatch: 3\n", "relay.yaml:2:11: dispatch: expected a mapping"},
       {"allowlist: a\noidc:\n  issuers:\n    - jwks_url: x\n",
        "relay.yaml:4:7: oidc.issuers[0].issuer: required"},
-      {"allowlist: a\noidc:\n  issuers:\n    - issuer: x\n      provider: gitlab\n",
-       "relay.yaml:5:17: oidc.issuers[0].provider: expected github or buildkite"},
+      {"allowlist: a\nhud:\n  levels:\n    pass_rate_percent: 120\n",
+       "relay.yaml:4:24: hud.levels.pass_rate_percent: must be from 0 to 100"},
+      {"allowlist: a\nhud:\n  levels:\n    pass_rate: clean\n",
+       "relay.yaml:4:16: hud.levels.pass_rate: expected raw or excluding_upstream"},
+      {"allowlist: a\nhud:\n  levels:\n    windw_days: 3\n",
+       "relay.yaml:4:5: hud.levels.windw_days: unknown key"},
+      {"allowlist: a\nhud:\n  levels: {demotion_window_days: 0}\n",
+       "relay.yaml:3:34: hud.levels.demotion_window_days: must be between 1 and 90"},
+      {"allowlist: a\nredelivery: {max_age_s: 999999}\n",
+       "relay.yaml:2:25: redelivery.max_age_s: must be between 60 and 259200"},
+      {"allowlist: a\noidc:\n  issuers:\n    - issuer: x\n      provider: jenkins\n",
+       "relay.yaml:5:17: oidc.issuers[0].provider: expected github, buildkite, gitlab or circleci"},
       {"allowlist: a\ncallback:\n  rate_limit_per_min: 0\n",
        "relay.yaml:3:23: callback.rate_limit_per_min: must be between 1 and 1000000"},
       {"allowlist: a\ncallback:\n  require_callback_token: maybe\n",

@@ -14,7 +14,9 @@
 #include "relay/callback_handler.h"
 #include "relay/callback_token.h"
 #include "relay/ci_providers.h"
+#include "relay/nightly_freshness.h"
 #include "relay/outbox_sender.h"
+#include "relay/redelivery.h"
 #include "relay/sha_validator.h"
 #include "relay/sweeper.h"
 #include "relay/task_runner.h"
@@ -63,6 +65,7 @@ struct RelayServer::Impl {
   ShaValidator sha_validator;
   CallbackHandler callback;
   Sweeper sweeper;
+  Redeliverer redeliverer;
   httplib::Server http;
 
   explicit Impl(RelayConfig c)
@@ -86,7 +89,10 @@ struct RelayServer::Impl {
         sha_validator(app, config.upstream_repo),
         callback(
             {config, *store, allowlist, oidc, ci_providers, tokens, sha_validator, tasks, metrics}),
-        sweeper(*store, config, tasks, metrics) {}
+        sweeper(*store, config, tasks, metrics),
+        redeliverer(*store, app, config, metrics) {
+    sweeper.set_level_lifecycle(&allowlist, app);
+  }
 
   std::vector<RouteHook> hooks;
 
@@ -95,11 +101,18 @@ struct RelayServer::Impl {
     TaskCounts t = store->task_counts();
     int64_t age = sweeper_age_s();
     // A sweeper that missed three passes is stuck: say so, so an orchestrator can act.
-    bool sweeper_ok = age >= 0 && age <= 3 * config.sweeper.interval_s + 30;
-    return {{"ok", sweeper_ok},          {"outbox_pending", c.pending},
-            {"outbox_failed", c.failed}, {"tasks_pending", t.pending},
-            {"tasks_failed", t.failed},  {"sweeper_last_run_age_s", age},
-            {"sweeper_ok", sweeper_ok}};
+    int64_t grace_s = 3 * config.sweeper.interval_s + 30;
+    bool sweeper_ok = age >= 0 && age <= grace_s;
+    // In-progress jobs past their deadline: the sweeper times them out within a pass, so a job
+    // overdue by more than the same grace means it does not (CRCR's blind spot, #8800).
+    int64_t deadline = now_ms() - config.sweeper.zombie_timeout_s * 1000;
+    int64_t overdue = store->count_overdue_jobs(deadline);
+    int64_t stuck = overdue ? store->count_overdue_jobs(deadline - grace_s * 1000) : 0;
+    return {{"ok", sweeper_ok && stuck == 0}, {"outbox_pending", c.pending},
+            {"outbox_failed", c.failed},      {"tasks_pending", t.pending},
+            {"tasks_failed", t.failed},       {"sweeper_last_run_age_s", age},
+            {"sweeper_ok", sweeper_ok},       {"jobs_overdue", overdue},
+            {"jobs_overdue_unswept", stuck}};
   }
 
   // Seconds since the sweeper last finished a pass (any replica), or -1 if it never has.
@@ -119,6 +132,7 @@ void RelayServer::stop() {
   impl_->http.stop();
   impl_->outbox_sender.stop();
   impl_->sweeper.stop();
+  impl_->redeliverer.stop();
   impl_->tasks.stop();
 }
 
@@ -154,6 +168,7 @@ void RelayServer::run() {
     } catch (const SqlUnavailable& e) {
       spdlog::error("webhook {}: {}", w.delivery, e.what());
       send_reply(res, store_unavailable_reply());
+      s.redeliverer.note_refused();  // GitHub will not send it again by itself
     } catch (const std::exception& e) {
       spdlog::error("webhook {}: {}", w.delivery, e.what());
       send_reply(res, detail_reply(500, "Internal server error"));
@@ -190,20 +205,34 @@ void RelayServer::run() {
   http.Get("/metrics", [&s](const httplib::Request&, httplib::Response& res) {
     OutboxCounts c{};
     TaskCounts t{};
-    double heartbeat = 0;
+    double heartbeat = 0, overdue = 0;
+    std::vector<std::pair<std::string, double>> nightly, stale;
     try {
       c = s.store->outbox_counts();
       t = s.store->task_counts();
       if (auto v = s.store->get_meta(Sweeper::kHeartbeatKey)) heartbeat = std::stoll(*v) / 1000.0;
+      overdue =
+          double(s.store->count_overdue_jobs(now_ms() - s.config.sweeper.zombie_timeout_s * 1000));
+      for (const auto& f : nightly_freshness(*s.store, *s.allowlist.get(), now_ms(),
+                                             s.config.nightly.stale_after_h)) {
+        std::string label = fmt::format("{{repo=\"{}\"}}", f.repo);
+        if (f.last_ms >= 0)
+          nightly.push_back({"ootci_nightly_last_timestamp_seconds" + label, f.last_ms / 1000.0});
+        stale.push_back({"ootci_nightly_stale" + label, f.stale ? 1.0 : 0.0});
+      }
     } catch (const std::exception&) {
     }
-    res.set_content(s.metrics.render({{"ootci_outbox_depth", double(c.pending)},
-                                      {"ootci_outbox_failed", double(c.failed)},
-                                      {"ootci_outbox_delivered", double(c.delivered)},
-                                      {"ootci_tasks_pending", double(t.pending)},
-                                      {"ootci_tasks_failed", double(t.failed)},
-                                      {"ootci_sweeper_last_run_timestamp_seconds", heartbeat}}),
-                    "text/plain; version=0.0.4");
+    std::vector<std::pair<std::string, double>> gauges = {
+        {"ootci_outbox_depth", double(c.pending)},
+        {"ootci_outbox_failed", double(c.failed)},
+        {"ootci_outbox_delivered", double(c.delivered)},
+        {"ootci_tasks_pending", double(t.pending)},
+        {"ootci_tasks_failed", double(t.failed)},
+        {"ootci_sweeper_last_run_timestamp_seconds", heartbeat},
+        {"ootci_jobs_overdue", overdue}};
+    gauges.insert(gauges.end(), nightly.begin(), nightly.end());
+    gauges.insert(gauges.end(), stale.begin(), stale.end());
+    res.set_content(s.metrics.render(gauges), "text/plain; version=0.0.4");
   });
   for (auto& hook : s.hooks) hook(http, *s.store, s.allowlist, [&s] { return s.health(); });
   http.set_error_handler([](const httplib::Request&, httplib::Response& res) {
@@ -217,6 +246,7 @@ void RelayServer::run() {
   if (!s.config.dispatch.synchronous) s.outbox_sender.start();
   s.tasks.start(s.config.dispatch.workers);  // the same GitHub API, the same latency
   s.sweeper.start();
+  s.redeliverer.start();
   spdlog::info("relay listening on {} (store {}, upstream {})", s.config.listen,
                s.config.store.rfind("sqlite:", 0) == 0 ? s.config.store : "postgresql",
                s.config.upstream_repo);

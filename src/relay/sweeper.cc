@@ -4,7 +4,9 @@
 
 #include "base/time.h"
 #include "relay/check_runs.h"
+#include "relay/demotion.h"
 #include "relay/hud_forward.h"
+#include "relay/level_sync.h"
 
 namespace ootci {
 
@@ -19,6 +21,7 @@ void Sweeper::start() {
         if (n) spdlog::info("sweeper: timed out {} zombie job(s)", n);
         if (int64_t pruned = prune_once(now_ms()))
           spdlog::info("sweeper: pruned {} job row(s) past retention", pruned);
+        lifecycle_once(now_ms());
       } catch (const std::exception& e) {
         spdlog::error("sweeper: {}", e.what());
       }
@@ -65,6 +68,20 @@ int Sweeper::sweep_once(int64_t now) {
   metrics_.inc("ootci_sweeper_timed_out_total", "", cleaned);
   if (cleaned) tasks_.wake();
   return cleaned;
+}
+
+void Sweeper::lifecycle_once(int64_t now) {
+  if (!app_ || !allowlist_) return;
+  int64_t interval = config_.sync_levels.interval_s;
+  // A little early, so a pass every interval_s seconds is not skipped for a few milliseconds.
+  if (interval > 0 && store_.run_due("sync_levels", now, interval * 1000 - 1000)) {
+    SyncReport r = sync_levels(*app_, store_, config_, now);
+    for (const auto& d : r.done) spdlog::info("sync-levels: {}", d);
+    for (const auto& f : r.failed) spdlog::error("sync-levels: {}", f);
+    metrics_.inc("ootci_sync_levels_total", r.ok() ? "outcome=\"ok\"" : "outcome=\"failed\"");
+  }
+  // After the sync, so a PR it opened holds back check runs from this pass on.
+  reconcile_demotions(store_, *app_, *allowlist_, config_, now);
 }
 
 int64_t Sweeper::prune_once(int64_t now) {

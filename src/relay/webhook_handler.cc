@@ -11,6 +11,7 @@
 #include "base/time.h"
 #include "net/crypto.h"
 #include "relay/check_runs.h"
+#include "relay/demotion.h"
 
 namespace ootci {
 namespace {
@@ -113,6 +114,8 @@ Reply WebhookHandler::dispatch(const WebhookRequest& req, const nlohmann::json& 
 
   std::vector<OutboxItem> rows;
   for (const std::string& target : allow->targets()) {
+    // Participation (test-infra#8856): a repo whose `events:` leave this event out gets none.
+    if (!allow->find(target)->takes_part_in(req.event)) continue;
     OutboxItem o;
     o.repo = target;
     o.event_type = req.event;
@@ -125,6 +128,7 @@ Reply WebhookHandler::dispatch(const WebhookRequest& req, const nlohmann::json& 
   // L4 always wants check runs; L3 when the PR already carries its device label (CRCR §1.3 7d).
   if (req.event == "pull_request" && !sha.empty()) {
     for (const auto& e : allow->entries()) {
+      if (!e.takes_part_in(req.event)) continue;
       if (e.level == Level::kL4 ||
           (e.level == Level::kL3 && has_label(payload, kLabelPrefix + e.device)))
         d.check_run_repos.push_back(e.repo);
@@ -179,6 +183,8 @@ Reply WebhookHandler::record_label(const nlohmann::json& payload) {
     for (const auto& repo : repos) store_.set_check_run_wanted(sha, repo, now);
     std::vector<JobRecord> jobs = store_.jobs_for_sha(sha);
     for (const auto& repo : repos) {
+      // A label is "now": during a pending demotion it adds no check run.
+      if (check_runs_suppressed(Level::kL3, store_.demotion(repo), std::nullopt)) continue;
       // Scenarios 2 and 3 (label while running, or after completion): backfill from the jobs.
       for (const JobRecord& listed : jobs) {
         if (listed.repo != repo || listed.event_type != "pull_request") continue;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 namespace ootci {
 
@@ -45,6 +46,18 @@ const char* e2e_bucket_sql() {
   return "(queue_time_ms + execution_time_ms + 3000) / 6000";
 }
 
+int64_t percentile_ms(const std::vector<E2eBucket>& histogram, double p) {
+  int64_t n = 0;
+  for (const auto& b : histogram) n += b.jobs;
+  if (n == 0) return -1;
+  int64_t rank = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(p * n)));
+  for (const auto& b : histogram) {
+    rank -= b.jobs;
+    if (rank <= 0) return b.tenth_min * kE2eBucketMs;
+  }
+  return histogram.back().tenth_min * kE2eBucketMs;
+}
+
 int64_t first_whole_hour(int64_t ms) {
   return (std::max<int64_t>(ms, 0) + kRollupHourMs - 1) / kRollupHourMs;
 }
@@ -56,16 +69,20 @@ int64_t first_whole_day(int64_t ms) {
 bool HourDelta::is_empty() const {
   return level.empty() && jobs == 0 && success == 0 && failure == 0 && timed_out == 0 &&
          cancelled == 0 && in_progress == 0 && queue_sum_ms == 0 && queue_n == 0 &&
-         exec_sum_ms == 0 && exec_n == 0 && overruns == 0 && prs_last == 0;
+         exec_sum_ms == 0 && exec_n == 0 && overruns == 0 && prs_last == 0 && exec_max_ms < 0 &&
+         failure_upstream == 0;
 }
 
 void RollupDeltas::add_job(const JobRecord& j, int sign) {
+  if (j.superseded) return;
   HourDelta& h = hours[{job_class(j.event_type), j.created_ms / kRollupHourMs, j.repo}];
   if (sign > 0) {
     h.level = std::max(h.level, j.level);
     h.first_ms = std::min(h.first_ms, j.created_ms);
     h.last_ms = std::max(h.last_ms, j.created_ms);
+    h.exec_max_ms = std::max(h.exec_max_ms, j.execution_time_ms);
   }
+  h.failure_upstream += sign * upstream_caused(j);
   h.jobs += sign;
   h.success += sign * (j.conclusion == "success");
   h.failure += sign * (j.conclusion == "failure");
@@ -78,6 +95,11 @@ void RollupDeltas::add_job(const JobRecord& j, int sign) {
   if (j.queue_time_ms >= 0 && j.execution_time_ms >= 0)
     e2e[{j.repo, j.created_ms / kRollupDayMs, e2e_bucket(j.queue_time_ms + j.execution_time_ms)}] +=
         sign;
+}
+
+void RollupDeltas::supersede(const JobRecord& j) {
+  add_job(j, -1);
+  recount.insert({job_class(j.event_type), j.created_ms / kRollupHourMs, j.repo});
 }
 
 void RollupDeltas::move_pr(const std::string& repo, const std::string& cls, int64_t old_last_ms,

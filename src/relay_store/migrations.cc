@@ -1,5 +1,7 @@
 #include "relay_store/migrations.h"
 
+#include <fmt/format.h>
+
 #include <string>
 
 #include "relay_store/hud_rollup.h"
@@ -232,6 +234,101 @@ CREATE TABLE rate_hits (
 )";
 }
 
+// The level lifecycle (issue 38). Jobs keep their verdict's category and confidence (the
+// verdict-aware pass rate) and whether a later nightly attempt superseded them (the nightly
+// summary counts the latest attempt only); the hourly rollups keep the longest execution and the
+// failures blamed on upstream. Pending demotions and webhook redelivery requests are shared by
+// the replicas. Existing rows are back-filled; the nightly rollups lose what superseded attempts
+// had added.
+std::string v8(SqlDialect d) {
+  std::string nightly = event_types_sql(JobFilter::kNightly);
+  std::string hour_rows =
+      "jobs.repo = hud_hourly.repo AND jobs.created_ms >= hud_hourly.hour * 3600000 AND "
+      "jobs.created_ms < (hud_hourly.hour + 1) * 3600000 AND " +
+      job_class_sql() + " = hud_hourly.job_class AND jobs.superseded = 0";
+  std::string out = R"(
+ALTER TABLE jobs ADD COLUMN verdict_category TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN verdict_confidence TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN superseded INTEGER NOT NULL DEFAULT 0;
+UPDATE jobs SET verdict_category = COALESCE()" +
+                    json_text(d, "triage_json", "category") + R"(, ''),
+  verdict_confidence = COALESCE()" +
+                    json_text(d, "triage_json", "confidence") + R"(, '') WHERE triage_json <> '';
+CREATE INDEX jobs_run ON jobs (repo, run_id, job_name);
+UPDATE jobs SET superseded = 1 WHERE event_type IN )" +
+                    nightly + R"( AND EXISTS (SELECT 1 FROM jobs later
+  WHERE later.repo = jobs.repo AND later.run_id = jobs.run_id AND later.job_name = jobs.job_name
+  AND later.event_type IN )" +
+                    nightly + R"( AND later.run_attempt > jobs.run_attempt);
+ALTER TABLE hud_hourly ADD COLUMN exec_max_ms BIGINT NOT NULL DEFAULT -1;
+ALTER TABLE hud_hourly ADD COLUMN failure_upstream BIGINT NOT NULL DEFAULT 0;
+CREATE TEMPORARY TABLE superseded_hours AS SELECT created_ms / 3600000 AS hour, repo,
+  COUNT(*) AS jobs,
+  SUM(CASE WHEN conclusion = 'success' THEN 1 ELSE 0 END) AS success,
+  SUM(CASE WHEN conclusion = 'failure' THEN 1 ELSE 0 END) AS failure,
+  SUM(CASE WHEN conclusion = 'timed_out' THEN 1 ELSE 0 END) AS timed_out,
+  SUM(CASE WHEN conclusion = 'cancelled' THEN 1 ELSE 0 END) AS cancelled,
+  SUM(CASE WHEN status = 'in_progress' THEN 1 ELSE 0 END) AS in_progress,
+  SUM(CASE WHEN queue_time_ms >= 0 THEN queue_time_ms ELSE 0 END) AS queue_sum_ms,
+  SUM(CASE WHEN queue_time_ms >= 0 THEN 1 ELSE 0 END) AS queue_n,
+  SUM(CASE WHEN execution_time_ms >= 0 THEN execution_time_ms ELSE 0 END) AS exec_sum_ms,
+  SUM(CASE WHEN execution_time_ms >= 0 THEN 1 ELSE 0 END) AS exec_n,
+  SUM(CASE WHEN execution_time_ms > 10800000 THEN 1 ELSE 0 END) AS overruns
+  FROM jobs WHERE superseded = 1 GROUP BY 1, 2;
+)";
+  std::string minus;
+  for (const char* c : {"jobs", "success", "failure", "timed_out", "cancelled", "in_progress",
+                        "queue_sum_ms", "queue_n", "exec_sum_ms", "exec_n", "overruns"})
+    minus += fmt::format(
+        "{}{} = {} - COALESCE((SELECT s.{} FROM superseded_hours s WHERE s.hour = "
+        "hud_hourly.hour AND s.repo = hud_hourly.repo), 0)",
+        minus.empty() ? "" : ",\n  ", c, c, c);
+  out += "UPDATE hud_hourly SET " + minus + " WHERE job_class = 'nightly';\n";
+  // As a write that supersedes an attempt does: the hour's level, first and last job are read
+  // again from the jobs still counted there (kept when none is).
+  std::string recount;
+  for (auto [column, agg] : {std::pair{"level", "MAX(level COLLATE \"C\")"},
+                             {"first_ms", "MIN(created_ms)"},
+                             {"last_ms", "MAX(created_ms)"}})
+    recount += fmt::format("{}{} = COALESCE((SELECT {} FROM jobs WHERE {}), {})",
+                           recount.empty() ? "" : ",\n  ", column, agg, hour_rows, column);
+  out += "UPDATE hud_hourly SET " + recount +
+         " WHERE job_class = 'nightly' AND EXISTS (SELECT 1 FROM superseded_hours s WHERE "
+         "s.hour = hud_hourly.hour AND s.repo = hud_hourly.repo);\n";
+  out += "DROP TABLE superseded_hours;\n";
+  out += std::string(
+             "UPDATE hud_e2e_daily SET jobs = jobs - (SELECT COUNT(*) FROM jobs WHERE "
+             "jobs.superseded = 1 AND jobs.repo = hud_e2e_daily.repo AND "
+             "jobs.created_ms / 86400000 = hud_e2e_daily.day AND jobs.queue_time_ms >= 0 "
+             "AND jobs.execution_time_ms >= 0 AND ") +
+         e2e_bucket_sql() +
+         " = hud_e2e_daily.tenth_min);\nDELETE FROM hud_e2e_daily WHERE jobs = 0;\n";
+  out +=
+      "UPDATE hud_hourly SET exec_max_ms = COALESCE((SELECT MAX(execution_time_ms) FROM jobs "
+      "WHERE " +
+      hour_rows + "), -1),\n  failure_upstream = (SELECT COUNT(*) FROM jobs WHERE " + hour_rows +
+      " AND conclusion = 'failure' AND verdict_category = 'upstream' AND "
+      "verdict_confidence = 'high');\n";
+  // The level status reads a 14-day end-to-end histogram per repo (about 20,000 rows at 1M
+  // jobs); with `jobs` in an index they come from the index alone, not from scattered table rows
+  // (3-4x faster on both stores at 1M jobs).
+  out += R"(
+CREATE INDEX hud_e2e_daily_jobs ON hud_e2e_daily (repo, day, tenth_min, jobs);
+CREATE TABLE demotions (
+  repo TEXT PRIMARY KEY,
+  since_ms BIGINT NOT NULL,
+  pr_number BIGINT NOT NULL,
+  pr_url TEXT NOT NULL
+);
+CREATE TABLE redeliveries (
+  guid TEXT PRIMARY KEY,
+  requested_ms BIGINT NOT NULL,
+  attempts BIGINT NOT NULL
+);
+)";
+  return out;
+}
+
 int user_version(SqlTx& tx) {
   int version = 0;
   tx.each("PRAGMA user_version", {},
@@ -240,8 +337,8 @@ int user_version(SqlTx& tx) {
 }
 
 SchemaHistory history(SqlDialect d) {
-  // The dialects differ only in the auto-increment key type and one column type change.
-  SchemaHistory h{"relay store", {v1(d), v2(d), v3(), v4(), v5(d), v6(), v7()}, nullptr};
+  // The dialects differ in the auto-increment key type, one column type change and JSON access.
+  SchemaHistory h{"relay store", {v1(d), v2(d), v3(), v4(), v5(d), v6(), v7(), v8(d)}, nullptr};
   // PostgreSQL relay stores always had the schema_version table.
   if (d == SqlDialect::kSqlite) h.legacy_version = user_version;
   return h;

@@ -10,6 +10,7 @@
 #include "relay_store/hud_rollup.h"
 #include "relay_store/migrations.h"
 #include "relay_store/store.h"
+#include "relay_store/store_tools.h"
 #include "sql/migrate.h"
 #include "sql/sql_db.h"
 #include "sql/sql_dialect.h"
@@ -27,6 +28,8 @@ constexpr int64_t kTaskLockKey = 0x6f6f74636974;  // "ootcit"
 constexpr int64_t kLevelLockKey = 0x6f6f74636976;  // "ootciv"
 // With a repo's hash in the low bits: serializes one repo's callback rate checks across replicas.
 constexpr int64_t kRateLockKey = 0x6f6f746372000000;  // "ootcr" << 24
+// With a hash of (repo, run, job) in the low bits: serializes the attempts of one nightly job.
+constexpr int64_t kAttemptLockKey = 0x6f6f746361000000;  // "ootca" << 24
 
 // FNV-1a: the same value in every replica, which std::hash does not promise.
 int64_t stable_hash24(const std::string& s) {
@@ -42,7 +45,7 @@ std::string lease_token() {
   return fmt::format("{:08x}{:08x}{:08x}{:08x}", rd(), rd(), rd(), rd());
 }
 
-// Rows per INSERT in insert_jobs_bulk: 32 columns each stays far below both dialects'
+// Rows per INSERT in insert_jobs_bulk: 35 columns each stays far below both dialects'
 // parameter limits (SQLite 32,766; PostgreSQL 65,535).
 constexpr size_t kBulkRows = 200;
 
@@ -79,8 +82,9 @@ constexpr const char* kJobColumns =
     "pr_number, level, status, conclusion, dispatched_ms, in_progress_ms, completed_ms, "
     "queue_time_ms, execution_time_ms, in_progress_hash, completed_hash, tests_passed, "
     "tests_failed, tests_skipped, tests_total, workflow_url, check_run_id, artifact_url, "
-    "check_run_created, last_body, failed_tests_json, triage_json, created_ms";
-constexpr int kJobColumnCount = 32;
+    "check_run_created, last_body, failed_tests_json, triage_json, created_ms, verdict_category, "
+    "verdict_confidence, superseded";
+constexpr int kJobColumnCount = 35;
 
 // Appends the job's columns, in kJobColumns order, to `params`.
 void add_job(std::vector<SqlParam>& params, const JobRecord& j) {
@@ -115,7 +119,10 @@ void add_job(std::vector<SqlParam>& params, const JobRecord& j) {
                                j.last_body,
                                j.failed_tests_json,
                                j.triage_json,
-                               j.created_ms});
+                               j.created_ms,
+                               j.verdict_category,
+                               j.verdict_confidence,
+                               int64_t{j.superseded}});
 }
 
 JobRecord read_job(const SqlRow& r) {
@@ -153,6 +160,9 @@ JobRecord read_job(const SqlRow& r) {
   j.failed_tests_json = r.text(i++);
   j.triage_json = r.text(i++);
   j.created_ms = r.i64(i++);
+  j.verdict_category = r.text(i++);
+  j.verdict_confidence = r.text(i++);
+  j.superseded = r.i64(i++) != 0;
   return j;
 }
 
@@ -195,8 +205,12 @@ constexpr const char* kRepoStatsSql =
     "SUM(CASE WHEN execution_time_ms >= 0 THEN execution_time_ms ELSE 0 END), "
     "SUM(CASE WHEN execution_time_ms >= 0 THEN 1 ELSE 0 END), "
     "SUM(CASE WHEN execution_time_ms > 10800000 THEN 1 ELSE 0 END), "
-    "MIN(created_ms), MAX(created_ms) "
-    "FROM jobs WHERE created_ms >= ? AND created_ms < ? AND event_type IN {} {} GROUP BY repo";
+    "MIN(created_ms), MAX(created_ms), MAX(CASE WHEN execution_time_ms >= 0 THEN "
+    "execution_time_ms ELSE -1 END), "
+    "SUM(CASE WHEN conclusion = 'failure' AND verdict_category = 'upstream' AND "
+    "verdict_confidence = 'high' THEN 1 ELSE 0 END) "
+    "FROM jobs WHERE created_ms >= ? AND created_ms < ? AND event_type IN {} AND superseded = 0 "
+    "{} GROUP BY repo";
 
 // The same figures from the hourly rollups, in the same column order. A rollup row a job left
 // (jobs = 0) keeps nothing that counts.
@@ -204,7 +218,8 @@ constexpr const char* kRollupStatsSql =
     "SELECT repo, MAX(CASE WHEN jobs > 0 THEN level END COLLATE \"C\"), SUM(jobs), SUM(success), "
     "SUM(failure), SUM(timed_out), SUM(cancelled), SUM(in_progress), SUM(prs_last), "
     "SUM(queue_sum_ms), SUM(queue_n), SUM(exec_sum_ms), SUM(exec_n), SUM(overruns), "
-    "MIN(CASE WHEN jobs > 0 THEN first_ms END), MAX(CASE WHEN jobs > 0 THEN last_ms END) "
+    "MIN(CASE WHEN jobs > 0 THEN first_ms END), MAX(CASE WHEN jobs > 0 THEN last_ms END), "
+    "MAX(CASE WHEN jobs > 0 THEN exec_max_ms END), SUM(failure_upstream) "
     "FROM hud_hourly WHERE job_class = ? AND hour >= ? {} GROUP BY repo HAVING SUM(jobs) > 0";
 
 // PRs whose newest job is in [?, ?): the window's PRs before its first whole hour.
@@ -219,7 +234,7 @@ RepoStats read_repo_stats(const SqlRow& row) {
   r.level = row.text(i++);
   for (int64_t* v : {&r.jobs, &r.success, &r.failure, &r.timed_out, &r.cancelled, &r.in_progress,
                      &r.prs, &r.queue_sum_ms, &r.queue_n, &r.exec_sum_ms, &r.exec_n, &r.overruns,
-                     &r.first_ms, &r.last_ms})
+                     &r.first_ms, &r.last_ms, &r.exec_max_ms, &r.failure_upstream})
     *v = row.i64(i++);
   return r;
 }
@@ -242,16 +257,19 @@ void merge_stats(RepoStats& into, const RepoStats& piece) {
                       {&into.queue_n, piece.queue_n},
                       {&into.exec_sum_ms, piece.exec_sum_ms},
                       {&into.exec_n, piece.exec_n},
-                      {&into.overruns, piece.overruns}})
+                      {&into.overruns, piece.overruns},
+                      {&into.failure_upstream, piece.failure_upstream}})
     *a += b;
   into.first_ms = std::min(into.first_ms, piece.first_ms);
   into.last_ms = std::max(into.last_ms, piece.last_ms);
+  into.exec_max_ms = std::max(into.exec_max_ms, piece.exec_max_ms);
 }
 
 // The columns a job's rollup contribution depends on, and a reader that fills only those.
 constexpr const char* kRollupColumns =
     "repo, event_type, pr_number, created_ms, level, status, conclusion, queue_time_ms, "
-    "execution_time_ms";
+    "execution_time_ms, verdict_category, verdict_confidence, superseded";
+constexpr int kRollupColumnCount = 12;
 
 JobRecord read_rollup_columns(const SqlRow& r) {
   JobRecord j;
@@ -264,6 +282,9 @@ JobRecord read_rollup_columns(const SqlRow& r) {
   j.conclusion = r.text(6);
   j.queue_time_ms = r.i64(7);
   j.execution_time_ms = r.i64(8);
+  j.verdict_category = r.text(9);
+  j.verdict_confidence = r.text(10);
+  j.superseded = r.i64(11) != 0;
   return j;
 }
 
@@ -272,7 +293,8 @@ std::string hour_upsert_sql(SqlDialect d) {
   return fmt::format(
       "INSERT INTO hud_hourly (job_class, hour, repo, level, jobs, success, failure, "
       "timed_out, cancelled, in_progress, queue_sum_ms, queue_n, exec_sum_ms, exec_n, "
-      "overruns, prs_last, first_ms, last_ms) VALUES ({}) ON CONFLICT (job_class, hour, repo) "
+      "overruns, prs_last, first_ms, last_ms, exec_max_ms, failure_upstream) VALUES ({}) "
+      "ON CONFLICT (job_class, hour, repo) "
       "DO UPDATE SET level = {}(hud_hourly.level COLLATE \"C\", excluded.level), "
       "jobs = hud_hourly.jobs + excluded.jobs, "
       "success = hud_hourly.success + excluded.success, "
@@ -287,8 +309,10 @@ std::string hour_upsert_sql(SqlDialect d) {
       "overruns = hud_hourly.overruns + excluded.overruns, "
       "prs_last = hud_hourly.prs_last + excluded.prs_last, "
       "first_ms = {}(hud_hourly.first_ms, excluded.first_ms), "
-      "last_ms = {}(hud_hourly.last_ms, excluded.last_ms)",
-      placeholder_list(18), greatest(d), least(d), greatest(d));
+      "last_ms = {}(hud_hourly.last_ms, excluded.last_ms), "
+      "exec_max_ms = {}(hud_hourly.exec_max_ms, excluded.exec_max_ms), "
+      "failure_upstream = hud_hourly.failure_upstream + excluded.failure_upstream",
+      placeholder_list(20), greatest(d), least(d), greatest(d), greatest(d));
 }
 
 constexpr const char* kCheckRunWantedInsert =
@@ -296,6 +320,10 @@ constexpr const char* kCheckRunWantedInsert =
     "ON CONFLICT DO NOTHING";
 
 constexpr const char* kDetailSinceKey = "hud_detail_since";
+
+Demotion read_demotion(const SqlRow& r) {
+  return {r.text(0), r.i64(1), r.i64(2), r.text(3)};
+}
 
 class SqlStore : public Store {
   // Defined first: their return types are deduced.
@@ -472,15 +500,8 @@ class SqlStore : public Store {
 
   bool insert_job(const JobRecord& job, const std::vector<TaskItem>& tasks) override {
     return db_->write("insert_job", [&](SqlTx& tx) {
-      std::vector<SqlParam> params;
-      add_job(params, job);
-      if (tx.exec(fmt::format("INSERT INTO jobs ({}) VALUES ({}) ON CONFLICT DO NOTHING",
-                              kJobColumns, placeholder_list(kJobColumnCount)),
-                  params) == 0)
-        return false;
       RollupDeltas deltas;
-      deltas.add_job(job, +1);
-      track_prs(tx, {&job}, deltas);
+      if (!insert_one(tx, job, deltas)) return false;
       write_rollups(tx, deltas);
       insert_tasks(tx, tasks);
       return true;
@@ -500,8 +521,12 @@ class SqlStore : public Store {
           fmt::format("SELECT {} FROM jobs WHERE key = ?{}", kRollupColumns, for_update(d_)),
           {job.key}, read_rollup_columns);
       if (!old) return false;
+      // Whether a later nightly attempt superseded the job is the store's to say, not the
+      // caller's.
+      JobRecord j = job;
+      j.superseded = old->superseded;
       std::vector<SqlParam> params;
-      add_job(params, job);
+      add_job(params, j);
       int64_t flag = expected_check_run_created ? int64_t{*expected_check_run_created} : -1;
       params.insert(params.end(), {job.key, expected_status, flag, flag});
       if (tx.exec(fmt::format("UPDATE jobs SET ({}) = ({}) WHERE key = ? AND status = ? AND "
@@ -511,8 +536,8 @@ class SqlStore : public Store {
         return false;
       RollupDeltas deltas;
       deltas.add_job(*old, -1);
-      deltas.add_job(job, +1);
-      track_prs(tx, {&job}, deltas);
+      deltas.add_job(j, +1);
+      track_prs(tx, {&j}, deltas);
       write_rollups(tx, deltas);
       insert_tasks(tx, tasks);
       return true;
@@ -524,6 +549,14 @@ class SqlStore : public Store {
                     fmt::format("SELECT {} FROM jobs WHERE head_sha = ? ORDER BY key COLLATE \"C\"",
                                 kJobColumns),
                     {head_sha}, read_job);
+  }
+
+  int64_t count_overdue_jobs(int64_t before_ms) override {
+    return read_first(
+               "count_overdue_jobs",
+               "SELECT COUNT(*) FROM jobs WHERE status = 'in_progress' AND in_progress_ms < ?",
+               {before_ms}, read_i64)
+        .value_or(0);
   }
 
   std::vector<JobRecord> overdue_jobs(int64_t before_ms, int limit) override {
@@ -614,12 +647,6 @@ class SqlStore : public Store {
     });
   }
 
-  std::vector<TaskItem> tasks_of_kind(const std::string& kind) override {
-    return read_all("tasks_of_kind",
-                    fmt::format("SELECT {} FROM tasks WHERE kind = ? ORDER BY id", kTaskColumns),
-                    {kind}, read_task);
-  }
-
   void set_meta(const std::string& key, const std::string& value) override {
     write("set_meta",
           "INSERT INTO meta (key, value) VALUES (?, ?) "
@@ -654,8 +681,8 @@ class SqlStore : public Store {
       tx.each(fmt::format("SELECT repo, created_ms / 86400000, COUNT(*), "
                           "SUM(CASE WHEN conclusion = 'success' THEN 1 ELSE 0 END), "
                           "SUM(CASE WHEN conclusion = 'failure' THEN 1 ELSE 0 END) FROM jobs "
-                          "WHERE created_ms >= ? AND created_ms < ? AND event_type IN {} "
-                          "GROUP BY repo, created_ms / 86400000",
+                          "WHERE created_ms >= ? AND created_ms < ? AND event_type IN {} AND "
+                          "superseded = 0 GROUP BY repo, created_ms / 86400000",
                           event_types_sql(f)),
               {since_ms, hour * kRollupHourMs}, add);
       std::vector<DailyStats> out;
@@ -710,7 +737,7 @@ class SqlStore : public Store {
       for (const std::string& e : event_types(f)) {
         branches += fmt::format(
             "{}SELECT {} FROM jobs WHERE repo = ? AND event_type = ? AND "
-            "created_ms >= ?",
+            "created_ms >= ? AND superseded = 0",
             branches.empty() ? "" : " UNION ALL ", kJobColumns);
         params.insert(params.end(), {repo, e, since_ms});
       }
@@ -779,7 +806,18 @@ class SqlStore : public Store {
                     {pr_number}, read_job);
   }
 
-  void insert_jobs_bulk(const std::vector<JobRecord>& jobs) override {
+  std::vector<TaskItem> tasks_of_kind(const std::string& kind) {
+    return read_all("tasks_of_kind",
+                    fmt::format("SELECT {} FROM tasks WHERE kind = ? ORDER BY id", kTaskColumns),
+                    {kind}, read_task);
+  }
+
+  void insert_jobs_bulk(const std::vector<JobRecord>& all) {
+    // Nightly attempts one by one, as insert_job writes them, so they supersede each other.
+    std::vector<JobRecord> jobs, attempts;
+    for (const JobRecord& j : all)
+      (std::string(job_class(j.event_type)) == job_class(JobFilter::kNightly) ? attempts : jobs)
+          .push_back(j);
     // Many rows per INSERT: one statement per row costs a round trip each in PostgreSQL. Within
     // a statement, as across statements, the first row of a key wins (DO NOTHING skips a row
     // that conflicts with one the same statement inserted).
@@ -807,6 +845,7 @@ class SqlStore : public Store {
           added.push_back(&j);
         }
       track_prs(tx, added, deltas);
+      for (const JobRecord& j : attempts) insert_one(tx, j, deltas);
       write_rollups(tx, deltas);
     });
   }
@@ -826,6 +865,74 @@ class SqlStore : public Store {
     });
   }
 
+  std::map<std::string, int64_t> last_job_ms(JobFilter f) override {
+    return db_->read("last_job_ms", [&](SqlTx& tx) {
+      std::map<std::string, int64_t> out;
+      tx.each(
+          "SELECT repo, MAX(last_ms) FROM hud_hourly WHERE job_class = ? AND jobs > 0 "
+          "GROUP BY repo",
+          {job_class(f)}, [&](const SqlRow& r) { out[r.text(0)] = r.i64(1); });
+      return out;
+    });
+  }
+
+  std::optional<int64_t> first_at_level(const std::string& repo,
+                                        const std::string& level) override {
+    auto first = read_first("first_at_level",
+                            "SELECT MIN(since_ms), COUNT(*) FROM level_history WHERE repo = ? AND "
+                            "level = ?",
+                            {repo, level}, [](const SqlRow& r) {
+                              return std::pair{r.i64(0), r.i64(1)};
+                            });
+    if (!first || first->second == 0) return std::nullopt;
+    return first->first;
+  }
+
+  std::vector<Demotion> demotions() override {
+    return read_all(
+        "demotions",
+        "SELECT repo, since_ms, pr_number, pr_url FROM demotions ORDER BY repo COLLATE \"C\"", {},
+        read_demotion);
+  }
+
+  std::optional<Demotion> demotion(const std::string& repo) override {
+    return read_first("demotion",
+                      "SELECT repo, since_ms, pr_number, pr_url FROM demotions WHERE repo = ?",
+                      {repo}, read_demotion);
+  }
+
+  void set_demotion(const Demotion& d) override {
+    // The first since_ms stays: a job's check run is suppressed from when the PR was first seen.
+    write("set_demotion",
+          "INSERT INTO demotions (repo, since_ms, pr_number, pr_url) VALUES (?,?,?,?) "
+          "ON CONFLICT (repo) DO UPDATE SET pr_number = excluded.pr_number, "
+          "pr_url = excluded.pr_url",
+          {d.repo, d.since_ms, d.pr_number, d.pr_url});
+  }
+
+  void clear_demotion(const std::string& repo) override {
+    write("clear_demotion", "DELETE FROM demotions WHERE repo = ?", {repo});
+  }
+
+  bool run_due(const std::string& name, int64_t now_ms, int64_t interval_ms) override {
+    return write_changed(
+        "run_due",
+        "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET "
+        "value = excluded.value WHERE CAST(meta.value AS BIGINT) <= ?",
+        {"run_due:" + name, std::to_string(now_ms), now_ms - interval_ms});
+  }
+
+  bool claim_redelivery(const std::string& guid, int64_t now_ms, int64_t min_gap_ms,
+                        int max_attempts) override {
+    return write_changed(
+        "claim_redelivery",
+        "INSERT INTO redeliveries (guid, requested_ms, attempts) VALUES (?, ?, 1) "
+        "ON CONFLICT (guid) DO UPDATE SET requested_ms = excluded.requested_ms, "
+        "attempts = redeliveries.attempts + 1 WHERE redeliveries.requested_ms <= ? AND "
+        "redeliveries.attempts < ?",
+        {guid, now_ms, now_ms - min_gap_ms, max_attempts});
+  }
+
   std::optional<int64_t> level_since(const std::string& repo, const std::string& level) override {
     auto last = read_first(
         "level_since",
@@ -838,6 +945,43 @@ class SqlStore : public Store {
   }
 
  private:
+  // Inserts one job with its rollup deltas and PR tracking; false (writing nothing) if the key
+  // exists. A nightly or periodic attempt supersedes the earlier attempts of its run and job, or
+  // is itself superseded when a later one is stored already.
+  bool insert_one(SqlTx& tx, const JobRecord& job, RollupDeltas& deltas) {
+    JobRecord j = job;
+    std::vector<JobRecord> earlier;
+    if (std::string(job_class(j.event_type)) == job_class(JobFilter::kNightly)) {
+      tx.lock(kAttemptLockKey | stable_hash24(j.repo + "\n" + j.run_id + "\n" + j.job_name));
+      auto others = tx.all(
+          fmt::format("SELECT {}, key, run_attempt FROM jobs WHERE repo = ? AND run_id = ? AND "
+                      "job_name = ? AND event_type IN {} AND superseded = 0 AND key <> ?{}",
+                      kRollupColumns, event_types_sql(JobFilter::kNightly), for_update(d_)),
+          {j.repo, j.run_id, j.job_name, j.key}, [](const SqlRow& r) {
+            JobRecord o = read_rollup_columns(r);
+            o.key = r.text(kRollupColumnCount);
+            o.run_attempt = r.i64(kRollupColumnCount + 1);
+            return o;
+          });
+      j.superseded = std::any_of(others.begin(), others.end(),
+                                 [&](const JobRecord& o) { return o.run_attempt > j.run_attempt; });
+      if (!j.superseded) earlier = std::move(others);
+    }
+    std::vector<SqlParam> params;
+    add_job(params, j);
+    if (tx.exec(fmt::format("INSERT INTO jobs ({}) VALUES ({}) ON CONFLICT DO NOTHING", kJobColumns,
+                            placeholder_list(kJobColumnCount)),
+                params) == 0)
+      return false;
+    for (const JobRecord& o : earlier) {
+      tx.exec("UPDATE jobs SET superseded = 1 WHERE key = ?", {o.key});
+      deltas.supersede(o);
+    }
+    deltas.add_job(j, +1);
+    track_prs(tx, {&j}, deltas);
+    return true;
+  }
+
   // A window's figures per repo: the hourly rollups from its first whole hour, the job rows before
   // that, and the PRs whose newest job is before that.
   std::vector<RepoStats> stats_since(SqlTx& tx, int64_t since_ms, JobFilter f,
@@ -905,10 +1049,29 @@ class SqlStore : public Store {
     for (const auto& [key, h] : deltas.hours) {
       if (h.is_empty()) continue;
       const auto& [cls, hour, repo] = key;
-      tx.exec(hour_upsert_sql_,
-              {cls, hour, repo, h.level, h.jobs, h.success, h.failure, h.timed_out, h.cancelled,
-               h.in_progress, h.queue_sum_ms, h.queue_n, h.exec_sum_ms, h.exec_n, h.overruns,
-               h.prs_last, h.first_ms, h.last_ms});
+      tx.exec(hour_upsert_sql_, {cls,           hour,          repo,           h.level,
+                                 h.jobs,        h.success,     h.failure,      h.timed_out,
+                                 h.cancelled,   h.in_progress, h.queue_sum_ms, h.queue_n,
+                                 h.exec_sum_ms, h.exec_n,      h.overruns,     h.prs_last,
+                                 h.first_ms,    h.last_ms,     h.exec_max_ms,  h.failure_upstream});
+    }
+    // An hour a superseded attempt left: its level, first and last job and longest execution are
+    // taken again from the job rows still counted there.
+    for (const auto& [cls, hour, repo] : deltas.recount) {
+      std::string rows = fmt::format(
+          "FROM jobs WHERE repo = ? AND created_ms >= ? AND created_ms < ? AND event_type IN {} "
+          "AND superseded = 0",
+          event_types_sql(cls == job_class(JobFilter::kNightly) ? JobFilter::kNightly
+                                                                : JobFilter::kPullRequest));
+      int64_t from = hour * kRollupHourMs, to = from + kRollupHourMs;
+      tx.exec(fmt::format("UPDATE hud_hourly SET level = COALESCE((SELECT MAX(level COLLATE "
+                          "\"C\") {0}), level), first_ms = COALESCE((SELECT MIN(created_ms) {0}), "
+                          "first_ms), last_ms = COALESCE((SELECT MAX(created_ms) {0}), last_ms), "
+                          "exec_max_ms = COALESCE((SELECT MAX(CASE WHEN execution_time_ms >= 0 "
+                          "THEN execution_time_ms ELSE -1 END) {0}), -1) WHERE job_class = ? AND "
+                          "hour = ? AND repo = ?",
+                          rows),
+              {repo, from, to, repo, from, to, repo, from, to, repo, from, to, cls, hour, repo});
     }
     for (const auto& [key, n] : deltas.e2e) {
       if (n == 0) continue;
@@ -947,6 +1110,22 @@ class SqlStore : public Store {
 };
 
 }  // namespace
+
+namespace {
+SqlStore& sql_store(Store& store) {
+  auto* sql = dynamic_cast<SqlStore*>(&store);
+  if (!sql) throw Error("store tools: not a store open_store opened");
+  return *sql;
+}
+}  // namespace
+
+void insert_jobs_bulk(Store& store, const std::vector<JobRecord>& jobs) {
+  sql_store(store).insert_jobs_bulk(jobs);
+}
+
+std::vector<TaskItem> tasks_of_kind(Store& store, const std::string& kind) {
+  return sql_store(store).tasks_of_kind(kind);
+}
 
 std::unique_ptr<Store> open_store(const std::string& uri) {
   if (uri.rfind("sqlite:", 0) == 0)

@@ -14,4 +14,9 @@ const char* to_string(OutboxStatus s) {
   return "pending";
 }
 
+bool upstream_caused(const JobRecord& job) {
+  return job.conclusion == "failure" && job.verdict_category == "upstream" &&
+         job.verdict_confidence == "high";
+}
+
 }  // namespace ootci

@@ -1,5 +1,6 @@
 #pragma once
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -91,8 +92,19 @@ struct JobRecord {
   std::string last_body;           // the last applied callback body, verbatim (untrusted)
   std::string failed_tests_json;   // capped failed_tests_detail, or ""
   std::string triage_json;         // validated triage_verdict, or ""
-  int64_t created_ms = 0;          // relay time of the job's first callback: the HUD's time axis
+  // The verdict's category and confidence, for the verdict-aware pass rate ("" without one).
+  std::string verdict_category;
+  std::string verdict_confidence;
+  int64_t created_ms = 0;  // relay time of the job's first callback: the HUD's time axis
+  // A nightly or periodic attempt a later attempt of the same run and job replaced: kept, but
+  // counted nowhere (the nightly summary counts the latest attempt only, test-infra#8832). The
+  // store sets it; writers leave it false.
+  bool superseded = false;
 };
+
+// The failure a high-confidence triage verdict blames on upstream: the verdict-aware pass rate
+// leaves it out (test-infra#8673).
+bool upstream_caused(const JobRecord& job);
 
 // HUD aggregates. `pr` jobs are pull_request and push; `nightly` jobs are nightly and periodic.
 enum class JobFilter { kPullRequest, kNightly };
@@ -106,6 +118,8 @@ struct RepoStats {
   int64_t exec_sum_ms = 0, exec_n = 0;
   int64_t overruns = 0;  // execution over 3 h
   int64_t first_ms = 0, last_ms = 0;
+  int64_t exec_max_ms = -1;      // the longest execution; -1 when none was measured
+  int64_t failure_upstream = 0;  // failures whose verdict blames upstream (upstream_caused)
 };
 
 struct DailyStats {
@@ -135,6 +149,15 @@ struct TaskItem {
   std::string status = "pending";  // pending, done, failed
   std::string last_error;
   std::string lease;  // the claim that holds the task (claim_tasks); "" when none does
+};
+
+// A pending demotion of an L3 repo: its demotion PR is open upstream. While it is, the relay
+// creates no new upstream check runs for the repo (check_runs_suppressed).
+struct Demotion {
+  std::string repo;
+  int64_t since_ms = 0;  // when a sweep first saw the PR open; kept while it stays open
+  int64_t pr_number = 0;
+  std::string pr_url;
 };
 
 struct TaskCounts {
@@ -198,6 +221,8 @@ class Store {
   virtual std::vector<JobRecord> jobs_for_sha(const std::string& head_sha) = 0;
   // in_progress jobs whose in_progress_ms is before the cutoff, oldest first.
   virtual std::vector<JobRecord> overdue_jobs(int64_t in_progress_before_ms, int limit) = 0;
+  // How many in_progress jobs started before the cutoff (the health probe's overdue count).
+  virtual int64_t count_overdue_jobs(int64_t in_progress_before_ms) = 0;
 
   virtual void enqueue_tasks(const std::vector<TaskItem>& tasks) = 0;
   // Leases up to `limit` due pending tasks, each the oldest pending task of its ordering_key.
@@ -208,7 +233,6 @@ class Store {
                           const std::string& error) = 0;
   virtual bool fail_task(const TaskItem& leased, int attempts, const std::string& error) = 0;
   virtual TaskCounts task_counts() = 0;
-  virtual std::vector<TaskItem> tasks_of_kind(const std::string& kind) = 0;  // for tests and ops
 
   // HUD reads. A window is every job created at or after since_ms: the HUD's windows all end now.
   // The aggregates read the hourly rollups for the window's whole hours and job rows only for the
@@ -240,12 +264,30 @@ class Store {
   virtual int64_t prune_jobs(int64_t before_ms, int limit) = 0;
   // Where pruning has left job rows (0: nothing was ever pruned).
   virtual int64_t detail_since() = 0;
-  // One transaction; for `ootci relay seed` and benchmarks.
-  virtual void insert_jobs_bulk(const std::vector<JobRecord>& jobs) = 0;
+  // The newest job of each repo in the class, from the rollups: repo → created_ms.
+  virtual std::map<std::string, int64_t> last_job_ms(JobFilter filter) = 0;
   // Level tenure: record_level appends only when the level changed; level_since is when the
   // current run at `level` began.
   virtual void record_level(const std::string& repo, const std::string& level, int64_t now_ms) = 0;
   virtual std::optional<int64_t> level_since(const std::string& repo, const std::string& level) = 0;
+  // When the repo first reached `level` (its tenure counts from there, as upstream's does).
+  virtual std::optional<int64_t> first_at_level(const std::string& repo,
+                                                const std::string& level) = 0;
+
+  // Pending demotions (see Demotion). set_demotion keeps the first since_ms of an open PR.
+  virtual std::vector<Demotion> demotions() = 0;
+  virtual std::optional<Demotion> demotion(const std::string& repo) = 0;
+  virtual void set_demotion(const Demotion& demotion) = 0;
+  virtual void clear_demotion(const std::string& repo) = 0;
+
+  // A periodic job that one replica runs at a time: true (and recorded) for the first caller
+  // once `interval_ms` has passed since the last run named `name`, false for every other.
+  virtual bool run_due(const std::string& name, int64_t now_ms, int64_t interval_ms) = 0;
+  // Claims the redelivery of one GitHub webhook delivery (by its X-GitHub-Delivery guid): true
+  // unless it was requested less than min_gap_ms ago or max_attempts times already, so replicas
+  // and passes do not ask for one delivery twice.
+  virtual bool claim_redelivery(const std::string& guid, int64_t now_ms, int64_t min_gap_ms,
+                                int max_attempts) = 0;
 
   // CRCR's per-key sliding window of `window_s` seconds, kept in the store so every replica
   // enforces one limit; its hits are counted per whole second, so a window's cost does not grow

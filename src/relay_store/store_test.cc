@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <pqxx/pqxx>
 #include <set>
 #include <thread>
@@ -21,6 +22,7 @@
 #include "base/error.h"
 #include "relay_store/hud_rollup.h"
 #include "relay_store/migrations.h"
+#include "relay_store/store_tools.h"
 #include "testing/test_env.h"
 
 namespace ootci {
@@ -351,8 +353,8 @@ TEST_P(StoreTest, InsertJobRoundTripsEveryFieldAndRejectsADuplicateKey) {
   EXPECT_FALSE(store_->insert_job(
       other, {task("check_run", j.key, "second"), task("hud", j.key, "second-hud")}));
   expect_same_job(store_->get_job(j.key), j);
-  EXPECT_EQ(payloads(store_->tasks_of_kind("check_run")), Strings{"first"});
-  EXPECT_TRUE(store_->tasks_of_kind("hud").empty());
+  EXPECT_EQ(payloads(tasks_of_kind(*store_, "check_run")), Strings{"first"});
+  EXPECT_TRUE(tasks_of_kind(*store_, "hud").empty());
   EXPECT_EQ(store_->task_counts().pending, 1);
 
   // check_run_created=false round-trips too.
@@ -380,8 +382,8 @@ TEST_P(StoreTest, UpdateJobIsACompareAndSetOnStatus) {
   ASSERT_TRUE(store_->update_job(
       done, "in_progress", {task("check_run", j.key, "complete"), task("hud", j.key, "forward")}));
   expect_same_job(store_->get_job(j.key), done);
-  EXPECT_EQ(payloads(store_->tasks_of_kind("check_run")), Strings{"complete"});
-  EXPECT_EQ(payloads(store_->tasks_of_kind("hud")), Strings{"forward"});
+  EXPECT_EQ(payloads(tasks_of_kind(*store_, "check_run")), Strings{"complete"});
+  EXPECT_EQ(payloads(tasks_of_kind(*store_, "hud")), Strings{"forward"});
 
   // The stored status is now "completed": an update expecting "in_progress" writes nothing.
   JobRecord stale = j;
@@ -390,14 +392,14 @@ TEST_P(StoreTest, UpdateJobIsACompareAndSetOnStatus) {
   stale.last_body = "stale";
   EXPECT_FALSE(store_->update_job(stale, "in_progress", {task("check_run", j.key, "stale")}));
   expect_same_job(store_->get_job(j.key), done);
-  EXPECT_EQ(payloads(store_->tasks_of_kind("check_run")), Strings{"complete"});
+  EXPECT_EQ(payloads(tasks_of_kind(*store_, "check_run")), Strings{"complete"});
   EXPECT_EQ(store_->task_counts().pending, 2);
 
   // Nor does an update of a key that does not exist.
   EXPECT_FALSE(
       store_->update_job(job("nope", "s", "completed", 1), "in_progress", {task("x", "k", "p")}));
   EXPECT_FALSE(store_->get_job("nope"));
-  EXPECT_TRUE(store_->tasks_of_kind("x").empty());
+  EXPECT_TRUE(tasks_of_kind(*store_, "x").empty());
 
   // The matching expectation succeeds again, and may keep the status.
   done.conclusion = "cancelled";
@@ -479,7 +481,7 @@ TEST_P(StoreTest, RetriedTaskWaitsForItsTimeAndKeepsItsKeyBlocked) {
   store_->complete_task(again[0], 2);
   auto a2 = store_->claim_tasks(3000, 10, 500);
   ASSERT_EQ(payloads(a2), Strings{"A2"});
-  auto all = store_->tasks_of_kind("check_run");
+  auto all = tasks_of_kind(*store_, "check_run");
   ASSERT_EQ(all.size(), 2u);
   EXPECT_EQ(all[0].status, "done");
   EXPECT_EQ(all[0].attempts, 2);
@@ -492,7 +494,7 @@ TEST_P(StoreTest, FailedTaskUnblocksItsKey) {
   ASSERT_EQ(payloads(a1), Strings{"A1"});
   store_->fail_task(a1[0], 5, "HTTP 422: gone");
   EXPECT_EQ(payloads(store_->claim_tasks(1000, 10, 500)), Strings{"A2"});
-  auto all = store_->tasks_of_kind("check_run");
+  auto all = tasks_of_kind(*store_, "check_run");
   ASSERT_EQ(all.size(), 2u);
   EXPECT_EQ(all[0].status, "failed");
   EXPECT_EQ(all[0].attempts, 5);
@@ -546,7 +548,7 @@ TEST_P(StoreTest, TaskCountsAndTasksOfKind) {
   EXPECT_EQ(c.done, 1);
   EXPECT_EQ(c.failed, 1);
 
-  auto cr = store_->tasks_of_kind("check_run");
+  auto cr = tasks_of_kind(*store_, "check_run");
   ASSERT_EQ(payloads(cr), (Strings{R"({"n":1})", "2", "4"}));
   EXPECT_LT(cr[0].id, cr[1].id);
   EXPECT_LT(cr[1].id, cr[2].id);
@@ -555,13 +557,13 @@ TEST_P(StoreTest, TaskCountsAndTasksOfKind) {
   EXPECT_EQ(cr[1].last_error, "boom");
   EXPECT_EQ(cr[2].status, "pending");
   EXPECT_EQ(cr[2].ordering_key, "D");
-  auto hud = store_->tasks_of_kind("hud");
+  auto hud = tasks_of_kind(*store_, "hud");
   ASSERT_EQ(hud.size(), 1u);
   EXPECT_EQ(hud[0].status, "pending");
   EXPECT_EQ(hud[0].attempts, 2);
   EXPECT_EQ(hud[0].next_attempt_ms, 9000);
   EXPECT_EQ(hud[0].last_error, "later");
-  EXPECT_TRUE(store_->tasks_of_kind("none").empty());
+  EXPECT_TRUE(tasks_of_kind(*store_, "none").empty());
 }
 
 TEST_P(StoreTest, ConcurrentTaskClaimsNeverHandOutATaskTwice) {
@@ -1069,8 +1071,8 @@ TEST_P(StoreTest, InsertJobsBulkIgnoresExistingKeysAndRoundTrips) {
     bulk.push_back(j);
   }
   bulk.push_back(dup);  // a repeated key in the batch: the first one wins
-  store_->insert_jobs_bulk(bulk);
-  store_->insert_jobs_bulk({});
+  insert_jobs_bulk(*store_, bulk);
+  insert_jobs_bulk(*store_, {});
 
   expect_same_job(store_->get_job("k0"), existing);
   expect_same_job(store_->get_job("k1"), tricky);
@@ -1086,7 +1088,7 @@ TEST_P(StoreTest, InsertJobsBulkIgnoresExistingKeysAndRoundTrips) {
 
   // Bulk inserting again adds nothing and changes nothing.
   bulk[5].conclusion = "cancelled";
-  store_->insert_jobs_bulk(bulk);
+  insert_jobs_bulk(*store_, bulk);
   EXPECT_EQ(store_->repo_stats(0, JobFilter::kPullRequest)[0].jobs, 2002);
   EXPECT_EQ(store_->get_job(bulk[5].key)->conclusion, "success");
 }
@@ -1123,6 +1125,129 @@ TEST_P(StoreTest, RecordLevelAppendsOnlyOnChange) {
                      {"org/r", "L2", "300"},
                      {"org/r", "L1", "500"},
                      {"org/s", "L2", "700"}}));
+}
+
+TEST_P(StoreTest, FirstAtLevelIsWhenTheRepoFirstReachedIt) {
+  EXPECT_FALSE(store_->first_at_level("org/r", "L2"));
+  store_->record_level("org/r", "L2", 100);
+  store_->record_level("org/r", "L3", 300);
+  store_->record_level("org/r", "L2", 500);  // demoted: tenure still counts from 100
+  EXPECT_EQ(store_->first_at_level("org/r", "L2"), 100);
+  EXPECT_EQ(store_->level_since("org/r", "L2"), 500);
+  EXPECT_EQ(store_->first_at_level("org/r", "L3"), 300);
+  EXPECT_FALSE(store_->first_at_level("org/r", "L4"));
+}
+
+TEST_P(StoreTest, DemotionsKeepTheirFirstSinceUntilCleared) {
+  EXPECT_TRUE(store_->demotions().empty());
+  store_->set_demotion({"org/b", 1000, 12, "https://github.com/u/p/pull/12"});
+  store_->set_demotion({"org/a", 1500, 13, "u13"});
+  store_->set_demotion({"org/b", 9000, 14, "u14"});  // seen again: since stays, the PR moves on
+  auto b = store_->demotion("org/b");
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->since_ms, 1000);
+  EXPECT_EQ(b->pr_number, 14);
+  EXPECT_EQ(b->pr_url, "u14");
+  auto all = store_->demotions();
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0].repo, "org/a");
+  store_->clear_demotion("org/b");
+  EXPECT_FALSE(store_->demotion("org/b"));
+  store_->set_demotion({"org/b", 20000, 15, "u15"});  // a new demotion begins anew
+  EXPECT_EQ(store_->demotion("org/b")->since_ms, 20000);
+}
+
+TEST_P(StoreTest, RunDueLetsOneCallerRunPerInterval) {
+  EXPECT_TRUE(store_->run_due("sync", 1000, 500));
+  EXPECT_FALSE(store_->run_due("sync", 1200, 500));
+  EXPECT_TRUE(store_->run_due("other", 1200, 500));
+  EXPECT_TRUE(store_->run_due("sync", 1500, 500));
+  // Replicas racing for one pass: exactly one wins.
+  std::atomic<int> won{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&] { won += store_->run_due("sync", 5000, 500); });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(won, 1);
+}
+
+TEST_P(StoreTest, ClaimRedeliveryIsBoundedByGapAndAttempts) {
+  EXPECT_TRUE(store_->claim_redelivery("g1", 1000, 100, 2));
+  EXPECT_FALSE(store_->claim_redelivery("g1", 1050, 100, 2));  // asked for a moment ago
+  EXPECT_TRUE(store_->claim_redelivery("g2", 1050, 100, 2));
+  EXPECT_TRUE(store_->claim_redelivery("g1", 1100, 100, 2));
+  EXPECT_FALSE(store_->claim_redelivery("g1", 5000, 100, 2));  // max attempts reached
+}
+
+TEST_P(StoreTest, CountOverdueJobsAndTheNewestJobPerRepo) {
+  insert_all(*store_,
+             {hud_job("a", "org/a", "nightly", 0, 5000), hud_job("b", "org/a", "nightly", 0, 9000),
+              hud_job("c", "org/b", "periodic", 0, 7000),
+              hud_job("d", "org/c", "pull_request", 1, 8000, "")});
+  JobRecord running = hud_job("e", "org/c", "pull_request", 1, 100, "");
+  running.in_progress_ms = 100;
+  JobRecord later = hud_job("f", "org/c", "pull_request", 1, 400, "");
+  later.in_progress_ms = 400;
+  insert_all(*store_, {running, later});
+  EXPECT_EQ(store_->count_overdue_jobs(300), 2);  // d (never started: -1), e
+  EXPECT_EQ(store_->count_overdue_jobs(500), 3);
+  EXPECT_EQ(store_->last_job_ms(JobFilter::kNightly),
+            (std::map<std::string, int64_t>{{"org/a", 9000}, {"org/b", 7000}}));
+  EXPECT_EQ(store_->last_job_ms(JobFilter::kPullRequest),
+            (std::map<std::string, int64_t>{{"org/c", 8000}}));
+}
+
+// The nightly summary counts the latest attempt of a run's job (test-infra#8832): a re-run
+// supersedes the earlier attempt, whichever is written first, and only that attempt leaves the
+// counts, the run list and the daily figures.
+TEST_P(StoreTest, ALaterNightlyAttemptSupersedesTheEarlierOne) {
+  constexpr int64_t H = 3'600'000;
+  auto attempt = [&](const std::string& key, const std::string& job, int64_t run_attempt,
+                     int64_t at, const std::string& conclusion) {
+    JobRecord j = hud_job(key, "org/n", "nightly", 0, at, conclusion, -1, 1000 * run_attempt);
+    j.job_name = job;
+    j.run_id = "77";
+    j.run_attempt = run_attempt;
+    return j;
+  };
+  insert_all(*store_, {attempt("s:1", "suite", 1, 10 * H, "failure")});
+  auto nightly = [&] { return store_->repo_stats(0, JobFilter::kNightly, "org/n").at(0); };
+  EXPECT_EQ(nightly().failure, 1);
+  insert_all(*store_, {attempt("s:2", "suite", 2, 13 * H, "success")});
+  EXPECT_EQ(nightly().jobs, 1);
+  EXPECT_EQ(nightly().success, 1);
+  EXPECT_EQ(nightly().failure, 0);
+  EXPECT_EQ(nightly().first_ms, 13 * H);
+  EXPECT_EQ(nightly().exec_max_ms, 2000);
+  EXPECT_TRUE(store_->get_job("s:1")->superseded);
+  EXPECT_FALSE(store_->get_job("s:2")->superseded);
+  // An earlier attempt stored late is superseded at once; another job of the run is not.
+  insert_all(*store_, {attempt("s:0", "suite", 1, 9 * H, "cancelled"),
+                       attempt("o:1", "other", 1, 10 * H, "failure")});
+  EXPECT_TRUE(store_->get_job("s:0")->superseded);
+  EXPECT_EQ(nightly().jobs, 2);
+  EXPECT_EQ(nightly().cancelled, 0);
+  int64_t total = 0;
+  auto runs = store_->recent_jobs("org/n", 0, JobFilter::kNightly, 10, 0, &total);
+  EXPECT_EQ(total, 2);
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0].key, "s:2");
+  EXPECT_EQ(runs[1].key, "o:1");
+  auto days = store_->daily_stats(0, JobFilter::kNightly);
+  ASSERT_EQ(days.size(), 1u);
+  EXPECT_EQ(days[0].jobs, 2);
+  // The same through the bulk path, in one transaction.
+  insert_jobs_bulk(*store_, {attempt("b:1", "bulk", 1, 20 * H, "failure"),
+                             attempt("b:2", "bulk", 2, 21 * H, "success")});
+  EXPECT_TRUE(store_->get_job("b:1")->superseded);
+  EXPECT_EQ(nightly().jobs, 3);
+  // Pull-request re-runs are not superseded: each attempt counts, as upstream's PR summary does.
+  JobRecord pr1 = attempt("p:1", "pr", 1, 10 * H, "failure"),
+            pr2 = attempt("p:2", "pr", 2, 11 * H, "success");
+  pr1.event_type = pr2.event_type = "pull_request";
+  insert_all(*store_, {pr1, pr2});
+  EXPECT_FALSE(store_->get_job("p:1")->superseded);
+  EXPECT_EQ(store_->repo_stats(0, JobFilter::kPullRequest, "org/n").at(0).jobs, 2);
 }
 
 // Four writers recording the same change at once append it once: each must see the others'
@@ -1189,6 +1314,13 @@ TEST_P(StoreTest, MigrationV3BackfillsCreatedMs) {
   EXPECT_EQ(store->get_job("bk")->run_id, "0190b2f1-5c6e-4c3a-9a53-6f3c1c7e2b11");
 }
 
+constexpr const char* kUndoV8 =
+    "DROP INDEX jobs_run; ALTER TABLE jobs DROP COLUMN verdict_category; "
+    "ALTER TABLE jobs DROP COLUMN verdict_confidence; ALTER TABLE jobs DROP COLUMN superseded; "
+    "DROP TABLE demotions; DROP TABLE redeliveries; ";
+constexpr const char* kUndoV8Rollups =
+    "ALTER TABLE hud_hourly DROP COLUMN exec_max_ms; "
+    "ALTER TABLE hud_hourly DROP COLUMN failure_upstream; DROP INDEX hud_e2e_daily_jobs; ";
 constexpr const char* kUndoV7 =
     "ALTER TABLE outbox DROP COLUMN lease; ALTER TABLE tasks DROP COLUMN lease; "
     "DROP TABLE rate_hits; ";
@@ -1200,9 +1332,10 @@ TEST_P(StoreTest, MigrationV7KeepsTheRowsInFlight) {
   store_->enqueue_tasks({task("check_run", "A", "A1")});
   ASSERT_EQ(store_->claim_due(1000, 1, 500).size(), 1u);  // leased by a v6 worker
   store_.reset();
-  raw_sql(uri_, std::string(kUndoV7) + "UPDATE schema_version SET version = 6;");
+  raw_sql(uri_, std::string(kUndoV8) + kUndoV8Rollups + kUndoV7 +
+                    "UPDATE schema_version SET version = 6;");
   store_ = open_store(uri_);
-  EXPECT_EQ(store_->schema_version(), 7);
+  EXPECT_EQ(store_->schema_version(), 8);
   auto pending = store_->claim_due(1000, 10, 500);
   ASSERT_EQ(pending.size(), 1u);
   EXPECT_TRUE(mark_delivered(*store_, pending[0], 1, 1001));
@@ -1216,6 +1349,8 @@ TEST_P(StoreTest, MigrationV7KeepsTheRowsInFlight) {
   EXPECT_EQ(store_->rate_limit("org/a", 1000, 1, 60), 60);
 }
 
+// Migrations 6 and 8 together: the rollups a store back-fills equal those its writes keep,
+// nightly attempts a re-run superseded and failures a verdict blames on upstream included.
 TEST_P(StoreTest, MigrationV6BackfillsTheRollupsTheWritesKeep) {
   constexpr int64_t H = 3'600'000;
   std::vector<JobRecord> jobs;
@@ -1226,6 +1361,26 @@ TEST_P(StoreTest, MigrationV6BackfillsTheRollupsTheWritesKeep) {
                            i % 5 == 0 ? 1 + i % 17 : 0, (int64_t{i} * 7'919'000) % (50 * H),
                            outcomes[i % 6], i % 4 ? 1000 * i : -1, i % 7 ? 997 * i : -1,
                            i % 2 ? "L2" : "L3"));
+    JobRecord& j = jobs.back();
+    j.run_id = std::to_string(i);
+    if (j.conclusion == "failure" && i % 4 != 3) {
+      const char* categories[] = {"upstream", "upstream", "backend"};
+      j.verdict_category = categories[i % 3];
+      j.verdict_confidence = i % 5 ? "high" : "medium";
+      j.triage_json = nlohmann::json{{"schema_version", 1},
+                                     {"category", j.verdict_category},
+                                     {"confidence", j.verdict_confidence}}
+                          .dump();
+    }
+  }
+  // Nightly re-runs: a later attempt of the same run and job, sometimes in the same hour.
+  for (int i = 2; i < 300; i += 25) {
+    JobRecord again = jobs[i];
+    again.key += "-2";
+    again.run_attempt = 2;
+    again.created_ms += i % 2 ? 60'000 : 5 * H;
+    again.level = "L4";
+    jobs.push_back(again);
   }
   insert_all(*store_, jobs);
   for (int i = 5; i < 300; i += 6) {  // in progress, then completed by a callback
@@ -1237,7 +1392,9 @@ TEST_P(StoreTest, MigrationV6BackfillsTheRollupsTheWritesKeep) {
   }
   std::string tables[] = {"SELECT * FROM hud_hourly ORDER BY job_class, hour, repo",
                           "SELECT * FROM hud_e2e_daily ORDER BY repo, day, tenth_min",
-                          "SELECT * FROM hud_pr_latest ORDER BY repo, job_class, pr_number"};
+                          "SELECT * FROM hud_pr_latest ORDER BY repo, job_class, pr_number",
+                          "SELECT key, superseded, verdict_category, verdict_confidence FROM jobs "
+                          "ORDER BY key"};
   std::vector<SqlRows> written;
   for (const auto& sql : tables) written.push_back(raw_sql(uri_, sql));
   ASSERT_GT(written[0].size(), 100u);
@@ -1245,9 +1402,17 @@ TEST_P(StoreTest, MigrationV6BackfillsTheRollupsTheWritesKeep) {
   raw_sql(uri_,
           "DROP TABLE hud_hourly; DROP TABLE hud_e2e_daily; DROP TABLE hud_pr_latest; "
           "DROP INDEX jobs_repo_event; DROP INDEX jobs_repo_pr; " +
-              std::string(kUndoV7) + "UPDATE schema_version SET version = 5;");
+              std::string(kUndoV8) + kUndoV7 + "UPDATE schema_version SET version = 5;");
   store_ = open_store(uri_);
-  for (size_t t = 0; t < 3; ++t) EXPECT_EQ(raw_sql(uri_, tables[t]), written[t]) << tables[t];
+  for (size_t t = 0; t < 4; ++t) {
+    SqlRows now = raw_sql(uri_, tables[t]);
+    EXPECT_EQ(now.size(), written[t].size()) << tables[t];
+    for (size_t i = 0; i < std::min(now.size(), written[t].size()); ++i)
+      EXPECT_EQ(now[i], written[t][i]) << tables[t] << " row " << i;
+  }
+  EXPECT_GT(
+      std::count(written[3].begin(), written[3].end(), std::vector<std::string>{"m2", "1", "", ""}),
+      0);
 }
 
 TEST(StoreOpen, RejectsUnknownUri) {
@@ -1298,7 +1463,8 @@ namespace {
 class StoreLateWriterTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(StoreLateWriterTest, AWorkerWhoseRowWasTakenOverChangesNothing) {
-  auto store = open_test_store(GetParam());
+  std::string uri = fresh_store_uri(GetParam());
+  auto store = open_store(uri);
   OutboxItem o;
   o.repo = "a/x";
   o.event_type = "push";
@@ -1335,8 +1501,8 @@ TEST_P(StoreLateWriterTest, AWorkerWhoseRowWasTakenOverChangesNothing) {
   EXPECT_TRUE(store->complete_task(task[0], 2));
   EXPECT_FALSE(store->fail_task(stale[0], 1, "late"));
   EXPECT_FALSE(store->retry_task(task[0], 1, 99, "late"));
-  EXPECT_EQ(store->tasks_of_kind("check_run")[0].status, "done");
-  EXPECT_EQ(store->tasks_of_kind("check_run")[0].attempts, 2);
+  EXPECT_EQ(tasks_of_kind(*store, "check_run")[0].status, "done");
+  EXPECT_EQ(tasks_of_kind(*store, "check_run")[0].attempts, 2);
   // A lease that ran out but that nobody took over still completes: no needless resend.
   o.repo = "b/y";
   ASSERT_TRUE(store->accept_delivery({"d2", "push", "", "abc", 0, 1000, "{}", {}}, {o}));

@@ -58,6 +58,11 @@ std::string placeholder_list(int n) {
   return out;
 }
 
+std::string json_text(SqlDialect d, const std::string& column, const std::string& key) {
+  return d == SqlDialect::kSqlite ? "json_extract(" + column + ", '$." + key + "')"
+                                  : "(CAST(" + column + " AS jsonb) ->> '" + key + "')";
+}
+
 const char* table_exists_sql(SqlDialect d) {
   return d == SqlDialect::kSqlite
              ? "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?"

@@ -8,7 +8,7 @@
 // - Advisory locks: SqlTx::lock is PostgreSQL's pg_advisory_xact_lock and nothing in SQLite,
 //   whose write transactions already exclude each other.
 // - The helpers below: auto-increment keys, row locks for claims and updates, scalar MIN/MAX,
-//   LIMIT and OFFSET ranges, and how a table's existence is asked.
+//   LIMIT and OFFSET ranges, a JSON field's text, and how a table's existence is asked.
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -43,6 +43,10 @@ int64_t sql_offset(int offset);
 
 // "?,?,…": n placeholders.
 std::string placeholder_list(int n);
+
+// The text value of `key` in a column holding a JSON object (NULL when absent): SQLite's
+// json_extract, PostgreSQL's ->> on the column cast to jsonb. The column must hold valid JSON.
+std::string json_text(SqlDialect d, const std::string& column, const std::string& key);
 
 // One row if table `name` exists in the database's default schema.
 const char* table_exists_sql(SqlDialect d);

@@ -194,23 +194,10 @@ void GitHubStandin::start(int port) {
             req.get_header_value("X-Ootci-Delivery"), now_ms()});
     res.status = 202;
   });
-  server_.Get(R"(/repos/([^/]+/[^/]+)/contents/(.+))",
-              [this](const httplib::Request& req, httplib::Response& res) {
-                std::string key = std::string(req.matches[1]) + "@" + req.get_param_value("ref") +
-                                  ":" + std::string(req.matches[2]);
-                std::lock_guard lock(mu_);
-                file_requests_++;
-                auto it = files_.find(key);
-                if (it == files_.end()) return json_error(res, 404, "Not Found");
-                res.set_content(it->second, "application/vnd.github.raw");
-              });
+  register_git_routes();
+  register_hook_routes();
   // Endpoints used by the callback half: authenticated by an installation token of that repo.
-  auto token_repo = [this](const httplib::Request& req) -> std::string {
-    std::string auth = req.get_header_value("Authorization");
-    std::lock_guard lock(mu_);
-    auto it = tokens_.find(auth.rfind("token ", 0) == 0 ? auth.substr(6) : "");
-    return it == tokens_.end() ? "" : it->second;
-  };
+  auto token_repo = [this](const httplib::Request& req) { return this->token_repo(req); };
   auto record_call = [this, token_repo](const httplib::Request& req, httplib::Response& res,
                                         const std::string& repo, int ok_status) {
     if (!repo.empty() && token_repo(req) != repo) return json_error(res, 401, "Bad credentials");
@@ -284,6 +271,12 @@ void GitHubStandin::start(int port) {
 void GitHubStandin::stop() {
   server_.stop();
   if (thread_.joinable()) thread_.join();
+  std::vector<std::thread> pending;
+  {
+    std::lock_guard lock(mu_);
+    pending.swap(redeliveries_);
+  }
+  for (auto& t : pending) t.join();
 }
 
 void GitHubStandin::add_hook(const std::string& name, const std::string& secret) {
@@ -293,8 +286,7 @@ void GitHubStandin::add_hook(const std::string& name, const std::string& secret)
 
 void GitHubStandin::set_file(const std::string& repo, const std::string& ref,
                              const std::string& path, const std::string& content) {
-  std::lock_guard lock(mu_);
-  files_[repo + "@" + ref + ":" + path] = content;
+  commit_file(repo, ref, path, content);
 }
 
 int GitHubStandin::file_requests() const {

@@ -2,6 +2,11 @@
 // A local stand-in for the GitHub REST API, for tests and the demo. It checks the App JWT against
 // the App's public key, issues installation tokens, and records repository_dispatch calls and
 // signed generic-webhook deliveries. Tests can make it answer 5xx, 429 with Retry-After, or hang.
+// For the level lifecycle it also keeps a small git model (branches, commits of whole files, the
+// contents and git refs APIs), pull requests with labels and comments and GitHub's mergeable
+// verdict, and the App's webhook deliveries: it sends webhooks to the relay as GitHub does,
+// records each attempt's answer, lists them (GET /app/hook/deliveries) and redelivers one on
+// POST /app/hook/deliveries/{id}/attempts.
 #include <httplib.h>
 
 #include <condition_variable>
@@ -9,6 +14,7 @@
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
@@ -33,6 +39,23 @@ struct RecordedCall {
   nlohmann::json body;
   std::string auth;  // Authorization or x-hud-internal-bot
   int64_t received_ms = 0;
+};
+
+// A pull request as the stand-in keeps it.
+struct StandinPull {
+  int64_t number = 0;
+  std::string head, base, title, body, state = "open", user;
+  std::vector<std::string> labels, comments;
+};
+
+// One attempt to deliver a webhook to the App's URL, as GET /app/hook/deliveries lists it.
+struct StandinHookDelivery {
+  int64_t id = 0;
+  std::string guid, event, action;
+  int status_code = 0;  // 0: no answer
+  int64_t delivered_ms = 0;
+  bool redelivery = false;
+  std::string body;
 };
 
 struct Fault {
@@ -88,6 +111,30 @@ class GitHubStandin {
   // The next requests to exactly this path get these faults (check runs, HUD forwards).
   void queue_call_faults(const std::string& path, std::vector<Fault> faults);
 
+  // The git model. A commit on `branch` (created from the default branch `main` when new) that
+  // sets `path` to `content`; returns its sha. set_file is the same on any ref name.
+  std::string commit_file(const std::string& repo, const std::string& branch,
+                          const std::string& path, const std::string& content);
+  // The file at a branch's head (nullopt: no such branch or file).
+  std::optional<std::string> file_at(const std::string& repo, const std::string& branch,
+                                     const std::string& path) const;
+  bool has_branch(const std::string& repo, const std::string& branch) const;
+  std::vector<StandinPull> pulls(const std::string& repo) const;
+  // As a maintainer closing (or merging) a PR by hand.
+  void set_pull_state(const std::string& repo, int64_t number, const std::string& state);
+  // The App's slug: its pull requests are by "<slug>[bot]".
+  std::string app_slug() const { return "ootci-test-relay"; }
+
+  // App webhook deliveries: the URL and secret GitHub would use for the App's webhook.
+  void set_app_webhook(const std::string& url, const std::string& secret);
+  // Delivers a webhook as GitHub does (signed, X-GitHub-Delivery = guid), records the attempt and
+  // returns the status the relay answered (0: no answer).
+  int deliver_webhook(const std::string& event, const std::string& guid, const std::string& body);
+  std::vector<StandinHookDelivery> hook_deliveries() const;
+  // Adds an attempt to the list as if GitHub had made it (its id is assigned).
+  void record_hook_delivery(StandinHookDelivery delivery);
+  int redelivery_requests() const;
+
   // The dispatches recorded so far, from the `from`-th on (a poller passes how many it has seen).
   std::vector<RecordedDispatch> dispatches(size_t from = 0) const;
   std::vector<RecordedDispatch> dispatches_for(const std::string& repo) const;
@@ -120,8 +167,31 @@ class GitHubStandin {
   std::map<int64_t, std::string> installations_;
   std::vector<RecordedCall> calls_;
   std::set<std::string> commits_;
-  std::map<std::string, std::string> files_;  // "repo@ref:path" → content
+  // The git model: commits by sha (whole files), and per repo its branches and the commit each
+  // branch was last created or reset at (what GitHub's mergeable verdict compares against).
+  struct Commit {
+    std::map<std::string, std::string> files;
+  };
+  struct RepoModel {
+    std::map<std::string, std::string> branches, fork_points;
+    std::vector<StandinPull> pulls;
+  };
+  std::string new_commit(std::map<std::string, std::string> files);          // under mu_
+  std::string resolve(const RepoModel& repo, const std::string& ref) const;  // sha or ""
+  bool mergeable(const RepoModel& repo, const StandinPull& pr) const;        // under mu_
+  nlohmann::json pull_json(const std::string& repo, const StandinPull& pr) const;
+  void register_git_routes();
+  // The repo whose installation token authorizes the request; "" for none.
+  std::string token_repo(const httplib::Request& req) const;
+  void register_hook_routes();
+  std::map<std::string, Commit> git_commits_;
+  std::map<std::string, RepoModel> repos_;
+  int64_t next_commit_ = 1;
   int file_requests_ = 0;
+  std::string app_hook_url_, app_hook_secret_;
+  std::vector<StandinHookDelivery> hook_deliveries_;
+  int redelivery_requests_ = 0;
+  std::vector<std::thread> redeliveries_;
   int token_requests_ = 0;
   int hang_all_ms_ = 0;
   TargetProfile profile_;

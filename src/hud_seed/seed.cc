@@ -1,10 +1,12 @@
-#include "hud/seed.h"
+#include "hud_seed/seed.h"
 
 #include <fmt/format.h>
 
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <random>
+
+#include "relay_store/store_tools.h"
 
 namespace ootci {
 namespace {
@@ -49,11 +51,14 @@ SeedResult seed_store(Store& store, const SeedOptions& o) {
     if (level != "L2") store.record_level(repo, level, o.now_ms - (level == "L1" ? 5 : 40) * kDay);
   }
   out.allowlist_yaml = "L1:\n" + l1 + "L2:\n" + l2 + "L3:\n" + l3 + "L4:\n" + l4;
+  if (o.pending_demotion && o.backends > 1)
+    store.set_demotion({backends[1].repo, o.now_ms - 2 * 60 * kMinute, 4242,
+                        "https://github.com/pytorch/pytorch/pull/4242"});
   out.first_backend = backends.empty() ? "" : backends[0].repo;
 
   std::vector<JobRecord> batch;
   auto flush = [&] {
-    store.insert_jobs_bulk(batch);
+    insert_jobs_bulk(store, batch);
     out.jobs += batch.size();
     batch.clear();
   };
@@ -114,11 +119,13 @@ SeedResult seed_store(Store& store, const SeedOptions& o) {
               "1042\n"}});
       j.failed_tests_json = failed.dump();
       static const char* cats[] = {"backend", "upstream", "flake", "infra"};
-      std::string cat = cats[static_cast<int>(uniform(0, 4)) % 4];
+      j.verdict_category = cats[static_cast<int>(uniform(0, 4)) % 4];
+      j.verdict_confidence = chance(0.6) ? "high" : "medium";
+      const std::string& cat = j.verdict_category;
       j.triage_json = nlohmann::json{
           {"schema_version", 1},
           {"category", cat},
-          {"confidence", chance(0.6) ? "high" : "medium"},
+          {"confidence", j.verdict_confidence},
           {"summary", fmt::format("{} failure in {}", cat, job)},
           {"evidence", {"re-ran failing variants 3x: failed 3/3"}},
           {"analyzer",
@@ -160,8 +167,15 @@ SeedResult seed_store(Store& store, const SeedOptions& o) {
       if (b.level == "L1") continue;
       int64_t at = start + day * kDay + 2 * 60 * kMinute;
       std::string sha = fmt::format("{:040x}", rng() % 0xffffffffffffULL);
-      batch.push_back(
-          make_job(b, sha, 0, sha, "nightly", ++run_id, 1, "nightly", "full-suite", at));
+      JobRecord nightly =
+          make_job(b, sha, 0, sha, "nightly", ++run_id, 1, "nightly", "full-suite", at);
+      bool failed = nightly.conclusion == "failure";
+      batch.push_back(nightly);
+      if (failed && chance(0.4)) {  // re-run: the summary counts this latest attempt only
+        batch.push_back(make_job(b, sha, 0, sha, "nightly", run_id, 2, "nightly", "full-suite",
+                                 at + 3 * 60 * kMinute));
+        out.superseded_attempts++;
+      }
     }
   if (o.xss_probe && !backends.empty()) {
     JobRecord x =
