@@ -250,13 +250,13 @@ def test_the_input_probe_finds_the_tests_that_depend_on_the_values_they_draw(ws)
 RECORDER_PROBE = textwrap.dedent("""
     import json, os, sys
     import torch, ootci_reference_backend
-    from ootci_torch import op_recorder
+    from ootci_torch import input_generation, op_observer, op_recorder, recording_config
     device = os.environ["OOTCI_DEVICE_TYPE"]
     out = {}
     if sys.argv[1] == "unavailable":                   # no observer can be built: the mode records
         import pathlib
-        op_recorder._OBSERVER_SOURCE = pathlib.Path("/nonexistent/op_observer.cpp")
-    op_recorder.mark_input_generators()
+        op_observer._SOURCE = pathlib.Path("/nonexistent/op_observer.cpp")
+    input_generation.mark_input_generators()
     from torch.testing import make_tensor
     with op_recorder.Recording() as rec:
         drawn = make_tensor((2,), device=device, dtype=torch.int64)  # input generation
@@ -295,10 +295,11 @@ RECORDER_PROBE = textwrap.dedent("""
         cpu_grad, = torch.autograd.grad([torch.cumprod(cpu_x, 0).sum()], [cpu_x])
         out["grad_matches"] = grad.cpu().tolist() == cpu_grad.tolist()
     if sys.argv[1] == "broken":
-        if op_recorder.recorder_kind() == "mode":
-            op_recorder.op_name = lambda func: 1 / 0   # the recorder fails inside the mode
+        if recording_config.recorder_kind() == "mode":
+            from ootci_torch import recording_mode
+            recording_mode.op_name = lambda func: 1 / 0  # the recorder fails inside the mode
         else:
-            op_recorder._observer_stop = lambda: 1 / 0  # the observer reports a failure
+            op_observer.stop = lambda: 1 / 0            # the observer reports a failure
         with op_recorder.Recording() as rec:
             value = torch.ones(2, device=device).mul(3).sum().item()
         out["broken"] = [rec.ops, value]
