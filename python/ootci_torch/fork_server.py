@@ -41,6 +41,27 @@ def _reply(fd, message):
     os.write(fd, (json.dumps(message) + "\n").encode())
 
 
+def _children():
+    """This process's live children, as "pid (command)", read from /proc (the stat file's fields
+    follow the command's closing parenthesis; the command may hold any character)."""
+    me, found = os.getpid(), []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                stat = f.read()
+            state, ppid = stat[stat.rindex(b")") + 2:].split()[:2]
+            if int(ppid) != me or state == b"Z":
+                continue
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                command = f.read().replace(b"\0", b" ").strip().decode(errors="replace")
+        except (OSError, ValueError):
+            continue  # it ended while we looked
+        found.append(f"{entry} ({command[:100]})")
+    return found
+
+
 def _redirect_output(config, log_path):
     """Points stdout and stderr (and pytest's capture and faulthandler) at this child's log.
     Returns faulthandler's file, which must stay open."""
@@ -176,7 +197,16 @@ class ForkServer:
         # which would write to (and so copy) every page that holds an object.
         gc.collect()
         gc.freeze()
-        _reply(self.fd, {"ready": len(session.items)})
+        ready = {"ready": len(session.items)}
+        started = _children()
+        if started:
+            # A device daemon started at import or collection (a process the backend talks to
+            # over pipes) would be shared by every child, each leaving its requests and memory
+            # behind in it: the runner spawns this file's attempts instead.
+            ready["fork_unsafe"] = (
+                f"the backend started {len(started)} process(es) while the file was collected, "
+                f"which forked children would share: {'; '.join(started[:3])}")
+        _reply(self.fd, ready)
         request = _serve(self.fd, requests)
         if request is None:
             return True
