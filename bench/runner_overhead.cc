@@ -11,11 +11,11 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "base/file_text.h"
 #include "base/subprocess.h"
 #include "base/time.h"
 #include "plan/backend_config.h"
 #include "plan/plan_env.h"
-#include "plan/plan_resolve.h"
 #include "testing/test_env.h"
 
 namespace ootci::bench::runner_overhead {
@@ -35,24 +35,29 @@ int bench(const std::string& config, const std::vector<std::string>& only, int r
   BackendConfigResult loaded = load_backend_config(config);
   if (!loaded.config) throw Error(loaded.errors.front());
   const BackendConfig& backend = *loaded.config;
-  PlanResult plan = resolve_plan(backend);
-  if (!plan.ok()) throw Error(plan.errors.front());
-  std::string dir = make_temp_dir();
-  std::string plan_path = dir + "/plan.json";
-  write_plan(plan.plan, plan_path);
-  auto env = plan_environment(backend, plan_path, ootci_python_dir(), process_env("PYTHONPATH"));
-
-  // backend.root: bare pytest runs in the root too, through the same `ootci chroot`.
   std::string ootci =
       std::string(std::getenv("OOTCI_BINARY_DIR") ? std::getenv("OOTCI_BINARY_DIR") : "build") +
       "/ootci";
+  std::string dir = make_temp_dir();
+  std::string plan_path = dir + "/plan.json";
+  // `ootci plan resolve`, not resolve_plan() here: with backend.root, choosing the config set asks
+  // the root's Python for its torch through `ootci chroot`, which this binary does not have.
+  SpawnOptions resolve;
+  resolve.argv = {ootci, "plan", "resolve", "--config", config, "-o", plan_path};
+  CapturedRun resolved = run_captured(resolve);
+  if (!resolved.ok())
+    throw Error(fmt::format("ootci plan resolve --config {}: {}", config, resolved.err));
+  nlohmann::json plan = nlohmann::json::parse(read_file_or_empty(plan_path));
+  auto env = plan_environment(backend, plan_path, ootci_python_dir(), process_env("PYTHONPATH"));
+
+  // backend.root: bare pytest runs in the root too, through the same `ootci chroot`.
   std::vector<std::string> python =
       python_command(backend, ootci_python_dir(), fs::absolute(ootci).string());
   python.insert(python.end(), {"-m", "pytest", "-p", "no:cacheprovider", "-q"});
   SpawnOptions bare{python, env, dir + "/bare.log", dir};
   nlohmann::json selection = {{"files", nlohmann::json::array()}};
   size_t files = 0;
-  for (const auto& f : plan.plan["files"]) {
+  for (const auto& f : plan["files"]) {
     std::string relpath = f["relpath"];
     if (!only.empty() && std::find(only.begin(), only.end(), relpath) == only.end()) continue;
     bare.argv.push_back(f["path"].get<std::string>());

@@ -62,6 +62,97 @@ std::string outcome_hash(const CallbackBody& b) {
   return sha256_hex(outcome.dump());
 }
 
+// The commit under test: the pull request's head, a push's `after`, a nightly's own field.
+void read_head_sha(const nlohmann::json& j, CallbackBody& b) {
+  if (j.contains("payload") && j["payload"].is_object()) {
+    const auto& p = j["payload"];
+    if (p.contains("pull_request") && p["pull_request"].is_object()) {
+      const auto& pr = p["pull_request"];
+      if (pr.contains("number") && pr["number"].is_number_integer())
+        b.pr_number = pr["number"].get<int64_t>();
+      if (pr.contains("head") && pr["head"].is_object()) b.head_sha = str(pr["head"], "sha");
+    }
+    if (b.head_sha.empty()) b.head_sha = str(p, "after");
+    if (b.head_sha.empty()) b.head_sha = str(p, "head_sha");
+  }
+  // A nightly names its commit at the top level (test-infra#8853); older senders in the payload,
+  // or only as the delivery id.
+  if (b.is_self_report() && !str(j, "pytorch_head_sha").empty())
+    b.head_sha = str(j, "pytorch_head_sha");
+  if (b.head_sha.empty() && b.is_self_report()) b.head_sha = b.delivery_id;
+}
+
+void read_test_results(const nlohmann::json& w, CallbackBody& b) {
+  // A summary {passed, failed, skipped[, total]}; a malformed one is ignored.
+  if (w.contains("test_results") && !w["test_results"].is_null()) {
+    nlohmann::json tr = w["test_results"];
+    if (tr.is_string()) tr = nlohmann::json::parse(tr.get<std::string>(), nullptr, false);
+    bool ok = tr.is_object();
+    for (auto [key, out] : {std::pair{"passed", &b.passed},
+                            {"failed", &b.failed},
+                            {"skipped", &b.skipped},
+                            {"total", &b.total}}) {
+      if (ok && tr.contains(key) && !read_int(tr[key], out)) ok = false;
+    }
+    if (!ok) {
+      b.passed = b.failed = b.skipped = b.total = 0;
+      b.notes.push_back("test_results ignored: expected {passed, failed, skipped[, total]}");
+    } else if (!tr.contains("total")) {
+      b.total = b.passed + b.failed + b.skipped;
+    }
+  }
+}
+
+void read_failed_tests(const nlohmann::json& j, CallbackBody& b) {
+  if (j.contains("failed_tests_detail") && !j["failed_tests_detail"].is_null()) {
+    const auto& f = j["failed_tests_detail"];
+    if (!f.is_array()) {
+      b.notes.push_back("failed_tests_detail dropped: expected a list");
+    } else {
+      b.failed_tests = nlohmann::json::array();
+      bool cut = f.size() > kMaxFailedTests;
+      for (size_t i = 0; i < std::min(f.size(), kMaxFailedTests); ++i) {
+        nlohmann::json e = f[i];
+        if (!e.is_object()) continue;
+        for (auto [key, cap] : {std::pair{"message", kMaxTestMessageBytes},
+                                {"stacktrace", kMaxTestStacktraceBytes}}) {
+          if (e.contains(key) && e[key].is_string() && e[key].get<std::string>().size() > cap) {
+            e[key] = truncate_utf8(e[key].get<std::string>(), cap);
+            cut = true;
+          }
+        }
+        b.failed_tests.push_back(std::move(e));
+      }
+      if (cut)
+        b.notes.push_back(
+            "failed_tests_detail truncated to 1000 entries, 1 KB messages, 4 KB "
+            "stacktraces");
+    }
+  }
+}
+
+void read_triage_verdict(const nlohmann::json& j, const nlohmann::json& w, CallbackBody& b) {
+  // Upstream CRCR reads workflow.triage_verdict; ootci's relay also the top-level field it had
+  // first. When both are sent, the one upstream reads wins.
+  const nlohmann::json* verdict = nullptr;
+  if (w.contains("triage_verdict") && !w["triage_verdict"].is_null())
+    verdict = &w["triage_verdict"];
+  if (j.contains("triage_verdict") && !j["triage_verdict"].is_null()) {
+    if (verdict)
+      b.notes.push_back("top-level triage_verdict ignored: workflow.triage_verdict was sent too");
+    else
+      verdict = &j["triage_verdict"];
+  }
+  if (verdict) {
+    nlohmann::json v = *verdict;
+    std::string why = validate_triage_verdict(v, &b.notes);
+    if (why.empty())
+      b.triage = std::move(v);
+    else
+      b.notes.push_back("triage_verdict dropped: " + why);
+  }
+}
+
 }  // namespace
 
 std::string CallbackBody::state_key(const std::string& repo) const {
@@ -152,87 +243,10 @@ std::variant<CallbackBody, std::string> parse_callback_body(const std::string& t
   b.artifact_url = str(w, "artifact_url");
   b.callback_token = str(j, "callback_token");
 
-  if (j.contains("payload") && j["payload"].is_object()) {
-    const auto& p = j["payload"];
-    if (p.contains("pull_request") && p["pull_request"].is_object()) {
-      const auto& pr = p["pull_request"];
-      if (pr.contains("number") && pr["number"].is_number_integer())
-        b.pr_number = pr["number"].get<int64_t>();
-      if (pr.contains("head") && pr["head"].is_object()) b.head_sha = str(pr["head"], "sha");
-    }
-    if (b.head_sha.empty()) b.head_sha = str(p, "after");
-    if (b.head_sha.empty()) b.head_sha = str(p, "head_sha");
-  }
-  // A nightly names its commit at the top level (test-infra#8853); older senders in the payload,
-  // or only as the delivery id.
-  if (b.is_self_report() && !str(j, "pytorch_head_sha").empty())
-    b.head_sha = str(j, "pytorch_head_sha");
-  if (b.head_sha.empty() && b.is_self_report()) b.head_sha = b.delivery_id;
-
-  // test_results: a summary {passed, failed, skipped[, total]}; a malformed one is ignored.
-  if (w.contains("test_results") && !w["test_results"].is_null()) {
-    nlohmann::json tr = w["test_results"];
-    if (tr.is_string()) tr = nlohmann::json::parse(tr.get<std::string>(), nullptr, false);
-    bool ok = tr.is_object();
-    for (auto [key, out] : {std::pair{"passed", &b.passed},
-                            {"failed", &b.failed},
-                            {"skipped", &b.skipped},
-                            {"total", &b.total}}) {
-      if (ok && tr.contains(key) && !read_int(tr[key], out)) ok = false;
-    }
-    if (!ok) {
-      b.passed = b.failed = b.skipped = b.total = 0;
-      b.notes.push_back("test_results ignored: expected {passed, failed, skipped[, total]}");
-    } else if (!tr.contains("total")) {
-      b.total = b.passed + b.failed + b.skipped;
-    }
-  }
-
-  if (j.contains("failed_tests_detail") && !j["failed_tests_detail"].is_null()) {
-    const auto& f = j["failed_tests_detail"];
-    if (!f.is_array()) {
-      b.notes.push_back("failed_tests_detail dropped: expected a list");
-    } else {
-      b.failed_tests = nlohmann::json::array();
-      bool cut = f.size() > kMaxFailedTests;
-      for (size_t i = 0; i < std::min(f.size(), kMaxFailedTests); ++i) {
-        nlohmann::json e = f[i];
-        if (!e.is_object()) continue;
-        for (auto [key, cap] : {std::pair{"message", kMaxTestMessageBytes},
-                                {"stacktrace", kMaxTestStacktraceBytes}}) {
-          if (e.contains(key) && e[key].is_string() && e[key].get<std::string>().size() > cap) {
-            e[key] = truncate_utf8(e[key].get<std::string>(), cap);
-            cut = true;
-          }
-        }
-        b.failed_tests.push_back(std::move(e));
-      }
-      if (cut)
-        b.notes.push_back(
-            "failed_tests_detail truncated to 1000 entries, 1 KB messages, 4 KB "
-            "stacktraces");
-    }
-  }
-
-  // Upstream CRCR reads workflow.triage_verdict; ootci's relay also the top-level field it had
-  // first. When both are sent, the one upstream reads wins.
-  const nlohmann::json* verdict = nullptr;
-  if (w.contains("triage_verdict") && !w["triage_verdict"].is_null())
-    verdict = &w["triage_verdict"];
-  if (j.contains("triage_verdict") && !j["triage_verdict"].is_null()) {
-    if (verdict)
-      b.notes.push_back("top-level triage_verdict ignored: workflow.triage_verdict was sent too");
-    else
-      verdict = &j["triage_verdict"];
-  }
-  if (verdict) {
-    nlohmann::json v = *verdict;
-    std::string why = validate_triage_verdict(v, &b.notes);
-    if (why.empty())
-      b.triage = std::move(v);
-    else
-      b.notes.push_back("triage_verdict dropped: " + why);
-  }
+  read_head_sha(j, b);
+  read_test_results(w, b);
+  read_failed_tests(j, b);
+  read_triage_verdict(j, w, b);
   b.outcome_hash = outcome_hash(b);
   return b;
 }

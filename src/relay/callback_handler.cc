@@ -34,17 +34,13 @@ void read_stored_hashes_as_outcomes(JobRecord& j, const std::string& incoming) {
 
 }  // namespace
 
-Reply CallbackHandler::handle(const CallbackRequest& req) {
-  auto count = [&](const char* result) {
-    d_.metrics.inc("ootci_callbacks_total", fmt::format("result=\"{}\"", result));
-  };
-  if (static_cast<int64_t>(req.body.size()) > d_.config.callback.max_body_bytes) {
-    count("too_large");
-    return detail_reply(
-        413, fmt::format("body larger than {} bytes", d_.config.callback.max_body_bytes));
-  }
-  // Stage 1: OIDC proves which repository is calling.
-  std::string token = bearer_token(req.authorization);
+void CallbackHandler::count(const char* result) {
+  d_.metrics.inc("ootci_callbacks_total", fmt::format("result=\"{}\"", result));
+}
+
+// Stage 1: OIDC proves which repository is calling. Its name, or the refusal.
+std::variant<std::string, Reply> CallbackHandler::caller_repo(const std::string& authorization) {
+  std::string token = bearer_token(authorization);
   if (token.empty()) {
     count("unauthenticated");
     return detail_reply(401, "missing bearer token");
@@ -70,6 +66,40 @@ Reply CallbackHandler::handle(const CallbackRequest& req) {
       return detail_reply(401, "token has no repository claim");
     }
   }
+  return repo;
+}
+
+// Beyond CRCR: the dispatch's signed token proves this callback answers that dispatch. The commit
+// it was issued for (none without a token), or the refusal.
+std::variant<std::optional<std::string>, Reply> CallbackHandler::check_callback_token(
+    const CallbackBody& body, const std::string& repo) {
+  if (!body.callback_token.empty()) {
+    auto claims = d_.tokens.verify(body.callback_token, now_s());
+    if (!claims) {
+      count("forbidden");
+      return detail_reply(403, "callback_token is invalid or expired");
+    }
+    if (claims->delivery_id != body.delivery_id || claims->repo != repo) {
+      count("forbidden");
+      return detail_reply(403, "callback_token was issued for another delivery or repository");
+    }
+    return claims->head_sha;
+  } else if (d_.config.callback.require_callback_token && !body.is_self_report()) {
+    count("forbidden");
+    return detail_reply(403, "callback_token is required");
+  }
+  return std::nullopt;
+}
+
+Reply CallbackHandler::handle(const CallbackRequest& req) {
+  if (static_cast<int64_t>(req.body.size()) > d_.config.callback.max_body_bytes) {
+    count("too_large");
+    return detail_reply(
+        413, fmt::format("body larger than {} bytes", d_.config.callback.max_body_bytes));
+  }
+  auto caller = caller_repo(req.authorization);
+  if (auto* refused = std::get_if<Reply>(&caller)) return std::move(*refused);
+  const std::string& repo = std::get<std::string>(caller);
   // Stage 2: only L2+ repos report; others are silently accepted, as CRCR does.
   auto allow = d_.allowlist.get();
   const AllowlistEntry* entry = allow->find(repo);
@@ -102,23 +132,9 @@ Reply CallbackHandler::handle(const CallbackRequest& req) {
                             {"reason", fmt::format("{} does not take part in {} (allowlist events)",
                                                    repo, body.event_type)}});
   }
-  // Beyond CRCR: the dispatch's signed token proves this callback answers that dispatch.
-  std::optional<std::string> token_sha;
-  if (!body.callback_token.empty()) {
-    auto claims = d_.tokens.verify(body.callback_token, now_s());
-    if (!claims) {
-      count("forbidden");
-      return detail_reply(403, "callback_token is invalid or expired");
-    }
-    if (claims->delivery_id != body.delivery_id || claims->repo != repo) {
-      count("forbidden");
-      return detail_reply(403, "callback_token was issued for another delivery or repository");
-    }
-    token_sha = claims->head_sha;
-  } else if (d_.config.callback.require_callback_token && !body.is_self_report()) {
-    count("forbidden");
-    return detail_reply(403, "callback_token is required");
-  }
+  auto token = check_callback_token(body, repo);
+  if (auto* refused = std::get_if<Reply>(&token)) return std::move(*refused);
+  const std::optional<std::string>& token_sha = std::get<std::optional<std::string>>(token);
   if (d_.config.callback.dry_run)
     return json_reply(200, {{"ok", true}, {"status", body.status}, {"dry_run", true}});
   if (!d_.config.hud_forward.url.empty() && (body.job_name.empty() || body.check_run_id.empty())) {

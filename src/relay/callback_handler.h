@@ -1,6 +1,7 @@
 #pragma once
 #include <optional>
 #include <string>
+#include <variant>
 
 #include "base/metrics.h"
 #include "net/oidc.h"
@@ -40,6 +41,10 @@ class CallbackHandler {
   Reply handle(const CallbackRequest& request);
 
  private:
+  void count(const char* result);  // ootci_callbacks_total{result}
+  std::variant<std::string, Reply> caller_repo(const std::string& authorization);
+  std::variant<std::optional<std::string>, Reply> check_callback_token(
+      const struct CallbackBody& body, const std::string& repo);
   Reply apply(const std::string& repo, const AllowlistEntry& entry, struct CallbackBody& body,
               const std::optional<std::string>& token_sha);
   CallbackDeps d_;

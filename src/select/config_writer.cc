@@ -196,6 +196,24 @@ std::string rule_name(const Rule& r) {
   return (r.class_name ? *r.class_name + "::" : "") + r.method;
 }
 
+// The dashes' column of the `tests:` list whose items start at line `from`: the first content
+// line's, if it is an item at or right of the key; none when the list is empty.
+std::optional<size_t> items_column(const std::string& name, const std::vector<std::string>& lines,
+                                   size_t from, size_t key_indent) {
+  for (size_t j = from; j < lines.size(); ++j) {
+    if (is_blank(lines[j]) || starts_after_indent(lines[j], '#')) continue;
+    size_t in = indent_of(lines[j]);
+    if (in >= key_indent && is_item(lines[j], in)) return in;
+    if (in > key_indent)
+      throw Error(
+          fmt::format("{}:{}: tests: write the list in block style (one `- names:` item "
+                      "per line) so ootci can edit it",
+                      name, j + 1));
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 ConfigLayout split_config(const std::string& name, const std::string& text) {
@@ -229,20 +247,9 @@ ConfigLayout split_config(const std::string& name, const std::string& text) {
   std::vector<std::string> pending;  // comments and blank lines not yet placed
   size_t i = t + 1;
   if (!flow_empty) {
-    // The dashes' column: the first content line, if it is an item at or right of the key.
-    for (size_t j = i; j < lines.size(); ++j) {
-      if (is_blank(lines[j]) || starts_after_indent(lines[j], '#')) continue;
-      size_t in = indent_of(lines[j]);
-      if (in >= key_indent.size() && is_item(lines[j], in))
-        layout.item_indent = std::string(in, ' ');
-      else if (in > key_indent.size())
-        throw Error(
-            fmt::format("{}:{}: tests: write the list in block style (one `- names:` item "
-                        "per line) so ootci can edit it",
-                        name, j + 1));
-      break;
-    }
-    size_t dash = layout.item_indent.size();
+    size_t dash =
+        items_column(name, lines, i, key_indent.size()).value_or(layout.item_indent.size());
+    layout.item_indent = std::string(dash, ' ');
     bool in_list = true;
     for (; i < lines.size() && in_list; ++i) {
       const std::string& line = lines[i];

@@ -28,111 +28,97 @@ std::string move_name(const Move& m) {
   return (cls.empty() ? "" : cls + "::") + m.variant;
 }
 
-}  // namespace
-
-int rebucket(const RebucketRequest& req, std::ostream& out, std::ostream& err) {
-  auto store = open_existing_evidence(req.evidence_path);
-  std::optional<RunInfo> run = store->run(req.run_id);
-  if (!run) throw Error(fmt::format("run {} not found in {}", req.run_id, req.evidence_path));
-  std::vector<TestResult> results = store->results(req.run_id);
-
-  // The latest discovery of each file: its variants, their bases and the ops they called.
-  std::map<std::string, DiscoveredFile> discovery;
-  for (const auto& d : store->latest_discoveries()) discovery[d.relpath] = d;
+// The run's results (with the bases discovery knows) and the latest discovery of each file: its
+// variants, their bases and the ops they called.
+struct RebucketEvidence {
+  std::vector<TestResult> results;
+  std::vector<TestResult> with_base;                // the results that have a config entry to move
+  std::map<std::string, DiscoveredFile> discovery;  // by relpath
   std::map<std::string, std::vector<TestResult>> discovery_results;               // by relpath
   std::map<std::string, std::map<std::string, std::vector<std::string>>> ops_of;  // by run id
+};
+
+RebucketEvidence read_evidence(EvidenceStore& store, const std::string& run_id) {
+  RebucketEvidence e;
+  e.results = store.results(run_id);
+  for (const auto& d : store.latest_discoveries()) e.discovery[d.relpath] = d;
   std::map<std::string, std::vector<TestResult>> run_cache;
-  for (const auto& [relpath, d] : discovery) {
-    if (!run_cache.count(d.run_id)) run_cache[d.run_id] = store->results(d.run_id);
+  for (const auto& [relpath, d] : e.discovery) {
+    if (!run_cache.count(d.run_id)) run_cache[d.run_id] = store.results(d.run_id);
     for (const TestResult& r : run_cache[d.run_id])
-      if (r.file == relpath && !r.base.empty()) discovery_results[relpath].push_back(r);
+      if (r.file == relpath && !r.base.empty()) e.discovery_results[relpath].push_back(r);
   }
   std::map<std::string, std::string> base_of;
-  for (const auto& [relpath, rs] : discovery_results)
+  for (const auto& [relpath, rs] : e.discovery_results)
     for (const TestResult& r : rs) base_of[r.test_id] = r.base;
-  for (TestResult& r : results)
+  for (TestResult& r : e.results)
     if (r.base.empty() && base_of.count(r.test_id)) r.base = base_of[r.test_id];
+  for (const TestResult& r : e.results)
+    if (!r.base.empty()) e.with_base.push_back(r);
+  return e;
+}
 
-  std::vector<Regression> regressions = regressions_in(req.run_id, results);
-  std::vector<TestResult> with_base;
-  for (const TestResult& r : results)
-    if (!r.base.empty()) with_base.push_back(r);
-  HistoryLookup history = [&](const TestResult& in_run) {
-    std::vector<TestResult> out;
-    for (TestResult& h : store->history(in_run.test_id, req.promote_after + 50))
-      if (h.finished_ms <= in_run.finished_ms) out.push_back(std::move(h));
-    return out;
-  };
-  std::vector<Move> moves = promotions(with_base, history, req.promote_after);
-
-  FileCapabilities file_caps = load_capabilities(req.backend, req.sources, err);
-  const Capabilities& caps = file_caps.code;
-  std::set<std::string> relpaths;
-  for (const TestResult& r : with_base) relpaths.insert(r.file);
-  for (const auto& [relpath, d] : discovery) relpaths.insert(relpath);
-
-  int code = 0;
+// Each file's config in out_dir and the evidence of its variants; a config that cannot be read
+// is an error (code 1) and its file is left alone.
+struct ConfigStates {
   std::map<std::string, ConfigState> states;
   std::map<std::string, ExistingConfig> configs;
+  int code = 0;
+};
+
+ConfigStates read_states(EvidenceStore& store, RebucketEvidence& e, const RebucketRequest& req,
+                         const FileCapabilities& file_caps, std::ostream& err) {
+  std::set<std::string> relpaths;
+  for (const TestResult& r : e.with_base) relpaths.insert(r.file);
+  for (const auto& [relpath, d] : e.discovery) relpaths.insert(relpath);
+  ConfigStates c;
   for (const std::string& relpath : relpaths) {
     std::string path = (fs::path(req.out_dir) / config_file_name(relpath)).string();
     if (!fs::exists(path)) continue;
     try {
-      configs[relpath] = read_existing_config(path);
-    } catch (const Error& e) {
-      err << fmt::format("error: {}: {}\n", relpath, e.what());
-      code = 1;
+      c.configs[relpath] = read_existing_config(path);
+    } catch (const Error& ex) {
+      err << fmt::format("error: {}: {}\n", relpath, ex.what());
+      c.code = 1;
       continue;
     }
     std::vector<TestResult> evidence;
-    for (const TestResult& r : with_base)
+    for (const TestResult& r : e.with_base)
       if (r.file == relpath) evidence.push_back(r);
-    const auto& disc = discovery_results[relpath];
+    const auto& disc = e.discovery_results[relpath];
     evidence.insert(evidence.end(), disc.begin(), disc.end());
     std::map<std::string, std::vector<std::string>> ops;
-    if (discovery.count(relpath)) {
-      const std::string& id = discovery[relpath].run_id;
-      if (!ops_of.count(id)) ops_of[id] = store->ops_of_run(id);
-      ops = ops_of[id];
+    if (e.discovery.count(relpath)) {
+      const std::string& id = e.discovery[relpath].run_id;
+      if (!e.ops_of.count(id)) e.ops_of[id] = store.ops_of_run(id);
+      ops = e.ops_of[id];
     }
-    ConfigState& s = states[relpath];
+    ConfigState& s = c.states[relpath];
     s.relpath = relpath;
     s.evidence = group_evidence(relpath, evidence, ops);
-    s.generated = configs[relpath].generated;
-    s.human_rules = configs[relpath].human_rules;
+    s.generated = c.configs[relpath].generated;
+    s.human_rules = c.configs[relpath].human_rules;
     s.global_dtypes = global_dtypes(file_caps.of(relpath));
   }
-  std::set<std::string> taken;
-  for (const Move& m : moves) taken.insert(m.test_id);
-  for (auto& [relpath, s] : states) {
-    std::vector<Move> admitted = admissions(s, caps, taken);
-    moves.insert(moves.end(), admitted.begin(), admitted.end());
-  }
-  for (auto& [relpath, s] : states) mark_human(s, moves);
+  return c;
+}
 
-  size_t promoted = std::count_if(moves.begin(), moves.end(),
-                                  [](const Move& m) { return m.kind == Move::promote; });
-  out << fmt::format("run {}: {}; {}, {}, {}\n", req.run_id, plural(results.size(), "result"),
-                     plural(promoted, "promotion"), plural(moves.size() - promoted, "admission"),
-                     plural(regressions.size(), "regression candidate"));
-  std::vector<BucketChange> changes;
-  for (const Move& m : moves)
-    changes.push_back({m.relpath, move_name(m), to_string(m.from), to_string(m.to),
-                       m.human ? m.reason + " [human entry: not written]" : m.reason});
-  record_bucket_changes(req.backend, "rebucket", req.write, changes, err);
-  std::map<std::string, std::vector<const Move*>> by_file;
-  for (const Move& m : moves) by_file[m.relpath].push_back(&m);
+void print_moves(const std::map<std::string, std::vector<const Move*>>& by_file,
+                 const ConfigStates& c, const std::string& out_dir, std::ostream& out) {
   for (const auto& [relpath, ms] : by_file) {
-    std::string path = (fs::path(req.out_dir) / config_file_name(relpath)).string();
+    std::string path = (fs::path(out_dir) / config_file_name(relpath)).string();
     out << fmt::format(
         "{} ({}{})\n", relpath, path,
-        states.count(relpath) ? "" : "; no config there: run `ootci select propose`");
+        c.states.count(relpath) ? "" : "; no config there: run `ootci select propose`");
     for (const Move* m : ms)
       out << fmt::format("  {} {}: {}{}\n", m->kind == Move::promote ? "promote" : "admit",
                          move_name(*m), m->reason, m->human ? " [human entry: not written]" : "");
   }
+}
 
-  std::string regressions_path = (fs::path(req.out_dir) / "regressions.json").string();
+void print_regressions(const std::vector<Regression>& regressions, const std::string& out_dir,
+                       std::ostream& out) {
+  std::string regressions_path = (fs::path(out_dir) / "regressions.json").string();
   write_file_atomically(regressions_path, regressions_json(regressions).dump(2) + "\n");
   out << fmt::format(
       "regression candidates (mandatory_success failures, never demoted): {}, in "
@@ -140,19 +126,20 @@ int rebucket(const RebucketRequest& req, std::ostream& out, std::ostream& err) {
       regressions.size(), regressions_path);
   for (const Regression& r : regressions)
     out << fmt::format("  {}  {}\n", r.test_id, quote_error(r.error_class, r.message));
+}
 
-  if (!req.write) {
-    if (!moves.empty()) out << "not written: pass --write to apply the moves\n";
-    return code;
-  }
+// Applies each file's own (not human) moves to its config; returns 1 if a result did not validate.
+int write_moves(const std::map<std::string, std::vector<const Move*>>& by_file, ConfigStates& c,
+                const RebucketRequest& req, std::ostream& out, std::ostream& err) {
+  int code = 0;
   for (const auto& [relpath, ms] : by_file) {
-    auto s = states.find(relpath);
-    if (s == states.end()) continue;
+    auto s = c.states.find(relpath);
+    if (s == c.states.end()) continue;
     std::vector<Move> own;
     for (const Move* m : ms)
       if (!m->human) own.push_back(*m);
     if (own.empty()) continue;
-    const ExistingConfig& existing = configs[relpath];
+    const ExistingConfig& existing = c.configs[relpath];
     AppliedMoves applied = apply_moves(s->second, own);
     for (const auto& [m, why] : applied.not_written)
       out << fmt::format("not written: {}: {}\n", move_name(*m), why);
@@ -171,6 +158,55 @@ int rebucket(const RebucketRequest& req, std::ostream& out, std::ostream& err) {
     out << fmt::format("wrote {}: {} applied\n", existing.path, plural(applied.written, "move"));
   }
   return code;
+}
+
+}  // namespace
+
+int rebucket(const RebucketRequest& req, std::ostream& out, std::ostream& err) {
+  auto store = open_existing_evidence(req.evidence_path);
+  std::optional<RunInfo> run = store->run(req.run_id);
+  if (!run) throw Error(fmt::format("run {} not found in {}", req.run_id, req.evidence_path));
+  RebucketEvidence e = read_evidence(*store, req.run_id);
+
+  std::vector<Regression> regressions = regressions_in(req.run_id, e.results);
+  HistoryLookup history = [&](const TestResult& in_run) {
+    std::vector<TestResult> out;
+    for (TestResult& h : store->history(in_run.test_id, req.promote_after + 50))
+      if (h.finished_ms <= in_run.finished_ms) out.push_back(std::move(h));
+    return out;
+  };
+  std::vector<Move> moves = promotions(e.with_base, history, req.promote_after);
+
+  FileCapabilities file_caps = load_capabilities(req.backend, req.sources, err);
+  ConfigStates c = read_states(*store, e, req, file_caps, err);
+  std::set<std::string> taken;
+  for (const Move& m : moves) taken.insert(m.test_id);
+  for (auto& [relpath, s] : c.states) {
+    std::vector<Move> admitted = admissions(s, file_caps.code, taken);
+    moves.insert(moves.end(), admitted.begin(), admitted.end());
+  }
+  for (auto& [relpath, s] : c.states) mark_human(s, moves);
+
+  size_t promoted = std::count_if(moves.begin(), moves.end(),
+                                  [](const Move& m) { return m.kind == Move::promote; });
+  out << fmt::format("run {}: {}; {}, {}, {}\n", req.run_id, plural(e.results.size(), "result"),
+                     plural(promoted, "promotion"), plural(moves.size() - promoted, "admission"),
+                     plural(regressions.size(), "regression candidate"));
+  std::vector<BucketChange> changes;
+  for (const Move& m : moves)
+    changes.push_back({m.relpath, move_name(m), to_string(m.from), to_string(m.to),
+                       m.human ? m.reason + " [human entry: not written]" : m.reason});
+  record_bucket_changes(req.backend, "rebucket", req.write, changes, err);
+  std::map<std::string, std::vector<const Move*>> by_file;
+  for (const Move& m : moves) by_file[m.relpath].push_back(&m);
+  print_moves(by_file, c, req.out_dir, out);
+  print_regressions(regressions, req.out_dir, out);
+
+  if (!req.write) {
+    if (!moves.empty()) out << "not written: pass --write to apply the moves\n";
+    return c.code;
+  }
+  return std::max(c.code, write_moves(by_file, c, req, out, err));
 }
 
 }  // namespace ootci
