@@ -1,5 +1,6 @@
 #include "run/waves.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "base/error.h"
