@@ -590,9 +590,9 @@ int bench(const Options& o) {
                  f.kind == "op" ? f.op : f.op + ":" + f.dtype + ":1");
     run_plan(bench, run_id);
     std::vector<TestResult> truth = store->results(run_id);
-    out.by_mode.push_back(sharded_staged(fmt::format("{}/selection-{}-{}.json", bench, index, kStaged),
-                                         plan_files, truth, baseline, store->test_durations(),
-                                         duration));
+    out.by_mode.push_back(
+        sharded_staged(fmt::format("{}/selection-{}-{}.json", bench, index, kStaged), plan_files,
+                       truth, baseline, store->test_durations(), duration));
     // A staged selection's second stage, decided as `ootci run` decides it, on what its first
     // stage would have seen under the fault (the baseline is the last green run).
     for (size_t m = 0; m < kModes.size(); ++m) {
@@ -704,7 +704,8 @@ int bench(const Options& o) {
                                       : "yes",
         fmt::format("{}/{}", staged.caught, r.failing), share_text(budget.share),
         fmt::format("{}/{}", budget.caught, r.failing), fmt::format("{}/{}", sh.caught, r.failing),
-        fmt::format("{}+{}", sh.shards1, sh.second_stage.empty() ? "-" : std::to_string(sh.shards2)),
+        fmt::format("{}+{}", sh.shards1,
+                    sh.second_stage.empty() ? "-" : std::to_string(sh.shards2)),
         sh.wall_s, staged.share * total);
     for (size_t m = 0; m + 1 < kModes.size(); ++m)
       for (size_t i = 0; i < r.by_mode[m].missed.size() && i < 5; ++i)

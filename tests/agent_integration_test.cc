@@ -394,8 +394,8 @@ const std::vector<std::string> kWave2 = {view_op("test_view"), view_op("test_emp
 
 std::string commit_all(const std::string& repo, const std::string& message) {
   git_output(repo, {"add", "-A"});
-  git_output(repo, {"-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m",
-                    message});
+  git_output(
+      repo, {"-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", message});
   std::string sha = git_output(repo, {"rev-parse", "HEAD"});
   return sha.substr(0, sha.find('\n'));
 }

@@ -1,5 +1,5 @@
-// `ootci select propose|rebucket|changed|delta|wave2` (docs/select.md). Each subcommand lives in its
-// own file; this one only makes the parent.
+// `ootci select propose|rebucket|changed|delta|wave2` (docs/select.md). Each subcommand lives in
+// its own file; this one only makes the parent.
 #include "cli/commands.h"
 
 namespace ootci {

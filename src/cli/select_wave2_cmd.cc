@@ -75,8 +75,7 @@ void add_select_wave2_commands(CLI::App& select) {
   cmd->add_option("--config", args.config, "ootci.yaml")->required();
   cmd->add_option("--select", args.select, "the staged selection (ootci select changed --staged)")
       ->required();
-  cmd->add_option("REPORT", args.reports, "wave 1's JUnit XML reports, one per shard")
-      ->required();
+  cmd->add_option("REPORT", args.reports, "wave 1's JUnit XML reports, one per shard")->required();
   cmd->add_option("--evidence", args.evidence,
                   "evidence.db holding the last green run (default: <workspace>/evidence.db)");
   cmd->add_option("-o,--output", args.output,

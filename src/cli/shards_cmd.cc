@@ -52,10 +52,11 @@ void selection_shards(const ShardsArgs& a, const std::vector<std::string>& files
     Selection part = wave_of(selection, wave, files);
     std::vector<Shard> shards = wave_shards(part, durations, a.count);
     if (!a.matrix) {
-      std::string why = wave == 1                        ? "the selection runs nothing"
+      std::string why = wave == 1                      ? "the selection runs nothing"
                         : selection.then_tests.empty() ? "not a staged selection"
                                                        : "its second stage runs nothing new";
-      if (shards.empty()) std::cout << fmt::format("wave {}: no tests ({})\n", wave, why);
+      if (shards.empty())
+        std::cout << fmt::format("wave {}: no tests ({})\n", wave, why);
       else if (static_cast<int>(shards.size()) < a.count)
         std::cout << fmt::format("wave {}: {} shards (only {} units)\n", wave, shards.size(),
                                  shards.size());

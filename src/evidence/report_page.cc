@@ -179,9 +179,8 @@ std::string failing_section(const ReportPage& r) {
         "<td class=\"msg\"><details><summary>{}</summary><pre>{}</pre></details></td></tr>",
         f.newly ? "newly" : "known", staged ? fmt::format(" data-wave=\"{}\"", wave) : "",
         esc(f.test_id), staged ? fmt::format("<td class=\"n\">{}</td>", wave) : "",
-        f.newly ? "new" : "", esc(mode_text(f.mode)), esc(to_string(f.outcome)),
-        esc(f.error_class), esc(summary_line(f.message)),
-        esc(truncate_utf8_chars(f.message, kPageMessageChars)));
+        f.newly ? "new" : "", esc(mode_text(f.mode)), esc(to_string(f.outcome)), esc(f.error_class),
+        esc(summary_line(f.message)), esc(truncate_utf8_chars(f.message, kPageMessageChars)));
   }
   return out + "</table>";
 }
@@ -433,7 +432,6 @@ std::string files_section(const ReportPage& r) {
   }
   return out + "</table>";
 }
-
 
 std::string triage_section(const ReportPage& r) {
   if (r.triage.is_null()) return "";

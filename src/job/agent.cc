@@ -315,11 +315,11 @@ struct Agent::Impl {
     gate.base_sha = job.base_sha;
     if (dispatch_selection(gate, backend.select) != "staged") return std::nullopt;
     std::string path = fmt::format("{}/{}.selection.json", config.jobs_dir, job.id);
-    int status = run_child(job,
-                           {ootci_binary, "select", "changed", "--config", backend.path,
-                            "--upstream", job.base_sha + ".." + job.upstream_sha, "--staged", "-o",
-                            path},
-                           log_path);
+    int status =
+        run_child(job,
+                  {ootci_binary, "select", "changed", "--config", backend.path, "--upstream",
+                   job.base_sha + ".." + job.upstream_sha, "--staged", "-o", path},
+                  log_path);
     std::string fallback;
     if (status != 0)
       fallback = fmt::format("ootci select changed failed ({})", exit_text(status));
@@ -332,8 +332,8 @@ struct Agent::Impl {
         fallback = e.what();
       }
     if (fallback.empty()) {
-      spdlog::info("job {}: staged selection of {}..{}: {}", job.id, job.base_sha,
-                   job.upstream_sha, path);
+      spdlog::info("job {}: staged selection of {}..{}: {}", job.id, job.base_sha, job.upstream_sha,
+                   path);
       return path;
     }
     spdlog::warn("job {}: {}; running the full plan (log: {})", job.id, fallback, log_path);

@@ -352,7 +352,7 @@ GateDecision decide_nightly(const GatePolicy& policy) {
 
 std::string dispatch_selection(const GateDecision& d, const SelectSettings& select) {
   return d.should_build && !d.base_sha.empty() && select.pull_requests == "staged" ? "staged"
-                                                                                    : "full";
+                                                                                   : "full";
 }
 
 std::string format_gate_outputs(const GateDecision& d, const SelectSettings* select) {

@@ -252,9 +252,9 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, GateCase, testing::ValuesIn(cases()),
 
 TEST(Gate, AnOpenPrCarriesItsBaseShaForTheSelectionAndALandedOneDoesNot) {
   FakeHeads heads;
-  GateDecision open = decide_gate(master_policy(), "privateuseone",
-                                  client_payload("pull_request", webhook("pull_request.opened.json")),
-                                  heads.resolver());
+  GateDecision open = decide_gate(
+      master_policy(), "privateuseone",
+      client_payload("pull_request", webhook("pull_request.opened.json")), heads.resolver());
   EXPECT_EQ(open.base_sha, "f95f852bd8fca8fcc58a9a2d6c842781e32a215e");
   // Without a base SHA the PR still builds; it runs the full plan.
   json no_base = webhook("pull_request.opened.json");

@@ -29,8 +29,8 @@
 #include "run/pytest_process.h"
 #include "run/run_manifest.h"
 #include "run/shards.h"
-#include "run/waves.h"
 #include "run/test_limits.h"
+#include "run/waves.h"
 
 namespace fs = std::filesystem;
 
@@ -747,7 +747,8 @@ RunStart new_run(const RunRequest& req, EvidenceStore& store, const nlohmann::js
   run.files = plan_files(plan, req.wave > 0 ? wave_part(req, store, plan) : req.selection);
   run.labels = req.labels.value_or(req.backend.run.labels);
   if (!run.labels.empty()) run.files = only_labelled(plan, run.files, run.labels);
-  if (req.shards > 0 && req.wave == 0) run.files = shard_of(run.files, store, req.shard, req.shards);
+  if (req.shards > 0 && req.wave == 0)
+    run.files = shard_of(run.files, store, req.shard, req.shards);
   return run;
 }
 

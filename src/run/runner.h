@@ -14,7 +14,6 @@
 
 namespace ootci {
 
-
 struct RunRequest {
   BackendConfig backend;
   std::string evidence_path;
@@ -23,10 +22,10 @@ struct RunRequest {
   // Run only this wave of the selection (1: its files, tests and bases; 2: a staged selection's
   // "then"), split by wave_shards when shards > 0; 0: the whole selection, both stages in order.
   int wave = 0;
-  int workers = 0;            // 0: backend.run.workers
-  std::string resume_run;     // continue this run instead of starting one
-  std::string run_id;         // the new run's id (default: new_run_id), e.g. chosen by the agent
-  bool tty = false;           // a live progress line instead of periodic plain lines
+  int workers = 0;         // 0: backend.run.workers
+  std::string resume_run;  // continue this run instead of starting one
+  std::string run_id;      // the new run's id (default: new_run_id), e.g. chosen by the agent
+  bool tty = false;        // a live progress line instead of periodic plain lines
   // Run this resolved plan (docs/plan.md, JSON v1) instead of resolving the backend's
   // test_configs, e.g. `ootci discover`'s; the config hash comes from its content.
   std::optional<nlohmann::json> plan_override;

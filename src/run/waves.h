@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "evidence/evidence_store.h"
-
 #include "run/selection.h"
 #include "run/shards.h"
 
