@@ -295,7 +295,8 @@ jobs:
         if: steps.decide.outputs.run == 'true'
         env:
           WHY: ${{ steps.decide.outputs.why }}
-        run: echo "wave 2 runs: $WHY"
+        run: |
+          echo "wave 2 runs: $WHY"
       - uses: actions/upload-artifact@v4
         with:
           name: second-stage
