@@ -531,7 +531,7 @@ TEST(InitCli, EveryOotciCommandInTheWorkflowExistsWithItsFlags) {
     }
   }
   EXPECT_EQ(subcommands, (std::set<std::string>{"--version", "gate", "ingest", "judge", "report",
-                                                "run", "shards"}));
+                                                "run", "select", "shards"}));
   EXPECT_GE(checked, 8u);
 }
 
@@ -651,6 +651,8 @@ Words instantiate(const Words& command, const std::string& dir,
     auto v = vars.find(w);
     if (v != vars.end())
       out.push_back(v->second);
+    else if (w.rfind("${", 0) == 0 && w.size() > 5 && w.compare(w.size() - 4, 4, "[@]}") == 0)
+      continue;  // a bash array not given (such as ingest's "${stage[@]}"): empty, so no words
     else if (w == "ootci.yaml" || w == "dispatch.json")
       out.push_back(dir + "/" + w);  // the workflow runs in the repository's root
     else
