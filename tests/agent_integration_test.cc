@@ -525,6 +525,24 @@ TEST_P(AgentWaves, WaveOneRaisesSoWaveTwoRunsIntoOneVerdict) {
   EXPECT_TRUE(wave2_entry) << triage.dump();
 }
 
+TEST_P(AgentWaves, TheConfigSwitchRunsThePullRequestsWholePlan) {
+  start_relay_to_agent();
+  make_upstream();
+  write_backend("", "{}", "", upstream_);
+  write_file(dir_ + "/ootci.yaml",
+             read_file(dir_ + "/ootci.yaml") + "select:\n  pull_requests: full\n");
+  start_agent();
+  nlohmann::json job = run_pr("d-waves-off");
+  ASSERT_FALSE(job.is_null());
+  EXPECT_EQ(job["conclusion"], "success") << agent_log();
+  EXPECT_EQ(agent_log().find("staged selection of"), std::string::npos) << agent_log();
+  auto record = relay_job("d-waves-off", job["id"]);
+  ASSERT_TRUE(record) << relay_->log();
+  EXPECT_EQ(record->tests_total, 260);
+  HttpResult report = agent_get(fmt::format("/jobs/{}/report", job["id"].get<int64_t>()));
+  EXPECT_EQ(report.body.find("wave2-why"), std::string::npos);
+}
+
 INSTANTIATE_TEST_SUITE_P(Sqlite, AgentWaves, ::testing::Values("sqlite"),
                          [](const auto& info) { return info.param; });
 
