@@ -72,7 +72,7 @@ before(async () => {
   const red = run();
   // A staged selection of the green run's variants (issue 41): argmax's float32 ones first; the
   // other argmax and the amax ones in wave 2, run only when wave 1 raises.
-  const ids = (where) => sql(`SELECT test_id FROM results WHERE run_id = ? AND ${where} ORDER BY test_id`,
+  const ids = (where) => sql(`SELECT test_id FROM results WHERE run_id = ? AND (${where}) ORDER BY test_id`,
     green.id).map((r) => r[0]);
   const first = ids("op = 'argmax' AND dtype = 'float32'");
   const then = ids("(op = 'argmax' AND dtype != 'float32') OR op = 'amax'");
