@@ -13,14 +13,18 @@ Each child is forked after collection, one ahead of its request (a spare that wa
 forked while the previous child runs, so that a request costs a write rather than a fork). It
 sets the request's environment (the events file and the OOTCI_RUN_ONLY/_ONLY_BASES/_SKIP lists
 of run_reporter.py), narrows the collected items as a fresh `pytest FILE` would, and runs them
-with pytest's own loop, so results, events and exit status are those of a spawned process. A crash, a hang or a rerun costs a fork, not an
-interpreter start plus torch plus collection. A child leaves with os._exit once pytest is done
-(its exit status, its files flushed): tearing torch down again would cost 0.6 s, and atexit
-handlers that a test registered do not run. The server exits at EOF.
+with pytest's own loop, so results, events and exit status are those of a spawned process. A
+crash, a hang or a rerun costs a fork, not an interpreter start plus torch plus collection. A
+child leaves with os._exit once pytest is done (its exit status, its files flushed): tearing
+torch down again would cost 0.6 s, and atexit handlers that a test registered do not run. The
+server exits at EOF.
 
 torch's OpenMP pool does not survive a fork (libgomp: a child hangs in its first parallel
 region if the parent ever started the pool), so the server runs with one thread and each child
 gets back the thread count it would have had.
+
+Without OOTCI_FORK_SERVER_FD the plugin does nothing. With it, its state lives on a ForkServer
+object registered as a plugin at configure, as pytest's own plugins keep theirs.
 """
 import ctypes
 import faulthandler
@@ -32,38 +36,35 @@ import sys
 
 import pytest
 
-_fd = os.environ.get("OOTCI_FORK_SERVER_FD")
-_threads = None       # the torch thread count a child gets back
-_collect_errors = []  # collection errors, for each child's events file
-_fault_file = None    # faulthandler's file in a child (kept open)
-_in_child = False
-_exit_status = 0      # the child's pytest exit status, once the session is over
-
 
 def _reply(fd, message):
     os.write(fd, (json.dumps(message) + "\n").encode())
 
 
-def pytest_configure(config):
-    global _threads
-    if not _fd:
-        return
-    import torch
-    _threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    from ootci_torch import op_recorder
-    if op_recorder.enabled() and op_recorder.recorder_kind() == "observer":
-        op_recorder.observer_available()  # loaded once here, not in every child
-
-
-def pytest_collectreport(report):
-    if _fd and report.failed:
-        _collect_errors.append(str(report.longrepr))
+def _children():
+    """This process's live children, as "pid (command)", read from /proc (the stat file's fields
+    follow the command's closing parenthesis; the command may hold any character)."""
+    me, found = os.getpid(), []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                stat = f.read()
+            state, ppid = stat[stat.rindex(b")") + 2:].split()[:2]
+            if int(ppid) != me or state == b"Z":
+                continue
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                command = f.read().replace(b"\0", b" ").strip().decode(errors="replace")
+        except (OSError, ValueError):
+            continue  # it ended while we looked
+        found.append(f"{entry} ({command[:100]})")
+    return found
 
 
 def _redirect_output(config, log_path):
-    """Points stdout and stderr (and pytest's capture and faulthandler) at this child's log."""
-    global _fault_file
+    """Points stdout and stderr (and pytest's capture and faulthandler) at this child's log.
+    Returns faulthandler's file, which must stay open."""
     capman = config.pluginmanager.getplugin("capturemanager")
     if capman is not None:
         capman.stop_global_capturing()
@@ -74,11 +75,12 @@ def _redirect_output(config, log_path):
     os.dup2(fd, 2)
     os.close(fd)
     # pytest's faulthandler writes to a copy of the stderr it started with: the server's log.
-    _fault_file = os.fdopen(os.dup(2), "w")
-    faulthandler.enable(file=_fault_file)
+    fault_file = os.fdopen(os.dup(2), "w")
+    faulthandler.enable(file=fault_file)
     if capman is not None and capman.is_globally_capturing():
         capman.start_global_capturing()
         capman.suspend_global_capture()
+    return fault_file
 
 
 def _spare(requests, server_pid):
@@ -109,20 +111,6 @@ def _spare(requests, server_pid):
         import traceback
         traceback.print_exc()
         os._exit(3)
-
-
-def _child(session, request):
-    global _in_child
-    _in_child = True
-    _redirect_output(session.config, request["log"])
-    os.environ.update(request.get("env") or {})
-    import torch
-    torch.set_num_threads(_threads)
-    from ootci_torch import run_reporter
-    run_reporter.start_events()
-    for message in _collect_errors:
-        run_reporter.collect_error(message)
-    run_reporter.narrow(session.config, session.items)
 
 
 def _serve(fd, requests):
@@ -158,44 +146,88 @@ def _serve(fd, requests):
     return None
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_runtestloop(session):
-    """Serves forks until EOF; a child returns None here so pytest's own loop runs its tests."""
-    if not _fd:
+def pytest_configure(config):
+    fd = os.environ.get("OOTCI_FORK_SERVER_FD")
+    if fd:
+        config.pluginmanager.register(ForkServer(int(fd)), "ootci-fork-server")
+
+
+class ForkServer:
+    """The fork server's plugin: collects once, serves forks, and in each child lets pytest's own
+    loop run the tests the request asks for."""
+
+    def __init__(self, fd):
+        import torch
+        self.fd = fd
+        self.threads = torch.get_num_threads()  # the torch thread count a child gets back
+        torch.set_num_threads(1)
+        self.collect_errors = []  # collection errors, for each child's events file
+        self.fault_file = None    # faulthandler's file in a child (kept open)
+        self.in_child = False
+        self.exit_status = 0      # the child's pytest exit status, once the session is over
+        from ootci_torch import op_observer, recording_config
+        if recording_config.enabled() and recording_config.recorder_kind() == "observer":
+            op_observer.available()  # loaded once here, not in every child
+
+    def pytest_collectreport(self, report):
+        if report.failed:
+            self.collect_errors.append(str(report.longrepr))
+
+    def _child(self, session, request):
+        self.in_child = True
+        self.fault_file = _redirect_output(session.config, request["log"])
+        os.environ.update(request.get("env") or {})
+        import torch
+        torch.set_num_threads(self.threads)
+        from ootci_torch import run_reporter
+        reporter = run_reporter.reporter(session.config)
+        reporter.start()
+        for message in self.collect_errors:
+            reporter.collect_error(message)
+        reporter.narrow(session.config, session.items)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session):
+        """Serves forks until EOF; a child returns None here so pytest's own loop runs its
+        tests."""
+        requests = os.fdopen(self.fd, "rb", buffering=0)
+        from ootci_torch import run_reporter
+        run_reporter.remember_ids(session.items)  # once here, not in every child
+        # What exists now is shared by every child: the collector must not walk it in a child,
+        # which would write to (and so copy) every page that holds an object.
+        gc.collect()
+        gc.freeze()
+        ready = {"ready": len(session.items)}
+        started = _children()
+        if started:
+            # A device daemon started at import or collection (a process the backend talks to
+            # over pipes) would be shared by every child, each leaving its requests and memory
+            # behind in it: the runner spawns this file's attempts instead.
+            ready["fork_unsafe"] = (
+                f"the backend started {len(started)} process(es) while the file was collected, "
+                f"which forked children would share: {'; '.join(started[:3])}")
+        _reply(self.fd, ready)
+        request = _serve(self.fd, requests)
+        if request is None:
+            return True
+        try:
+            self._child(session, request)
+        except BaseException:
+            import traceback
+            traceback.print_exc()
+            os._exit(3)
         return None
-    fd = int(_fd)
-    requests = os.fdopen(fd, "rb", buffering=0)
-    from ootci_torch import run_reporter
-    run_reporter.remember_ids(session.items)  # once here, not in every child
-    # What exists now is shared by every child: the collector must not walk it in a child, which
-    # would write to (and so copy) every page that holds an object.
-    gc.collect()
-    gc.freeze()
-    _reply(fd, {"ready": len(session.items)})
-    request = _serve(fd, requests)
-    if request is None:
-        return True
-    try:
-        _child(session, request)
-    except BaseException:
-        import traceback
-        traceback.print_exc()
-        os._exit(3)
-    return None
 
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_sessionfinish(self, session):
+        yield
+        self.exit_status = int(session.exitstatus)
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_sessionfinish(session):
-    global _exit_status
-    yield
-    _exit_status = int(session.exitstatus)
-
-
-@pytest.hookimpl(trylast=True)
-def pytest_unconfigure(config):
-    """A child ends here, with pytest's exit status, without tearing the interpreter down: torch's
-    teardown takes about 0.6 s, and the server's copy of it is still alive."""
-    if _in_child:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(_exit_status)
+    @pytest.hookimpl(trylast=True)
+    def pytest_unconfigure(self, config):
+        """A child ends here, with pytest's exit status, without tearing the interpreter down:
+        torch's teardown takes about 0.6 s, and the server's copy of it is still alive."""
+        if self.in_child:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(self.exit_status)

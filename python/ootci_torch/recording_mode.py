@@ -9,10 +9,10 @@ tests/backend/test_recording_mode.py."""
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-# Through the module, not its names: op_recorder stays the one place to change them (tests do).
-from ootci_torch import op_recorder as _recorder
+from ootci_torch import input_generation, recording_config
 
 _PLAIN = object()  # run the op plainly
+_OVERLOAD_DEFAULT = "default"
 
 # What a backend key without its own kernel runs, in the dispatcher's order (1.13,
 # OperatorEntry::computeDispatchTableEntry); after them comes the backend fallback.
@@ -22,6 +22,13 @@ _COMPOSITE_KEYS = [(name, getattr(torch._C.DispatchKey, name)) for name in
 
 _names = {}      # OpOverload -> "aten::name.overload"
 _composite = {}  # (OpOverload, backend key) -> (composite DispatchKey it runs, mutates) or None
+
+
+def op_name(func) -> str:
+    """'aten::add.Tensor', or 'aten::view' for a default overload."""
+    overload = getattr(func, "_overloadname", _OVERLOAD_DEFAULT)
+    name = func._schema.name
+    return name if overload == _OVERLOAD_DEFAULT else f"{name}.{overload}"
 
 
 def on_device(values, device) -> bool:
@@ -44,7 +51,6 @@ def on_device(values, device) -> bool:
 
 def device_dtypes(values, device, found=None) -> set:
     """torch's names ("float32") of the dtypes of the tensors on `device` among `values`."""
-    import torch
     found = set() if found is None else found
     for v in values:
         if isinstance(v, torch.Tensor):
@@ -110,11 +116,10 @@ class OpRecordingMode(TorchDispatchMode):
     def __init__(self, device):
         super().__init__()
         self.device = device
-        self.device_key = _recorder._dispatch_key(device) or None
+        self.device_key = recording_config.dispatch_key(device) or None
         self.ops = set()
         self.op_dtypes = set()  # "aten::add.Tensor:float32"
-        self.body_op_dtypes = set()  # of them, seen outside input generation
-        self.input_op_dtypes = set()  # and seen inside it
+        self.body_op_dtypes = set()  # of them, seen outside input generation (op_record.py)
         self.active = True  # False once the test is over: a mode left behind only passes through
         self.broken = False  # the recorder failed: its set is incomplete, so nothing is reported
         self.expanding = set()  # ops whose composite kernel is running under the mode
@@ -126,14 +131,12 @@ class OpRecordingMode(TorchDispatchMode):
         try:
             name = _names.get(func)
             if name is None:
-                name = _names[func] = _recorder.op_name(func)
+                name = _names[func] = op_name(func)
             if on_device(values, self.device):
                 self.ops.add(name)
                 pairs = {f"{name}:{d}" for d in device_dtypes(values, self.device)}
                 self.op_dtypes |= pairs
-                if _recorder.input_depth() > 0:
-                    self.input_op_dtypes |= pairs
-                else:
+                if input_generation.depth() == 0:
                     self.body_op_dtypes |= pairs
         except Exception:
             self.broken = True

@@ -14,13 +14,17 @@ Events: {"e": "collected", "tests": [id, ...]},
 "base" is the config name of the variant ("Class::method"). "ops" (only with OOTCI_RECORD_OPS=1)
 lists the ops the test called on the device during setup and call (op_recorder.py), and
 "op_dtypes" the dtypes it called them with ("aten::add.Tensor:float32"), and "input_op_dtypes"
-those of them it reached only while generating its inputs (make_tensor, sample inputs).
+those of them it reached only while generating its inputs (make_tensor, sample inputs;
+op_record.py).
 
 OOTCI_RUN_ONLY names a file of test ids to run, OOTCI_RUN_ONLY_BASES one of "relpath::Class::method"
 lines whose variants run; with both, a test runs if either names it. OOTCI_RUN_SKIP ids never run.
 OOTCI_RUN_MULTI_DEVICE=defer (a device pool, run.devices): tests that need more than one device
 (deviceCountAtLeast) do not run here; the "collected" event lists them as "multi_device", and the
 runner runs them alone with every device.
+
+State lives where pytest's own plugins keep it: the process's on a Reporter object registered as
+a plugin at configure (config.stash[REPORTER]), each test's on its item's stash.
 """
 import json
 import os
@@ -28,34 +32,37 @@ import re
 
 import pytest
 
-from ootci_torch import op_recorder as _op_recorder
+from ootci_torch import input_generation, op_observer, op_recorder, recording_config
 from ootci_torch import plan as _plan
+from ootci_torch.op_record import OpRecord
 
 _MESSAGE_LIMIT = 2000
-_events = None
-_items = {}     # nodeid -> (test id, plan properties)
-_reports = {}   # nodeid -> [TestReport, ...]
-_ops = {}       # nodeid -> set of ops recorded so far (OOTCI_RECORD_OPS=1)
-_op_dtypes = {}  # nodeid -> set of "op:dtype" pairs recorded so far
-_body_dtypes = {}  # nodeid -> those of them seen outside input generation in some phase
-_input_dtypes = {}  # nodeid -> those seen only inside it in some phase
-_record_ops = False
+
+
+class _Test:
+    """What the reporter keeps of one test it reports (item.stash[_TEST])."""
+
+    def __init__(self, test_id, props):
+        self.id = test_id
+        self.props = props     # the plan's properties ("ootci.mode", ...)
+        self.reports = []      # its TestReports so far: setup, call, teardown
+        self.ops = OpRecord()  # what its phases recorded so far (OOTCI_RECORD_OPS=1)
+
+    def event(self, kind) -> dict:
+        p = self.props
+        return {"e": kind, "id": self.id, "mode": p.get("ootci.mode", ""),
+                "op": p.get("ootci.op", ""), "dtype": p.get("ootci.dtype", ""),
+                "base": p.get("ootci.base", "")}
+
+
+REPORTER = pytest.StashKey["Reporter"]()  # config.stash: this process's reporter
+_TEST = pytest.StashKey[_Test]()          # item.stash: set on the tests this process reports
+_TEST_ID = pytest.StashKey[str]()         # item.stash: the test id, computed once (remember_ids)
 
 
 def _text(value):
     # A lone surrogate (undecodable bytes in a message) is not valid JSON for a strict reader.
     return str(value).encode("utf-8", "replace").decode("utf-8")[:_MESSAGE_LIMIT]
-
-
-def _emit(event):
-    _events.write(json.dumps(event) + "\n")
-    _events.flush()
-
-
-def _props(nodeid):
-    tid, props = _items[nodeid]
-    return {"id": tid, "mode": props.get("ootci.mode", ""), "op": props.get("ootci.op", ""),
-            "dtype": props.get("ootci.dtype", ""), "base": props.get("ootci.base", "")}
 
 
 def _read_ids(env_name):
@@ -73,72 +80,153 @@ def test_id(item) -> str:
     return "::".join(parts)
 
 
-def start_events():
-    """Opens $OOTCI_RUN_EVENTS; at configure, or in a fork server's child (fork_server.py)."""
-    global _events, _record_ops
-    path = os.environ.get("OOTCI_RUN_EVENTS")
-    if path:
-        _events = open(path, "a", encoding="utf-8")
-        _record_ops = _op_recorder.enabled()
-        if _record_ops and _op_recorder.recorder_kind() == "observer":
-            _op_recorder.observer_available()  # built now, not inside the first test's time
-        if _record_ops or _op_recorder.probe_shift() is not None:
-            _op_recorder.mark_input_generators()
-
-
-def pytest_configure(config):
-    start_events()
-
-
 def remember_ids(items):
     """Computes each item's test id once (a fork server, before its children narrow)."""
     for item in items:
-        item._ootci_test_id = test_id(item)
+        item.stash[_TEST_ID] = test_id(item)
 
 
-def collect_error(message):
-    _emit({"e": "collect_error", "message": _text(message[-_MESSAGE_LIMIT:])})
+def reporter(config) -> "Reporter":
+    return config.stash[REPORTER]
 
 
-def pytest_collectreport(report):
-    if _events is not None and report.failed:
-        collect_error(str(report.longrepr))
+def pytest_configure(config):
+    config.stash[REPORTER] = Reporter()
+    config.pluginmanager.register(config.stash[REPORTER], "ootci-run-reporter")
+    config.stash[REPORTER].start()
 
 
-@pytest.hookimpl(trylast=True)
-def pytest_collection_modifyitems(session, config, items):
-    narrow(config, items)
+class Reporter:
+    """The events of one pytest process; silent until start() finds $OOTCI_RUN_EVENTS."""
+
+    def __init__(self):
+        self.events = None
+        self.record_ops = False
+
+    def start(self):
+        """Opens $OOTCI_RUN_EVENTS; at configure, or in a fork server's child (fork_server.py)."""
+        path = os.environ.get("OOTCI_RUN_EVENTS")
+        if path:
+            self.events = open(path, "a", encoding="utf-8")
+            self.record_ops = recording_config.enabled()
+            if self.record_ops and recording_config.recorder_kind() == "observer":
+                op_observer.available()  # built now, not inside the first test's time
+            self._mark_input_generators()
+
+    def _mark_input_generators(self):
+        if self.record_ops or recording_config.probe_shift() is not None:
+            input_generation.mark_input_generators()
+
+    def emit(self, event):
+        self.events.write(json.dumps(event) + "\n")
+        self.events.flush()
+
+    def collect_error(self, message):
+        self.emit({"e": "collect_error", "message": _text(message[-_MESSAGE_LIMIT:])})
+
+    def pytest_collectreport(self, report):
+        if self.events is not None and report.failed:
+            self.collect_error(str(report.longrepr))
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, session, config, items):
+        self.narrow(config, items)
+
+    def narrow(self, config, items):
+        """Keeps the tests the runner asked for (in place) and reports them as collected."""
+        if self.events is None:
+            return
+        only, skip = _read_ids("OOTCI_RUN_ONLY"), _read_ids("OOTCI_RUN_SKIP") or set()
+        only_bases = _read_ids("OOTCI_RUN_ONLY_BASES")
+        defer = os.environ.get("OOTCI_RUN_MULTI_DEVICE") == "defer"
+        kept, dropped, multi_device = [], [], []
+        for item in items:
+            tid = item.stash.get(_TEST_ID, None) or test_id(item)
+            props = dict(item.user_properties)
+            if tid in skip or not _wanted(tid, props, only, only_bases):
+                dropped.append(item)
+                continue
+            if defer and _devices_needed(item) > 1:
+                dropped.append(item)
+                multi_device.append(tid)
+                continue
+            item.stash[_TEST] = _Test(tid, props)
+            kept.append(item)
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+            items[:] = kept
+        self._mark_input_generators()  # the test modules' own make_tensor names too
+        event = {"e": "collected", "tests": [item.stash[_TEST].id for item in kept]}
+        if multi_device:
+            event["multi_device"] = multi_device
+        self.emit(event)
+
+    def _recorded(self, item):
+        """Records the ops of one test phase when asked to; a hookwrapper body."""
+        test = item.stash.get(_TEST, None)
+        if not self.record_ops or test is None:
+            yield
+            return
+        with op_recorder.Recording() as rec:
+            yield
+        if rec.record is not None:
+            test.ops.add(rec.record)
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_setup(self, item):
+        yield from self._recorded(item)
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_call(self, item):
+        yield from self._recorded(item)
+
+    def _finished(self, test, kind, reports):
+        """The "called" or "result" event of a test, from its reports so far."""
+        outcome, error_class, message = _classify(reports)
+        event = {**test.event(kind), "outcome": outcome,
+                 "duration": sum(r.duration for r in reports),
+                 "error_class": error_class, "message": _text(message)}
+        if self.record_ops:
+            event.update(test.ops.fields())
+        return event
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(self, item, nextitem):
+        """"start" before the test's setup, "result" once its teardown is reported; none if the
+        protocol raises (an interrupt), as no result was logged."""
+        test = item.stash.get(_TEST, None)
+        if test is not None:
+            self.emit(test.event("start"))
+        outcome = yield
+        if test is not None and outcome.excinfo is None:
+            self.emit(self._finished(test, "result", test.reports))
+            item.stash[_TEST] = _Test(test.id, test.props)  # its reports and ops are done with
+
+    # Outermost: the report is final here, after every other wrapper (skipping's xfail) is done.
+    @pytest.hookimpl(hookwrapper=True, tryfirst=True)
+    def pytest_runtest_makereport(self, item, call):
+        outcome = yield
+        report = outcome.get_result()
+        if call.excinfo is not None:
+            error = _raised(call.excinfo.value)
+            report.ootci_error = (type(error).__name__, str(error))
+        test = item.stash.get(_TEST, None)
+        if test is not None:
+            test.reports.append(report)
+            if report.when == "call":
+                self.emit(self._finished(test, "called", test.reports))
 
 
-def narrow(config, items):
-    """Keeps the tests the runner asked for (in place) and reports them as collected."""
-    if _events is None:
-        return
-    only, skip = _read_ids("OOTCI_RUN_ONLY"), _read_ids("OOTCI_RUN_SKIP") or set()
-    only_bases = _read_ids("OOTCI_RUN_ONLY_BASES")
-    defer = os.environ.get("OOTCI_RUN_MULTI_DEVICE") == "defer"
-    kept, dropped, multi_device = [], [], []
-    for item in items:
-        tid = getattr(item, "_ootci_test_id", None) or test_id(item)
-        props = dict(item.user_properties)
-        if tid in skip or not _wanted(tid, props, only, only_bases):
-            dropped.append(item)
-            continue
-        if defer and _devices_needed(item) > 1:
-            dropped.append(item)
-            multi_device.append(tid)
-            continue
-        _items[item.nodeid] = (tid, props)
-        kept.append(item)
-    if dropped:
-        config.hook.pytest_deselected(items=dropped)
-        items[:] = kept
-    if _record_ops or _op_recorder.probe_shift() is not None:
-        _op_recorder.mark_input_generators()  # the test modules' own make_tensor names too
-    event = {"e": "collected", "tests": [_items[i.nodeid][0] for i in kept]}
-    if multi_device:
-        event["multi_device"] = multi_device
-    _emit(event)
+def _raised(error):
+    """The error a test raised. Upstream's assertEqual (torch.testing._comparison) raises an
+    exception met while comparing as RuntimeError("Comparing ... resulted in the unexpected
+    exception above") from it: the cause is what failed. On torch 2.x, whose make_tensor builds
+    inputs on the CPU and copies them, a device op the comparison needs is often the first one a
+    test reaches, and its error (a missing kernel, say) is what a bucket or a probe must see."""
+    cause = error.__cause__
+    if type(error) is RuntimeError and cause is not None and str(error).startswith("Comparing"):
+        return cause
+    return error
 
 
 def _devices_needed(item):
@@ -158,64 +246,6 @@ def _base_id(tid, props):
     """'relpath::Class::method' for a test id and its properties; '' without a known base."""
     base = props.get("ootci.base")
     return f"{tid.split('::', 1)[0]}::{base}" if base else ""
-
-
-def _input_only(nodeid):
-    """The pairs a test reached only while generating its inputs, in every phase."""
-    return sorted(_input_dtypes.get(nodeid, set()) - _body_dtypes.get(nodeid, set()))
-
-
-def _recorded(item):
-    """Records the ops of one test phase when asked to; a hookwrapper body."""
-    if not _record_ops or item.nodeid not in _items:
-        yield
-        return
-    with _op_recorder.Recording() as rec:
-        yield
-    if rec.ops is not None:
-        _ops.setdefault(item.nodeid, set()).update(rec.ops)
-        pairs, inputs = set(rec.op_dtypes or ()), set(rec.input_op_dtypes or ())
-        _op_dtypes.setdefault(item.nodeid, set()).update(pairs)
-        _body_dtypes.setdefault(item.nodeid, set()).update(pairs - inputs)
-        _input_dtypes.setdefault(item.nodeid, set()).update(inputs)
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_setup(item):
-    yield from _recorded(item)
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_call(item):
-    yield from _recorded(item)
-
-
-def pytest_runtest_logstart(nodeid, location):
-    if _events is not None and nodeid in _items:
-        _emit({"e": "start", **_props(nodeid)})
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item, call):
-    outcome = yield
-    report = outcome.get_result()
-    if call.excinfo is not None:
-        report.ootci_error = (call.excinfo.typename, str(call.excinfo.value))
-
-
-def pytest_runtest_logreport(report):
-    if _events is not None and report.nodeid in _items:
-        _reports.setdefault(report.nodeid, []).append(report)
-        if report.when == "call":
-            outcome, error_class, message = _classify(_reports[report.nodeid])
-            event = {"e": "called", **_props(report.nodeid), "outcome": outcome,
-                     "duration": sum(r.duration for r in _reports[report.nodeid]),
-                     "error_class": error_class, "message": _text(message)}
-            if _record_ops:
-                event["ops"] = sorted(_ops.get(report.nodeid, ()))
-                event["op_dtypes"] = sorted(_op_dtypes.get(report.nodeid, ()))
-                event["input_op_dtypes"] = _input_only(report.nodeid)
-            _emit(event)
 
 
 def _classify(reports):
@@ -253,20 +283,3 @@ def _phase_outcome(r, phase):
 def _guess_error_class(text):
     m = re.search(r"^E\s+(\w+(?:\.\w+)*(?:Error|Exception|Exit|Interrupt))\b", text, re.M)
     return m.group(1).rsplit(".", 1)[-1] if m else ""
-
-
-def pytest_runtest_logfinish(nodeid, location):
-    if _events is None or nodeid not in _items:
-        return
-    reports = _reports.pop(nodeid, [])
-    outcome, error_class, message = _classify(reports)
-    event = {"e": "result", **_props(nodeid), "outcome": outcome,
-             "duration": sum(r.duration for r in reports),
-             "error_class": error_class, "message": _text(message)}
-    if _record_ops:
-        event["ops"] = sorted(_ops.pop(nodeid, ()))
-        event["op_dtypes"] = sorted(_op_dtypes.pop(nodeid, ()))
-        event["input_op_dtypes"] = _input_only(nodeid)
-        _body_dtypes.pop(nodeid, None)
-        _input_dtypes.pop(nodeid, None)
-    _emit(event)

@@ -93,7 +93,13 @@ std::optional<ForkedChild> ForkServer::fork(const std::map<std::string, std::str
       return std::nullopt;
     }
     if (r == Read::line) {
-      ready_ = nlohmann::json::parse(line, nullptr, false).contains("ready");
+      nlohmann::json reply = nlohmann::json::parse(line, nullptr, false);
+      ready_ = reply.is_object() && reply.contains("ready");
+      // The server saw the backend start processes its children would share (a device daemon).
+      if (ready_ && reply.contains("fork_unsafe") && reply["fork_unsafe"].is_string()) {
+        give_up(reply["fork_unsafe"].get<std::string>());
+        return std::nullopt;
+      }
       continue;
     }
     uintmax_t size = file_size_or_zero(log_path_);

@@ -48,7 +48,8 @@ class ForkServer {
   // session with `env` added and its output in `log_path`. nullopt when
   // - the server ended while collecting (it crashed, exited, or printed nothing for
   //   `stall_timeout_s`), as a spawned pytest would have: the caller reports that;
-  // - the server cannot fork (failed(): failure() says why): the caller spawns instead;
+  // - the server cannot fork, or the backend started processes while collecting that its
+  //   children would share (failed(): failure() says why): the caller spawns instead;
   // - `stop` was set.
   std::optional<ForkedChild> fork(const std::map<std::string, std::string>& env,
                                   const std::string& log_path, int stall_timeout_s,

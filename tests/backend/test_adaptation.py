@@ -338,6 +338,40 @@ def test_python_side_never_names_a_device():
             assert not found, f"{source.name} mentions {found.group(0)}"
 
 
+def test_python_modules_import_no_circle():
+    # Every import among ootci_torch's modules, at the top or inside a function: the graph has no
+    # circle, so no module needs another half-imported (nor a test to patch through one).
+    import ast
+    package = SOURCE_DIR / "python" / "ootci_torch"
+    modules = {p.stem for p in package.glob("*.py")}
+    graph = {}
+    for source in package.glob("*.py"):
+        deps = set()
+        for node in ast.walk(ast.parse(source.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module == "ootci_torch":
+                deps |= {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("ootci_torch."):
+                deps.add(node.module.split(".")[1])
+            elif isinstance(node, ast.Import):
+                deps |= {a.name.split(".")[1] for a in node.names
+                         if a.name.startswith("ootci_torch.")}
+        graph[source.stem] = (deps & modules) - {source.stem}
+    assert graph["recording_mode"] and graph["op_recorder"]  # the walk sees imports
+    done, path = set(), []
+
+    def visit(module):
+        assert module not in path, " -> ".join(path[path.index(module):] + [module])
+        if module in done:
+            return
+        path.append(module)
+        for dep in sorted(graph[module]):
+            visit(dep)
+        path.pop()
+        done.add(module)
+    for module in sorted(graph):
+        visit(module)
+
+
 def test_reference_backend_example_is_green_on_view_ops(ws):
     # The example's own configs, as a backend would use them: every mandatory_success test passes,
     # and crashing tests are kept out of the process by their skip rules.

@@ -80,7 +80,9 @@ def with_device_root(ws, repo):
 
 def test_discover_keeps_raw_outcomes_bases_and_device_ops_and_reruns_only_what_changed(
         ws, backend_repo):
-    ws.ootci_yaml(env={"OOTCI_REF_DISABLED_OPS": SWITCHED_OFF}, run={"reruns": 0})
+    # A short limit: on torch 2.6, two complex variants hang on the reference backend.
+    ws.ootci_yaml(env={"OOTCI_REF_DISABLED_OPS": SWITCHED_OFF},
+                  run={"reruns": 0, "discover_test_timeout_s": 20})
     with_device_root(ws, backend_repo)
     # The backend's own plan runs one fixture test and skips the rest; discovery runs them all.
     ws.config("test_suite_config:\n  files:\n"
@@ -118,12 +120,8 @@ def test_discover_keeps_raw_outcomes_bases_and_device_ops_and_reruns_only_what_c
     view_empty = results["TestOldViewOpsPRIVATEUSEONE::test_view_empty_privateuseone"]
     assert view_empty[0] == "passed"
     assert {"aten::view", "aten::randn"} <= view_empty[5]
-    # And the dtypes it called them with: a float32 variant ran add with float32, its int64
-    # sibling never ran add.
+    # And the dtypes it called them with.
     assert "aten::view:float32" in view_empty[6], view_empty[6]
-    float32 = results["TestOldViewOpsPRIVATEUSEONE::test_broadcast_to_privateuseone_float32"]
-    assert any(p.startswith("aten::add") and p.endswith(":float32") for p in float32[6]), float32
-    assert {p.rsplit(":", 1)[0] for p in float32[6]} <= float32[5]
     # What a variant reached only while making its inputs (make_tensor) is marked.
     db = sqlite3.connect(ws.path / ".ootci" / "evidence.db")
     marked = db.execute("SELECT op_dtypes, input_op_dtypes FROM test_ops WHERE run_id = ? AND "
@@ -131,17 +129,30 @@ def test_discover_keeps_raw_outcomes_bases_and_device_ops_and_reruns_only_what_c
     assert len(marked) > 20, len(marked)
     assert all(set(inputs.split()) <= set(pairs.split()) for pairs, inputs in marked)
 
-    # Variants that reach the switched-off op fail naming it, and have it among their ops.
+    # Variants that reach the switched-off op fail naming it, and have it among their ops. Where
+    # they reach it differs by torch (1.13's make_tensor adds on the device; 2.x's builds on the
+    # CPU, and the comparison adds): the reporter reports the error under upstream's "Comparing"
+    # wrapper, so both give the backend's own error.
     switched_off = {t: r for t, r in results.items()
                     if "switched off by OOTCI_REF_DISABLED_OPS" in r[2]}
-    assert len(switched_off) >= 10
-    assert "TestOldViewOpsPRIVATEUSEONE::test_broadcast_to_privateuseone_float32" in switched_off
+    assert len(switched_off) >= 10, len(switched_off)
     for test, r in switched_off.items():
         assert (r[0], r[1]) == ("failed", "NotImplementedError"), (test, r[:2])
         assert f"'aten::{SWITCHED_OFF}'" in r[2], (test, r[2])
         assert any(op.split(".")[0] == f"aten::{SWITCHED_OFF}" for op in r[5]), (test, r[5])
-    # The integer variants of the same test never add on the device: they pass.
-    assert results["TestOldViewOpsPRIVATEUSEONE::test_broadcast_to_privateuseone_int64"][0] == "passed"
+    # A float32 variant that failed there called add with float32; an int64 sibling of one never
+    # adds on the device, and passes.
+    siblings = [(t, t[:-len("float32")] + "int64") for t in switched_off
+                if t.endswith("_privateuseone_float32")]  # one dtype, not complex128_float32
+    siblings = [(f, i) for f, i in siblings if i in results]
+    assert siblings, sorted(switched_off)
+    for float32, _ in siblings:
+        assert any(p.startswith(f"aten::{SWITCHED_OFF}") and p.endswith(":float32")
+                   for p in results[float32][6]), (float32, results[float32][6])
+        assert {p.rsplit(":", 1)[0] for p in results[float32][6]} <= results[float32][5]
+    assert any(results[i][0] == "passed" and
+               not any(op.split(".")[0] == f"aten::{SWITCHED_OFF}" for op in results[i][5])
+               for _, i in siblings), [(i, results[i][:3]) for _, i in siblings]
 
     rev = discoveries(ws)[VIEW_OPS][1]
     assert re.fullmatch(r"[0-9a-f]{40}", rev), rev  # the clean commit of device_root
@@ -250,13 +261,13 @@ def test_the_input_probe_finds_the_tests_that_depend_on_the_values_they_draw(ws)
 RECORDER_PROBE = textwrap.dedent("""
     import json, os, sys
     import torch, ootci_reference_backend
-    from ootci_torch import op_recorder
+    from ootci_torch import input_generation, op_observer, op_recorder, recording_config
     device = os.environ["OOTCI_DEVICE_TYPE"]
     out = {}
     if sys.argv[1] == "unavailable":                   # no observer can be built: the mode records
         import pathlib
-        op_recorder._OBSERVER_SOURCE = pathlib.Path("/nonexistent/op_observer.cpp")
-    op_recorder.mark_input_generators()
+        op_observer._SOURCE = pathlib.Path("/nonexistent/op_observer.cpp")
+    input_generation.mark_input_generators()
     from torch.testing import make_tensor
     with op_recorder.Recording() as rec:
         drawn = make_tensor((2,), device=device, dtype=torch.int64)  # input generation
@@ -295,10 +306,11 @@ RECORDER_PROBE = textwrap.dedent("""
         cpu_grad, = torch.autograd.grad([torch.cumprod(cpu_x, 0).sum()], [cpu_x])
         out["grad_matches"] = grad.cpu().tolist() == cpu_grad.tolist()
     if sys.argv[1] == "broken":
-        if op_recorder.recorder_kind() == "mode":
-            op_recorder.op_name = lambda func: 1 / 0   # the recorder fails inside the mode
+        if recording_config.recorder_kind() == "mode":
+            from ootci_torch import recording_mode
+            recording_mode.op_name = lambda func: 1 / 0  # the recorder fails inside the mode
         else:
-            op_recorder._observer_stop = lambda: 1 / 0  # the observer reports a failure
+            op_observer.stop = lambda: 1 / 0            # the observer reports a failure
         with op_recorder.Recording() as rec:
             value = torch.ones(2, device=device).mul(3).sum().item()
         out["broken"] = [rec.ops, value]

@@ -10,6 +10,7 @@ import torch
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
 
 from ootci_torch import recording_mode as rm  # noqa: E402
+from ootci_torch.op_record import OpRecord  # noqa: E402
 
 
 def test_on_device_looks_through_tensors_devices_strings_and_nesting():
@@ -72,3 +73,31 @@ def test_an_op_exception_propagates_and_a_finished_mode_passes_through():
     with mode:
         torch.zeros(2)
     assert "aten::zeros" not in mode.ops
+
+
+def test_input_op_dtypes_are_the_pairs_seen_only_in_input_generation_over_all_phases():
+    # The observer marks with "@" a dtype an op had only while inputs were generated.
+    setup = OpRecord.from_observer(["aten::mul.Tensor float32 @int64", "aten::rand @float32"])
+    assert setup.ops == {"aten::mul.Tensor", "aten::rand"}
+    assert setup.op_dtypes == {"aten::mul.Tensor:float32", "aten::mul.Tensor:int64",
+                               "aten::rand:float32"}
+    assert setup.input_op_dtypes == {"aten::mul.Tensor:int64", "aten::rand:float32"}
+    # A pair the test's own calls reach in another phase is no longer input-only.
+    call = OpRecord({"aten::mul.Tensor"}, {"aten::mul.Tensor:int64"}, {"aten::mul.Tensor:int64"})
+    setup.add(call)
+    assert setup.fields() == {
+        "ops": ["aten::mul.Tensor", "aten::rand"],
+        "op_dtypes": ["aten::mul.Tensor:float32", "aten::mul.Tensor:int64", "aten::rand:float32"],
+        "input_op_dtypes": ["aten::rand:float32"]}
+
+
+def test_the_mode_tells_input_generation_from_the_tests_own_calls():
+    from ootci_torch import input_generation
+    mode = rm.OpRecordingMode("cpu")
+    with mode:
+        with input_generation.generating_inputs():
+            torch.zeros(2, dtype=torch.int64)
+        torch.zeros(2) + 1
+    assert {"aten::zeros:int64", "aten::zeros:float32"} <= mode.op_dtypes
+    assert "aten::zeros:int64" not in mode.body_op_dtypes
+    assert "aten::zeros:float32" in mode.body_op_dtypes

@@ -308,6 +308,23 @@ def test_a_child_that_dies_before_reporting_its_tests_sends_the_file_to_spawn(ws
     assert executions(state)["import"] == 3
 
 
+def test_a_backend_that_starts_a_process_while_collecting_is_spawned_and_says_why(ws, state):
+    # Its children would share the process (a device daemon and its pipes): the file spawns.
+    ws.config(fixture_config("TestRunnerFixture::test_pass_a", "TestRunnerFixture::test_flaky"))
+    ran = run(ws, "--isolation", "fork", env={**state, "OOTCI_FIXTURE_DAEMON_AT_IMPORT": "1"})
+    assert ran.returncode == 0, ran.output[-3000:]
+    results = ran.results()
+    assert results[f"{RUNNER_CLASS}::test_pass_a_privateuseone"][0] == "passed"
+    assert results[f"{RUNNER_CLASS}::test_flaky_privateuseone"][:4] == ("passed", "", 1, 1)
+    work = ws.path / ".ootci" / "runs" / ran.run_id / "work"
+    first = (work / "0" / "pytest.log").read_text().splitlines()[0]
+    assert first.startswith("ootci: not forked (the backend started 1 process(es) while the file "
+                            "was collected, which forked children would share: "), first
+    assert "-c import sys; sys.stdin.read())" in first, first
+    # The server, then one spawned process per attempt: the pass and the flaky test's rerun.
+    assert executions(state)["import"] == 3
+
+
 def test_a_backend_that_is_not_fork_safe_runs_under_spawn(ws, state):
     ws.ootci_yaml()
     text = (ws.path / "ootci.yaml").read_text()
