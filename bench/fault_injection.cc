@@ -33,6 +33,7 @@
 #include "base/time.h"
 #include "evidence/evidence_store.h"
 #include "evidence/second_stage.h"
+#include "run/waves.h"
 #include "select/code_evidence.h"
 #include "select/discover.h"
 #include "select/git.h"
@@ -87,6 +88,12 @@ const std::vector<Mode> kModes = {{"op", {"--ignore-dtypes"}},
                                   {"staged", {"--staged"}},
                                   {"budget 10%", {"--budget", "10%"}}};
 
+// Beyond kModes: the staged selection as a matrix of this many runners runs it, each wave split
+// by wave_shards and wave 2 decided over every shard of wave 1 (docs/run.md, "Waves").
+constexpr int kRunners = 3;
+const char* const kShardedName = "staged, sharded 3 ways";
+constexpr size_t kStaged = 3, kSharded = 5;  // indices into Outcome::by_mode
+
 // One selection of one fault against the ground truth.
 struct Selected {
   size_t tests = 0, files = 0, caught = 0;
@@ -95,6 +102,10 @@ struct Selected {
   std::set<std::string> ids, file_set;
   std::set<std::string> then_ids;  // --staged: the second stage
   std::string second_stage;        // why it ran under the fault ("": it did not)
+  // The sharded mode: the slowest shard of each wave (wave 2 only when it ran), in baseline test
+  // seconds, and the shards of each wave.
+  double wall_s = 0;
+  size_t shards1 = 0, shards2 = 0;
   bool has(const std::string& test_id) const {
     return file_set.count(test_id.substr(0, test_id.find("::"))) || ids.count(test_id);
   }
@@ -104,7 +115,7 @@ struct Outcome {
   Fault fault;
   size_t failing = 0;
   double lower = 0;  // the failing tests' share of test time: the least 100% recall can cost
-  std::vector<Selected> by_mode;  // as kModes
+  std::vector<Selected> by_mode;  // as kModes, then the sharded mode (kSharded)
   double select_s = 0;            // the default mode's
   size_t flaky = 0;  // newly failing, missed, and passing when run again under the fault
 };
@@ -394,6 +405,61 @@ std::vector<std::tuple<std::string, std::string, std::string>> given_faults(cons
   return out;
 }
 
+// A shard's baseline test seconds: its tests, and every test of its whole files.
+double shard_seconds(const Selection& part, const std::map<std::string, double>& duration) {
+  double seconds = 0;
+  for (const auto& [id, d] : duration)
+    if (part.files.count(unit_file(id)) || part.tests.count(id)) seconds += d;
+  return seconds;
+}
+
+// The slowest of a wave's shards, and how many there are.
+std::pair<double, size_t> slowest_shard(const Selection& wave,
+                                        const std::map<std::string, double>& evidence,
+                                        const std::map<std::string, double>& duration) {
+  double slowest = 0;
+  std::vector<Shard> shards = wave_shards(wave, evidence, kRunners);
+  for (const Shard& s : shards)
+    slowest = std::max(slowest, shard_seconds(shard_selection(wave, s), duration));
+  return {slowest, shards.size()};
+}
+
+// The staged selection as a matrix of kRunners runs it: wave 1's shards, wave 2 decided from
+// their results under the fault (second_stage_reason, through decide_wave2), then its shards.
+// Which tests it selects comes from the shards themselves, so its recall is checked, not assumed.
+Selected sharded_staged(const std::string& selection_path, const std::vector<std::string>& plan,
+                        const std::vector<TestResult>& truth, const std::vector<TestResult>& green,
+                        const std::map<std::string, double>& evidence,
+                        const std::map<std::string, double>& duration) {
+  Selection sel = load_selection(selection_path);
+  Selected out;
+  Selection one = wave_of(sel, 1, plan), two = wave_of(sel, 2, plan);
+  out.then_ids = two.tests;
+  for (const Shard& s : wave_shards(one, evidence, kRunners)) {
+    Selection part = shard_selection(one, s);
+    out.file_set.insert(part.files.begin(), part.files.end());
+    out.ids.insert(part.tests.begin(), part.tests.end());
+  }
+  std::tie(out.wall_s, out.shards1) = slowest_shard(one, evidence, duration);
+  std::vector<TestResult> wave1;
+  for (const auto& r : truth)
+    if (out.has(r.test_id)) wave1.push_back(r);
+  nlohmann::json decision = decide_wave2(sel, plan, wave1, &green);
+  if (decision["ran"]) {
+    out.second_stage = decision["why"];
+    for (const Shard& s : wave_shards(two, evidence, kRunners)) {
+      Selection part = shard_selection(two, s);
+      out.ids.insert(part.tests.begin(), part.tests.end());
+    }
+    auto [slowest, shards] = slowest_shard(two, evidence, duration);
+    out.wall_s += slowest;
+    out.shards2 = shards;
+  }
+  out.tests = out.ids.size();
+  out.files = out.file_set.size();
+  return out;
+}
+
 int bench(const Options& o) {
   auto given = given_faults(o);  // checked before the long setup
   std::string work = o.workdir.empty() ? make_temp_dir() : fs::absolute(o.workdir).string();
@@ -441,6 +507,13 @@ int bench(const Options& o) {
     duration[r.test_id] = r.duration_s;
     total += r.duration_s;
   }
+  std::set<std::string> baseline_files;
+  for (const auto& r : baseline) baseline_files.insert(r.file);
+  std::vector<std::string> plan_files(baseline_files.begin(), baseline_files.end());
+  // The full plan on kRunners runners, split by file as the workflow `ootci init` writes does.
+  Selection whole;
+  whole.files = baseline_files;
+  double full_wall = slowest_shard(whole, store->test_durations(), duration).first;
   std::cout << fmt::format("baseline: {} results, {} failing, {:.1f} s of test time ({:.0f} s)\n",
                            baseline.size(), failing_before.size(), total, elapsed())
             << std::flush;
@@ -517,9 +590,13 @@ int bench(const Options& o) {
                  f.kind == "op" ? f.op : f.op + ":" + f.dtype + ":1");
     run_plan(bench, run_id);
     std::vector<TestResult> truth = store->results(run_id);
+    out.by_mode.push_back(
+        sharded_staged(fmt::format("{}/selection-{}-{}.json", bench, index, kStaged), plan_files,
+                       truth, baseline, store->test_durations(), duration));
     // A staged selection's second stage, decided as `ootci run` decides it, on what its first
     // stage would have seen under the fault (the baseline is the last green run).
-    for (Selected& chosen : out.by_mode) {
+    for (size_t m = 0; m < kModes.size(); ++m) {
+      Selected& chosen = out.by_mode[m];
       if (chosen.then_ids.empty()) continue;
       std::vector<TestResult> first;
       for (const auto& r : truth)
@@ -606,17 +683,17 @@ int bench(const Options& o) {
   std::cout << "\n"
             << fmt::format(
                    "{:<28} {:<9} {:>7} {:>7} | {:>7} {:>7} | {:>7} {:>7} {:>7} | {:>7} {:>7} "
-                   "{:>9} | {:>7} {:>7} {:>3} {:>9} | {:>7} {:>9}\n",
+                   "{:>9} | {:>7} {:>7} {:>3} {:>9} | {:>7} {:>9} | {:>9} {:>6} {:>7} {:>7}\n",
                    "fault", "kind", "failing", "lower", "op", "excess", "op+dt", "excess", "tests",
                    "own", "excess", "caught", "staged", "excess", "2nd", "caught", "budget",
-                   "caught");
+                   "caught", "3-way", "shards", "wall", "1 runner");
   for (const auto& r : outcomes) {
     std::string label = r.fault.kind == "op" ? r.fault.op : r.fault.op + ":" + r.fault.dtype;
     const Selected &op = r.by_mode[0], &dt = r.by_mode[1], &own = r.by_mode[2],
-                   &staged = r.by_mode[3], &budget = r.by_mode[4];
+                   &staged = r.by_mode[kStaged], &budget = r.by_mode[4], &sh = r.by_mode[kSharded];
     std::cout << fmt::format(
         "{:<28} {:<9} {:>7} {:>7} | {:>7} {:>7} | {:>7} {:>7} {:>7} | {:>7} {:>7} {:>9} | {:>7} "
-        "{:>7} {:>3} {:>9} | {:>7} {:>9}\n",
+        "{:>7} {:>3} {:>9} | {:>7} {:>9} | {:>9} {:>6} {:>6.1f}s {:>6.1f}s\n",
         label, r.fault.kind, r.failing, share_text(r.lower), share_text(op.share),
         points(op.share - r.lower), share_text(dt.share), points(dt.share - r.lower), dt.tests,
         share_text(own.share), points(own.share - r.lower),
@@ -626,7 +703,10 @@ int bench(const Options& o) {
         : staged.second_stage.empty() ? "no"
                                       : "yes",
         fmt::format("{}/{}", staged.caught, r.failing), share_text(budget.share),
-        fmt::format("{}/{}", budget.caught, r.failing));
+        fmt::format("{}/{}", budget.caught, r.failing), fmt::format("{}/{}", sh.caught, r.failing),
+        fmt::format("{}+{}", sh.shards1,
+                    sh.second_stage.empty() ? "-" : std::to_string(sh.shards2)),
+        sh.wall_s, staged.share * total);
     for (size_t m = 0; m + 1 < kModes.size(); ++m)
       for (size_t i = 0; i < r.by_mode[m].missed.size() && i < 5; ++i)
         std::cout << fmt::format("    missed by {}: {}\n", kModes[m].name, r.by_mode[m].missed[i]);
@@ -647,7 +727,10 @@ int bench(const Options& o) {
                    "failing tests: {} ({} missed tests passed when run again under the fault: "
                    "flakes, left out); lower bound (their share of test time): mean {}\n",
                    failing_total, flaky_total, share_text(k ? lower_sum / k : 0));
-  for (size_t m = 0; m < kModes.size(); ++m) {
+  std::vector<std::string> names;
+  for (const auto& mode : kModes) names.push_back(mode.name);
+  names.push_back(kShardedName);
+  for (size_t m = 0; m < names.size(); ++m) {
     size_t fully = 0, caught = 0, detected = 0;
     std::vector<double> shares, excess;
     double dtype_only_max = 0;
@@ -668,12 +751,23 @@ int bench(const Options& o) {
         "by {}: recall {}/{} = {}; faults detected {}/{}; failing tests caught {}/{} = {}; "
         "selected share: mean {}, median {}, max {}; excess over the lower bound: mean {}, median "
         "{}, max {}; worst dtype-only fault: {} ({})\n",
-        kModes[m].name, fully, k, share_text(k ? double(fully) / k : 0), detected, k, caught,
+        names[m], fully, k, share_text(k ? double(fully) / k : 0), detected, k, caught,
         failing_total, share_text(failing_total ? double(caught) / failing_total : 0),
         share_text(mean(shares)), share_text(median(shares)), share_text(max_of(shares)),
         points(mean(excess)), points(median(excess)), points(max_of(excess)),
         points(dtype_only_max), dtype_only_worst.empty() ? "none" : dtype_only_worst);
   }
+  std::vector<double> walls, one_runner;
+  for (const auto& r : outcomes) {
+    walls.push_back(r.by_mode[kSharded].wall_s);
+    one_runner.push_back(r.by_mode[kStaged].share * total);
+  }
+  std::cout << fmt::format(
+      "wall time on {} runners, in test seconds (the slowest shard of wave 1, plus the slowest of "
+      "wave 2 when it ran): mean {:.1f} s, median {:.1f} s, max {:.1f} s; staged on one runner: "
+      "mean {:.1f} s; the full plan on {} runners (by file): {:.1f} s, on one: {:.1f} s\n",
+      kRunners, mean(walls), median(walls), max_of(walls), mean(one_runner), kRunners, full_wall,
+      total);
   std::cout << fmt::format("ootci select changed: mean {:.2f} s per fault\n",
                            k ? select_sum / k : 0)
             << fmt::format("full plan: {} results, {:.1f} s of test time; bench took {:.0f} s\n",

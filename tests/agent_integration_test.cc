@@ -1,8 +1,8 @@
 // `ootci agent` end to end: the real relay dispatches a real GitHub webhook through the generic
 // webhook transport to the real agent, which runs a real upstream PyTorch test file on the
 // reference backend and reports back with OIDC tokens from the local issuer. The relay's stored
-// job record is then checked field by field. Also: restart with a queued job, and a newer
-// dispatch for the same PR cancelling the older one.
+// job record is then checked field by field. Also: restart with a queued job, a newer dispatch
+// for the same PR cancelling the older one, and a PR's staged selection run in two waves.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -10,10 +10,13 @@
 #include <filesystem>
 #include <thread>
 
+#include "base/sha256.h"
 #include "base/subprocess.h"
 #include "base/time.h"
+#include "evidence/evidence_store.h"
 #include "net/crypto.h"
 #include "relay_store/store.h"
+#include "select/git.h"
 #include "testing/agent_config.h"
 #include "testing/relay_fixture.h"
 #include "testing/test_env.h"
@@ -45,13 +48,14 @@ class AgentIntegration : public RelayFixture {
   // `agent_extra` is appended to agent.yaml; `backend_env` is ootci.yaml's backend.env;
   // `token_command` replaces report.token_command (a YAML flow list).
   void write_backend(const std::string& agent_extra = "", const std::string& backend_env = "{}",
-                     std::string token_command = "") {
+                     std::string token_command = "", std::string torch_root = "") {
     std::string ref = source_dir() + "/examples/reference-backend";
     if (token_command.empty())
       token_command =
           fmt::format(R"([/usr/bin/curl, -sf, "{}/token?repository=acme/two"])", oidc_->issuer());
+    if (torch_root.empty()) torch_root = torch_root_;
     write_file(dir_ + "/ootci.yaml",
-               reference_backend_yaml(ref, torch_root_, relay_->url(), token_command, backend_env));
+               reference_backend_yaml(ref, torch_root, relay_->url(), token_command, backend_env));
     write_file(dir_ + "/agent.yaml", agent_yaml(agent_port_, agent_extra));
   }
 
@@ -128,13 +132,15 @@ class AgentIntegration : public RelayFixture {
   }
 
   // A pull_request webhook for PR #2 (or `number`) with head `sha`, signed as GitHub signs it.
+  // `base`: the PR's base SHA (default: the fixture's).
   void send_pr(const std::string& delivery, const std::string& action, const std::string& sha,
-               int number = 2) {
+               int number = 2, const std::string& base = "") {
     auto body = nlohmann::json::parse(fixture("pull_request.synchronize.json"));
     body["action"] = action;
     body["number"] = number;
     body["pull_request"]["number"] = number;
     body["pull_request"]["head"]["sha"] = sha;
+    if (!base.empty()) body["pull_request"]["base"]["sha"] = base;
     ASSERT_EQ(send("pull_request", delivery, body.dump()).status, 200) << relay_->log();
   }
 
@@ -368,6 +374,176 @@ TEST_P(AgentIntegration, NewerDispatchForTheSamePrCancelsTheOlderOne) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Sqlite, AgentIntegration, ::testing::Values("sqlite"),
+                         [](const auto& info) { return info.param; });
+
+// ---- Issue 41: an open PR's dispatch runs a staged selection of what the PR changes upstream.
+// The upstream checkout is a git repo holding test_view_ops.py and a native_functions.yaml whose
+// `arange` entry the PR changes; the workspace holds a discovery (written as `ootci discover`
+// writes one) in which three variants call arange themselves and two only while generating
+// their inputs. So wave 1 is three tests and wave 2 two.
+
+constexpr const char* kViewOps = "test/test_view_ops.py";
+
+std::string view_op(const std::string& name) {
+  return fmt::format("{}::TestOldViewOpsPRIVATEUSEONE::{}_privateuseone", kViewOps, name);
+}
+
+const std::vector<std::string> kWave1 = {view_op("test_python_types"), view_op("test_T"),
+                                         view_op("test_big_transpose")};
+const std::vector<std::string> kWave2 = {view_op("test_view"), view_op("test_empty_reshape")};
+
+std::string commit_all(const std::string& repo, const std::string& message) {
+  git_output(repo, {"add", "-A"});
+  git_output(
+      repo, {"-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", message});
+  std::string sha = git_output(repo, {"rev-parse", "HEAD"});
+  return sha.substr(0, sha.find('\n'));
+}
+
+class AgentWaves : public AgentIntegration {
+ protected:
+  // The upstream repo (base and head commits) and the workspace's discovery.
+  void make_upstream() {
+    upstream_ = dir_ + "/pytorch";
+    fs::create_directories(upstream_ + "/test");
+    fs::create_directories(upstream_ + "/aten/src/ATen/native");
+    for (const char* f : {"test/test_view_ops.py", "test/conftest.py"})
+      fs::copy_file(torch_root_ + "/" + f, upstream_ + "/" + f);
+    std::string nf = upstream_ + "/aten/src/ATen/native/native_functions.yaml";
+    write_file(nf,
+               "- func: arange(Scalar end, *, ScalarType? dtype=None, Layout? layout=None, "
+               "Device? device=None, bool? pin_memory=None) -> Tensor\n");
+    git_output(upstream_, {"init", "-q"});
+    base_ = commit_all(upstream_, "base");
+    std::string text = read_file(nf);
+    write_file(nf, text.substr(0, text.size() - 1) + "  # the PR's change\n");
+    head_ = commit_all(upstream_, "the PR: arange changes");
+
+    auto store = EvidenceStore::open(dir_ + "/ws/evidence.db");
+    RunInfo run;
+    run.id = "r-discover";
+    run.backend = "reference";
+    run.status = "running";
+    run.started_ms = 1;
+    store->begin_run(run);
+    std::vector<TestResult> results;
+    auto variant = [&](const std::string& id, bool inputs_only) {
+      TestResult t;
+      t.test_id = id;
+      t.file = kViewOps;
+      t.cls = "TestOldViewOpsPRIVATEUSEONE";
+      t.name = id.substr(id.rfind("::") + 2);
+      t.outcome = Outcome::passed;
+      t.duration_s = 1;
+      t.ops = {"aten::arange.start_out", "aten::view"};
+      t.op_dtypes = {"aten::arange.start_out:int64", "aten::view:float32"};
+      if (inputs_only) t.input_op_dtypes = {"aten::arange.start_out:int64"};
+      results.push_back(t);
+    };
+    for (const auto& id : kWave1) variant(id, false);
+    for (const auto& id : kWave2) variant(id, true);
+    store->record_batch("r-discover", results);
+    store->finish_run("r-discover", 5, "finished", "success", {});
+    store->mark_discovered(
+        {kViewOps, sha256_hex(read_file(upstream_ + "/" + kViewOps)), "rev", "r-discover", 2});
+  }
+
+  // The PR's dispatch, to its verdict on the relay.
+  nlohmann::json run_pr(const std::string& delivery) {
+    send_pr(delivery, "opened", head_, 2, base_);
+    return wait_job(delivery, {"done", "cancelled"});
+  }
+
+  std::string upstream_, base_, head_;
+};
+
+TEST_P(AgentWaves, WaveOneGreenAndWaveTwoNeverStarts) {
+  start_relay_to_agent();
+  make_upstream();
+  write_backend("", "{}", "", upstream_);
+  start_agent();
+  nlohmann::json job = run_pr("d-waves-green");
+  ASSERT_FALSE(job.is_null());
+  EXPECT_EQ(job["base_sha"], base_);
+  EXPECT_EQ(job["conclusion"], "success") << agent_log();
+  EXPECT_NE(agent_log().find("staged selection of " + base_ + ".." + head_), std::string::npos)
+      << agent_log();
+  auto record = relay_job("d-waves-green", job["id"]);
+  ASSERT_TRUE(record) << relay_->log();
+  EXPECT_EQ(record->conclusion, "success");
+  // Wave 1 alone: its three tests, not the file's 260 variants, and none of wave 2's.
+  EXPECT_EQ(record->tests_total, 3);
+  EXPECT_EQ(record->tests_passed, 3);
+  HttpResult report = agent_get(fmt::format("/jobs/{}/report", job["id"].get<int64_t>()));
+  EXPECT_EQ(report.status, 200);
+  EXPECT_NE(report.body.find("id=\"wave2-why\" data-ran=\"false\">Wave 2 (2 tests) did not run: "
+                             "no first-stage test failed other than by a mismatch."),
+            std::string::npos)
+      << report.body;
+  EXPECT_NE(report.body.find("No wave-2 results."), std::string::npos);
+}
+
+TEST_P(AgentWaves, WaveOneRaisesSoWaveTwoRunsIntoOneVerdict) {
+  start_relay_to_agent();
+  make_upstream();
+  // arange switched off: test_python_types raises NotImplementedError in wave 1.
+  write_backend("attribute: true\n", "{OOTCI_REF_DISABLED_OPS: arange}", "", upstream_);
+  start_agent();
+  nlohmann::json job = run_pr("d-waves-red");
+  ASSERT_FALSE(job.is_null());
+  EXPECT_EQ(job["conclusion"], "failure") << agent_log();
+  auto record = relay_job("d-waves-red", job["id"]);
+  ASSERT_TRUE(record) << relay_->log();
+  EXPECT_EQ(record->conclusion, "failure");
+  // Both waves in one run, one verdict.
+  EXPECT_EQ(record->tests_total, 5) << agent_log();
+  EXPECT_GE(record->tests_failed, 1);
+  HttpResult report = agent_get(fmt::format("/jobs/{}/report", job["id"].get<int64_t>()));
+  EXPECT_NE(report.body.find("id=\"wave2-why\" data-ran=\"true\">Wave 2 (2 tests) ran because "
+                             "wave 1 raised: " +
+                             std::string(kViewOps) + "::TestOldViewOpsPRIVATEUSEONE::"),
+            std::string::npos)
+      << report.body;
+  for (const auto& id : kWave2)
+    EXPECT_NE(report.body.find("<td>" + id + "</td>"), std::string::npos) << id;
+  EXPECT_NE(report.body.find("data-wave=\"1\"><td>" + kWave1[0] + "</td>"), std::string::npos);
+  nlohmann::json triage = nlohmann::json::parse(record->triage_json, nullptr, false);
+  ASSERT_TRUE(triage.is_object()) << record->triage_json << "\n" << agent_log();
+  std::string summary = triage["summary"];
+  EXPECT_NE(summary.find("Wave 2 (2 tests that reach the change only while generating inputs) "
+                         "ran because wave 1 raised (" +
+                         std::string(kViewOps) + "::TestOldViewOpsPRIVATEUSEONE::"),
+            std::string::npos)
+      << triage.dump();
+  bool wave2_entry = false;
+  for (const auto& e : triage["evidence"])
+    if (e["kind"] == "wave 2") {
+      wave2_entry = true;
+      EXPECT_EQ(e["ran"], true);
+      EXPECT_EQ(e["tests"], 2);
+    }
+  EXPECT_TRUE(wave2_entry) << triage.dump();
+}
+
+TEST_P(AgentWaves, TheConfigSwitchRunsThePullRequestsWholePlan) {
+  start_relay_to_agent();
+  make_upstream();
+  write_backend("", "{}", "", upstream_);
+  write_file(dir_ + "/ootci.yaml",
+             read_file(dir_ + "/ootci.yaml") + "select:\n  pull_requests: full\n");
+  start_agent();
+  nlohmann::json job = run_pr("d-waves-off");
+  ASSERT_FALSE(job.is_null());
+  EXPECT_EQ(job["conclusion"], "success") << agent_log();
+  EXPECT_EQ(agent_log().find("staged selection of"), std::string::npos) << agent_log();
+  auto record = relay_job("d-waves-off", job["id"]);
+  ASSERT_TRUE(record) << relay_->log();
+  EXPECT_EQ(record->tests_total, 260);
+  HttpResult report = agent_get(fmt::format("/jobs/{}/report", job["id"].get<int64_t>()));
+  EXPECT_EQ(report.body.find("wave2-why"), std::string::npos);
+}
+
+INSTANTIATE_TEST_SUITE_P(Sqlite, AgentWaves, ::testing::Values("sqlite"),
                          [](const auto& info) { return info.param; });
 
 }  // namespace

@@ -113,6 +113,36 @@ TEST(EvidenceCli, JudgeRefusesUnknownRunsAndMissingDatabases) {
   EXPECT_EQ(run_ootci({"judge"}).code, 2);
 }
 
+// Issue 41: `ootci select wave2 -o` writes the decision ingest keeps in the merged run's
+// manifest; a file that is not one is refused before any run is made, naming file and field.
+TEST(EvidenceCli, IngestKeepsAWave2DecisionAndRefusesABadOne) {
+  std::string dir = make_temp_dir();
+  std::string db = dir + "/e.db";
+  auto ingest = [&](const std::string& stage, const std::string& run) {
+    write_file(dir + "/stage.json", stage);
+    return run_ootci({"ingest", tt_torch_report(), "--evidence", db, "--run", run, "--second-stage",
+                      dir + "/stage.json"});
+  };
+  CliRun bad = ingest(R"({"tests": ["a::b"], "ran": "yes", "why": "x"})", "r-bad");
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_EQ(bad.err, "error: " + dir + "/stage.json: \"ran\" must be true or false\n");
+  bad = ingest(R"({"tests": "a::b", "ran": true, "why": "x"})", "r-bad");
+  EXPECT_EQ(bad.err, "error: " + dir + "/stage.json: \"tests\" must be a list of test ids\n");
+  bad = ingest("[]", "r-bad");
+  EXPECT_NE(bad.err.find("stage.json: not a JSON object"), std::string::npos) << bad.err;
+  // Refused before the run began: the run id is still free.
+  CliRun good =
+      ingest(R"({"tests": ["a::b"], "ran": false, "why": "no first-stage test failed"})", "r-bad");
+  EXPECT_EQ(good.code, 0) << good.err;
+  CliRun page =
+      run_ootci({"report", "html", "--run", "r-bad", "--evidence", db, "--out", dir + "/page"});
+  ASSERT_EQ(page.code, 0) << page.err;
+  EXPECT_NE(
+      read_file(dir + "/page/report.html")
+          .find("data-ran=\"false\">Wave 2 (1 test) did not run: no first-stage test failed."),
+      std::string::npos);
+}
+
 TEST(EvidenceCli, IngestRefusesAnExistingRunAndKeepsABrokenReportAsInterrupted) {
   std::string dir = make_temp_dir();
   std::string db = dir + "/e.db";

@@ -50,6 +50,8 @@ const Lines kLandedOutputs = {
     "action=closed",
     "landed=true",
     "supersede_key=Codertocat/Hello-World#2",
+    "base_sha=",  // a landed PR tests its base branch whole
+    "selection=full",
 };
 
 TEST(GateCli, ABuildDecisionIsPrintedAndAppendedToGithubOutput) {
@@ -102,6 +104,8 @@ TEST(GateCli, ANoBuildDecisionStillExitsZero) {
                                     "action=opened",
                                     "landed=false",
                                     "supersede_key=Codertocat/Hello-World#2",
+                                    "base_sha=",
+                                    "selection=full",
                                 }));
 }
 
@@ -120,6 +124,8 @@ TEST(GateCli, NightlyRunsTheConfiguredCommand) {
                                     "action=",
                                     "landed=false",
                                     "supersede_key=nightly",
+                                    "base_sha=",
+                                    "selection=full",
                                 }));
 }
 

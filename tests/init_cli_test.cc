@@ -404,7 +404,8 @@ TEST(InitCli, WorkflowJobGraph) {
   YAML::Node jobs = YAML::LoadFile(init_repo() + "/.github/workflows/ootci.yml")["jobs"];
   Words names;
   for (const auto& kv : jobs) names.push_back(kv.first.as<std::string>());
-  EXPECT_EQ(names, (Words{"gate", "build", "plan", "test", "report"}));
+  EXPECT_EQ(names,
+            (Words{"gate", "build", "plan", "test", "wave2-decision", "test-wave-2", "report"}));
 
   // gate: the dispatch through toJSON into dispatch.json, the decision into $GITHUB_OUTPUT.
   YAML::Node gate = jobs["gate"];
@@ -442,6 +443,16 @@ TEST(InitCli, WorkflowJobGraph) {
       uploads_junit_always = step["if"].as<std::string>() == "always()" &&
                              step["with"]["path"].as<std::string>() == "junit.xml";
   EXPECT_TRUE(uploads_junit_always);
+
+  // A pull request's staged selection: wave 1 in `test`, wave 2 after the decision (issue 41).
+  EXPECT_EQ(steps_calling(jobs["plan"], {"select", "changed"}, "--staged").size(), 1u);
+  EXPECT_EQ(steps_calling(jobs["plan"], {"shards"}, "--select").size(), 1u);
+  EXPECT_EQ(steps_calling(jobs["wave2-decision"], {"select", "wave2"}, "--select").size(), 1u);
+  YAML::Node wave2 = jobs["test-wave-2"];
+  EXPECT_EQ(strings(wave2["needs"]), (Words{"gate", "build", "plan", "test", "wave2-decision"}));
+  EXPECT_NE(wave2["if"].as<std::string>().find("needs.wave2-decision.outputs.run == 'true'"),
+            std::string::npos);
+  EXPECT_EQ(steps_calling(wave2, {"run"}, "--wave").size(), 1u);
 
   // Only the report job calls the relay: legs reporting would flood HUD.
   for (const auto& kv : jobs) {
@@ -520,7 +531,7 @@ TEST(InitCli, EveryOotciCommandInTheWorkflowExistsWithItsFlags) {
     }
   }
   EXPECT_EQ(subcommands, (std::set<std::string>{"--version", "gate", "ingest", "judge", "report",
-                                                "run", "shards"}));
+                                                "run", "select", "shards"}));
   EXPECT_GE(checked, 8u);
 }
 
@@ -640,6 +651,8 @@ Words instantiate(const Words& command, const std::string& dir,
     auto v = vars.find(w);
     if (v != vars.end())
       out.push_back(v->second);
+    else if (w.rfind("${", 0) == 0 && w.size() > 5 && w.compare(w.size() - 4, 4, "[@]}") == 0)
+      continue;  // a bash array not given (such as ingest's "${stage[@]}"): empty, so no words
     else if (w == "ootci.yaml" || w == "dispatch.json")
       out.push_back(dir + "/" + w);  // the workflow runs in the repository's root
     else

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <optional>
+#include <set>
+
 #include "base/callback_caps.h"
 #include "base/text.h"
 #include "base/utf8.h"
@@ -40,6 +43,48 @@ double share(int part, int whole) {
   return whole > 0 ? 100.0 * part / whole : 0;
 }
 
+// A staged run's wave 2: its tests, and those of them newly failing.
+struct Wave2 {
+  bool ran = false;
+  std::string why;
+  size_t tests = 0;
+  std::vector<std::string> failing;
+};
+
+std::optional<Wave2> wave2_of(const AttributionInput& in, const AttributionContext& ctx) {
+  const nlohmann::json& s = ctx.second_stage;
+  if (!s.is_object() || !s.contains("tests") || !s["tests"].is_array()) return std::nullopt;
+  Wave2 w;
+  w.ran = s.value("ran", false);
+  w.why = s.contains("why") && s["why"].is_string() ? s["why"].get<std::string>() : "";
+  std::set<std::string> tests;
+  for (const auto& t : s["tests"])
+    if (t.is_string()) tests.insert(t.get<std::string>());
+  w.tests = tests.size();
+  for (const auto& id : in.newly_failing)
+    if (tests.count(id)) w.failing.push_back(id);
+  return w;
+}
+
+// One sentence for people: whether wave 2 ran, why, and what it found.
+std::string wave2_sentence(const Wave2& w) {
+  if (!w.ran)
+    return fmt::format(
+        "Wave 2 ({} tests that reach the change only while generating inputs) did not run: {}.",
+        w.tests, w.why);
+  return fmt::format(
+      "Wave 2 ({} tests that reach the change only while generating inputs) ran because wave 1 "
+      "raised ({}); {} of its tests fail newly.",
+      w.tests, w.why, w.failing.size());
+}
+
+// The attribution's summary, then what wave 2 did.
+std::string with_wave2(std::string summary, const std::optional<Wave2>& wave2) {
+  if (!wave2) return summary;
+  if (!summary.empty() && summary.back() != '.') summary += '.';
+  return summary + (summary.empty() ? "" : " ") + wave2_sentence(*wave2);
+}
+
 }  // namespace
 
 nlohmann::json triage_verdict(const Attribution& a, const AttributionInput& in,
@@ -53,6 +98,18 @@ nlohmann::json triage_verdict(const Attribution& a, const AttributionInput& in,
                       {"deterministic", a.failing.size()},
                       {"flaky", a.flaky.size()},
                       {"examples", failing}});
+  std::optional<Wave2> wave2 = wave2_of(in, ctx);
+  if (wave2) {
+    nlohmann::json examples = nlohmann::json::array();
+    for (size_t i = 0; i < wave2->failing.size() && i < 5; ++i)
+      examples.push_back(wave2->failing[i]);
+    evidence.push_back({{"kind", "wave 2"},
+                        {"ran", wave2->ran},
+                        {"why", truncate_utf8(wave2->why, 300)},
+                        {"tests", wave2->tests},
+                        {"newly_failing", wave2->failing.size()},
+                        {"examples", examples}});
+  }
   nlohmann::json moved = nlohmann::json::array();
   for (Target t : a.moved) moved.push_back(target_name(t));
   if (in.green)
@@ -84,7 +141,7 @@ nlohmann::json triage_verdict(const Attribution& a, const AttributionInput& in,
       {"schema_version", 1},
       {"category", a.category},
       {"confidence", a.confidence},
-      {"summary", truncate_utf8_chars(a.summary, kMaxTriageSummaryChars)},
+      {"summary", truncate_utf8_chars(with_wave2(a.summary, wave2), kMaxTriageSummaryChars)},
       {"suspected_upstream", nullptr},
       {"culprit", a.culprit && a.target ? commit_json(*a.culprit, *a.target) : nlohmann::json()},
       {"evidence", evidence},
@@ -111,6 +168,7 @@ std::string triage_markdown(const Attribution& a, const AttributionInput& in,
                             const AttributionContext& ctx) {
   std::string out = fmt::format("# Attribution of run {}\n\n", ctx.run_id);
   out += fmt::format("**{}** ({} confidence): {}\n\n", a.category, a.confidence, a.summary);
+  if (std::optional<Wave2> wave2 = wave2_of(in, ctx)) out += wave2_sentence(*wave2) + "\n\n";
   if (in.green) {
     out += fmt::format(
         "Last green run: {}\n\n| target | green | this run | moved |\n|---|---|---|---|\n",

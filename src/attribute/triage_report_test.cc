@@ -38,7 +38,7 @@ AttributionInput core_input() {
 }
 
 TEST(TriageVerdict, CarriesCrcrFieldsTheCulpritAndTheCost) {
-  nlohmann::json v = triage_verdict(core_culprit(), core_input(), {"r-2", "r-1", 300});
+  nlohmann::json v = triage_verdict(core_culprit(), core_input(), {"r-2", "r-1", 300, nullptr});
   EXPECT_EQ(v["schema_version"], 1);
   EXPECT_EQ(v["category"], "upstream");
   EXPECT_EQ(v["confidence"], "high");
@@ -75,15 +75,50 @@ TEST(TriageVerdict, StaysWithinTheRelaysCaps) {
     s.outcome.problem = std::string(2000, 'p');
     a.steps.push_back(s);
   }
-  nlohmann::json v = triage_verdict(a, core_input(), {"r-2", "r-1", 1});
+  nlohmann::json v = triage_verdict(a, core_input(), {"r-2", "r-1", 1, nullptr});
   EXPECT_LE(v["summary"].get<std::string>().size(), 1000u);
   EXPECT_LE(v["evidence"].size(), 10u);
   EXPECT_LE(v.dump().size(), kMaxTriageBytes);
   EXPECT_TRUE(v["suspected_upstream"].is_null());  // a backend culprit is not upstream's
 }
 
+TEST(TriageVerdict, SaysWhetherWave2RanAndWhyAndWhatItFound) {
+  AttributionContext ctx{"r-2", "r-1", 300, nullptr};
+  ctx.second_stage = {{"tests", {"test_a.py::T::test_y", "test_a.py::T::test_z"}},
+                      {"ran", true},
+                      {"why", "test_a.py::T::test_x failed with NotImplementedError"}};
+  nlohmann::json v = triage_verdict(core_culprit(), core_input(), ctx);
+  std::string summary = v["summary"];
+  EXPECT_NE(summary.find("core commit c4 breaks 2 variants. Wave 2 (2 tests that reach the change "
+                         "only while generating inputs) ran because wave 1 raised "
+                         "(test_a.py::T::test_x failed with NotImplementedError); 1 of its tests "
+                         "fail newly."),
+            std::string::npos)
+      << summary;
+  const auto& wave2 = v["evidence"][1];
+  EXPECT_EQ(wave2["kind"], "wave 2");
+  EXPECT_EQ(wave2["ran"], true);
+  EXPECT_EQ(wave2["tests"], 2);
+  EXPECT_EQ(wave2["newly_failing"], 1);
+  EXPECT_EQ(wave2["examples"], nlohmann::json({"test_a.py::T::test_y"}));
+  EXPECT_NE(triage_markdown(core_culprit(), core_input(), ctx).find("ran because wave 1 raised"),
+            std::string::npos);
+
+  ctx.second_stage["ran"] = false;
+  ctx.second_stage["why"] = "no first-stage test failed other than by a mismatch";
+  v = triage_verdict(core_culprit(), core_input(), ctx);
+  EXPECT_NE(v["summary"].get<std::string>().find(
+                "did not run: no first-stage test failed other than by a mismatch."),
+            std::string::npos)
+      << v["summary"];
+  // Not a staged run: nothing about waves.
+  v = triage_verdict(core_culprit(), core_input(), {"r-2", "r-1", 300, nullptr});
+  EXPECT_EQ(v["summary"], "core commit c4 breaks 2 variants");
+  EXPECT_EQ(v["evidence"][1]["kind"], "targets");  // no wave-2 entry before it
+}
+
 TEST(TriageMarkdown, TablesTheCombinationsAndTheBisection) {
-  std::string md = triage_markdown(core_culprit(), core_input(), {"r-2", "r-1", 300});
+  std::string md = triage_markdown(core_culprit(), core_input(), {"r-2", "r-1", 300, nullptr});
   EXPECT_NE(md.find("# Attribution of run r-2"), std::string::npos);
   EXPECT_NE(md.find("| core | c0 | c5 | yes |"), std::string::npos) << md;
   EXPECT_NE(md.find("| 2 | control | b0 | t0 | c0 | 2 | 0 | passes |"), std::string::npos) << md;

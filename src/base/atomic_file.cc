@@ -38,4 +38,11 @@ void write_file_atomically(const std::string& path, const std::string& text) {
   }
 }
 
+void append_to_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::app);
+  out << text;
+  out.flush();
+  if (!out) throw Error(fmt::format("cannot write {}", path));
+}
+
 }  // namespace ootci

@@ -8,4 +8,8 @@ namespace ootci {
 // naming the file on failure.
 void write_file_atomically(const std::string& path, const std::string& text);
 
+// Appends `text` to `path` (created if missing): for files other steps write too, such as
+// $GITHUB_OUTPUT. Throws Error naming the file on failure.
+void append_to_file(const std::string& path, const std::string& text);
+
 }  // namespace ootci

@@ -89,6 +89,8 @@ void attribute_command(const AttributeArgs& a) {
   ctx.run_id = run->id;
   ctx.green_run_id = green ? green->id : "";
   for (const auto& r : results) ctx.primary_executions += 1 + r.reruns;
+  if (run->manifest.is_object() && run->manifest.contains("second_stage"))
+    ctx.second_stage = run->manifest["second_stage"];
 
   stop_runs_on_signal();
 

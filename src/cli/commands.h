@@ -21,10 +21,11 @@ void add_discover_commands(CLI::App& app);
 void add_select_commands(CLI::App& app);
 void add_attribute_commands(CLI::App& app);
 void add_chroot_commands(CLI::App& app);
-// Under `ootci select`: propose and rebucket; changed; delta.
+// Under `ootci select`: propose and rebucket; changed; delta; wave2.
 void add_select_bucket_commands(CLI::App& select);
 void add_select_changed_commands(CLI::App& select);
 void add_select_delta_commands(CLI::App& select);
+void add_select_wave2_commands(CLI::App& select);
 
 // Thrown by a command that has already told the user what went wrong (for example every error
 // of `ootci plan check`), so main exits with `code` and prints nothing more.

@@ -2,11 +2,13 @@
 // the verdict on a run, and a test's results across runs (docs/run.md).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "base/file_text.h"
 #include "base/text.h"
 #include "base/time.h"
 #include "cli/commands.h"
@@ -44,12 +46,33 @@ std::string counts_line(const std::vector<TestResult>& results) {
 
 struct IngestArgs {
   std::vector<std::string> files;
-  std::string evidence, config, backend, run;
+  std::string evidence, config, backend, run, second_stage;
 };
+
+// `ootci select wave2 -o FILE`: {"tests": [...], "ran": bool, "why": "..."}, the manifest's
+// second_stage of a staged selection run in waves. Errors name the file and the field.
+nlohmann::json read_second_stage(const std::string& path) {
+  auto text = read_file_bytes(path);
+  if (!text) throw Error(fmt::format("--second-stage {}: cannot read it", path));
+  nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
+  if (j.is_discarded() || !j.is_object())
+    throw Error(fmt::format("{}: not a JSON object (ootci select wave2 -o writes one)", path));
+  const auto& tests = j.contains("tests") ? j["tests"] : nlohmann::json();
+  if (!tests.is_array() ||
+      !std::all_of(tests.begin(), tests.end(), [](const auto& t) { return t.is_string(); }))
+    throw Error(fmt::format("{}: \"tests\" must be a list of test ids", path));
+  if (!j.contains("ran") || !j["ran"].is_boolean())
+    throw Error(fmt::format("{}: \"ran\" must be true or false", path));
+  if (!j.contains("why") || !j["why"].is_string())
+    throw Error(fmt::format("{}: \"why\" must be a string", path));
+  return {{"tests", tests}, {"ran", j["ran"]}, {"why", j["why"]}};
+}
 
 void ingest(const IngestArgs& a) {
   std::optional<BackendConfig> config = optional_config(a.config);
   std::string db = evidence_db(a.evidence, config);
+  nlohmann::json second_stage;
+  if (!a.second_stage.empty()) second_stage = read_second_stage(a.second_stage);
   auto store = EvidenceStore::open(db);
 
   RunInfo run;
@@ -68,6 +91,8 @@ void ingest(const IngestArgs& a) {
                   {"source", "ingest"},
                   {"reports", reports},
                   {"started", iso8601_utc(run.started_ms)}};
+  // Wave 2's tests and why it ran or not: the report page lists them apart.
+  if (!second_stage.is_null()) run.manifest["second_stage"] = second_stage;
   store->begin_run(run);
 
   size_t testcases = 0;
@@ -176,6 +201,9 @@ void add_evidence_commands(CLI::App& app) {
   ing->add_option("--config", ingest_args.config, "ootci.yaml: workspace, backend name, device");
   ing->add_option("--backend", ingest_args.backend, "backend name (default: from --config)");
   ing->add_option("--run", ingest_args.run, "run id (default: a new one)");
+  ing->add_option("--second-stage", ingest_args.second_stage,
+                  "a staged selection's wave 2 decision (ootci select wave2 -o), kept in the run's "
+                  "manifest");
   ing->callback([] { ingest(ingest_args); });
 
   auto* jud =

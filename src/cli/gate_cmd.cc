@@ -2,10 +2,10 @@
 // $GITHUB_OUTPUT lines for the workflow's next jobs (docs/dispatch.md).
 #include <fmt/format.h>
 
-#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "base/atomic_file.h"
 #include "base/error.h"
 #include "cli/commands.h"
 #include "job/gate.h"
@@ -17,13 +17,6 @@ struct GateArgs {
   std::string payload, config, github_output;
   bool nightly = false;
 };
-
-void append_outputs(const std::string& path, const std::string& lines) {
-  std::ofstream out(path, std::ios::binary | std::ios::app);
-  out << lines;
-  out.flush();
-  if (!out) throw Error(fmt::format("cannot write {}", path));
-}
 
 void gate(const GateArgs& a) {
   if (a.payload.empty() && !a.nightly) throw CLI::RequiredError("--payload (or --nightly)");
@@ -42,11 +35,11 @@ void gate(const GateArgs& a) {
       throw Error(fmt::format("{}: {}", a.payload, e.what()));
     }
   }
-  std::string lines = format_gate_outputs(decision);
+  std::string lines = format_gate_outputs(decision, &config.select);
   std::cout << lines << std::flush;
   std::string output = a.github_output;
   if (output.empty()) output = process_env("GITHUB_OUTPUT").value_or("");
-  if (!output.empty()) append_outputs(output, lines);
+  if (!output.empty()) append_to_file(output, lines);
 }
 
 }  // namespace

@@ -19,6 +19,7 @@ struct RunArgs {
   std::string config;
   std::string select;
   std::string shard;
+  int wave = 0;
   std::string resume;
   std::string evidence;
   std::string run_id;
@@ -41,6 +42,7 @@ void run_command(const RunArgs& a) {
   req.evidence_path = a.evidence.empty() ? evidence_path(req.backend) : a.evidence;
   if (!a.select.empty()) req.selection = load_selection(a.select);
   if (!a.shard.empty()) std::tie(req.shard, req.shards) = parse_shard(a.shard);
+  req.wave = a.wave;
   req.workers = a.workers;
   if (!a.isolation.empty()) req.backend.run.isolation = a.isolation;
   if (!a.labels.empty()) req.labels = a.labels;
@@ -73,6 +75,11 @@ void add_run_commands(CLI::App& app) {
   cmd->add_option("--config", args.config, "ootci.yaml")->required();
   cmd->add_option("--select", args.select, "selection JSON: {\"files\": [...], \"tests\": [...]}");
   cmd->add_option("--shard", args.shard, "run shard K of N (K/N)");
+  cmd->add_option("--wave", args.wave,
+                  "run only this wave of the selection: 1 (its tests) or 2 (a staged selection's "
+                  "\"then\"), sharded with --shard as `ootci shards --select` splits it")
+      ->check(CLI::Range(1, 2))
+      ->needs("--select");
   cmd->add_option("--workers", args.workers, "test files in parallel (default: run.workers)")
       ->check(CLI::Range(1, 256));
   add_isolation_option(cmd, args.isolation);

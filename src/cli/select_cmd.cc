@@ -1,5 +1,5 @@
-// `ootci select propose|rebucket|changed|delta` (docs/select.md). Each subcommand lives in its
-// own file; this one only makes the parent.
+// `ootci select propose|rebucket|changed|delta|wave2` (docs/select.md). Each subcommand lives in
+// its own file; this one only makes the parent.
 #include "cli/commands.h"
 
 namespace ootci {
@@ -10,6 +10,7 @@ void add_select_commands(CLI::App& app) {
   add_select_bucket_commands(*select);
   add_select_changed_commands(*select);
   add_select_delta_commands(*select);
+  add_select_wave2_commands(*select);
 }
 
 }  // namespace ootci

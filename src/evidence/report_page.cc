@@ -133,6 +133,28 @@ std::string counts_section(const ReportPage& r) {
   return out;
 }
 
+std::string json_text(const nlohmann::json& j, const char* key) {
+  return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string();
+}
+
+// A staged selection's second stage (wave 2), from the run's manifest; null when there is none.
+// The manifest may come from another ootci (an ingested run), so every field is checked.
+const nlohmann::json* second_stage(const ReportPage& r) {
+  const nlohmann::json& m = r.run.manifest;
+  if (!m.is_object() || !m.contains("second_stage")) return nullptr;
+  const nlohmann::json& s = m["second_stage"];
+  if (!s.is_object() || !s.contains("tests") || !s["tests"].is_array()) return nullptr;
+  return &s;
+}
+
+std::set<std::string> wave2_tests(const ReportPage& r) {
+  std::set<std::string> out;
+  if (const nlohmann::json* s = second_stage(r))
+    for (const auto& t : (*s)["tests"])
+      if (t.is_string()) out.insert(t.get<std::string>());
+  return out;
+}
+
 std::string failing_section(const ReportPage& r) {
   std::string out = "<h2>Failing tests</h2>";
   if (!r.verdict.compared_to_green)
@@ -143,16 +165,58 @@ std::string failing_section(const ReportPage& r) {
     out += fmt::format("<p class=\"muted\">Compared with the last green run {}.</p>",
                        esc(r.last_green ? r.last_green->id : ""));
   if (r.verdict.failing.empty()) return out + "<p id=\"failing\">None.</p>";
-  out +=
-      "<table id=\"failing\"><tr><th>test</th><th>new</th><th>mode</th><th>outcome</th>"
-      "<th>error</th><th>message</th></tr>";
-  for (const auto& f : r.verdict.failing)
+  // A staged run says which wave found each failing test.
+  bool staged = second_stage(r) != nullptr;
+  std::set<std::string> wave2 = wave2_tests(r);
+  out += fmt::format(
+      "<table id=\"failing\"><tr><th>test</th>{}<th>new</th><th>mode</th><th>outcome</th>"
+      "<th>error</th><th>message</th></tr>",
+      staged ? "<th>wave</th>" : "");
+  for (const auto& f : r.verdict.failing) {
+    int wave = wave2.count(f.test_id) ? 2 : 1;
     out += fmt::format(
-        "<tr class=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
+        "<tr class=\"{}\"{}><td>{}</td>{}<td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
         "<td class=\"msg\"><details><summary>{}</summary><pre>{}</pre></details></td></tr>",
-        f.newly ? "newly" : "known", esc(f.test_id), f.newly ? "new" : "", esc(mode_text(f.mode)),
-        esc(to_string(f.outcome)), esc(f.error_class), esc(summary_line(f.message)),
-        esc(truncate_utf8_chars(f.message, kPageMessageChars)));
+        f.newly ? "newly" : "known", staged ? fmt::format(" data-wave=\"{}\"", wave) : "",
+        esc(f.test_id), staged ? fmt::format("<td class=\"n\">{}</td>", wave) : "",
+        f.newly ? "new" : "", esc(mode_text(f.mode)), esc(to_string(f.outcome)), esc(f.error_class),
+        esc(summary_line(f.message)), esc(truncate_utf8_chars(f.message, kPageMessageChars)));
+  }
+  return out + "</table>";
+}
+
+// Wave 2 apart: whether it ran and why, and what each of its tests did. Its tests reached the
+// change only while generating their inputs (docs/select.md, "Staged selection").
+std::string wave2_section(const ReportPage& r) {
+  const nlohmann::json* stage = second_stage(r);
+  if (!stage) return "";
+  std::set<std::string> tests = wave2_tests(r);
+  std::string why = json_text(*stage, "why");
+  bool ran = stage->value("ran", false);
+  std::string out = "<h2>Wave 2: tests reached only through input generation</h2>";
+  std::string what = ran                      ? "ran because wave 1 raised: " + esc(why)
+                     : stage->contains("ran") ? "did not run: " + esc(why)
+                                              : std::string("is not decided yet");
+  out += fmt::format("<p id=\"wave2-why\" data-ran=\"{}\">Wave 2 ({} test{}) {}.</p>",
+                     ran ? "true" : "false", tests.size(), tests.size() == 1 ? "" : "s", what);
+  std::vector<const TestResult*> rows;
+  for (const auto& t : r.results)
+    if (tests.count(t.test_id)) rows.push_back(&t);
+  // Failures first: what wave 2 found.
+  std::stable_sort(rows.begin(), rows.end(), [](const TestResult* a, const TestResult* b) {
+    return is_failure(a->outcome) && !is_failure(b->outcome);
+  });
+  if (rows.empty()) return out + "<p id=\"wave2\" class=\"muted\">No wave-2 results.</p>";
+  size_t failing = 0;
+  for (const auto* t : rows) failing += is_failure(t->outcome);
+  out += fmt::format("<p class=\"muted\">{} of its {} results fail.</p>", failing, rows.size());
+  out += "<table id=\"wave2\"><tr><th>test</th><th>outcome</th><th>error</th><th>time</th></tr>";
+  for (const auto* t : rows)
+    out += fmt::format(
+        "<tr class=\"{}\" data-outcome=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td "
+        "class=\"n\">{}</td></tr>",
+        outcome_class(t->outcome), esc(to_string(t->outcome)), esc(t->test_id),
+        esc(to_string(t->outcome)), esc(t->error_class), seconds_text(t->duration_s));
   return out + "</table>";
 }
 
@@ -369,10 +433,6 @@ std::string files_section(const ReportPage& r) {
   return out + "</table>";
 }
 
-std::string json_text(const nlohmann::json& j, const char* key) {
-  return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string();
-}
-
 std::string triage_section(const ReportPage& r) {
   if (r.triage.is_null()) return "";
   std::string out = "<h2>Attribution</h2><div id=\"triage\">";
@@ -518,6 +578,7 @@ std::string render_report_page(const ReportPage& r) {
                      : "not finished");
   body += counts_section(r);
   body += failing_section(r);
+  body += wave2_section(r);
   body += flaky_section(r);
   body += causes_section(r);
   body += errors_section(r);

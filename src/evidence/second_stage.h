@@ -17,6 +17,10 @@ inline constexpr const char* kSecondStageWhen =
     "a first-stage test fails with an error other than a mismatch (AssertionError) that it did "
     "not have in the last green run";
 
+// Said in the run's manifest (second_stage.why) when second_stage_reason finds nothing.
+inline constexpr const char* kSecondStageNotCalledFor =
+    "no first-stage test failed other than by a mismatch";
+
 // Why the second stage must run, from the first stage's results: the first failing result whose
 // error is not an AssertionError (crashes and timeouts count) and that was not failing the same
 // way in `last_green` (nullptr: no green run, so every such failure counts); nullopt when none.

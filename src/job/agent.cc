@@ -15,6 +15,7 @@
 #include <set>
 #include <thread>
 
+#include "base/atomic_file.h"
 #include "base/error.h"
 #include "base/file_text.h"
 #include "base/metrics.h"
@@ -28,6 +29,8 @@
 #include "job/callback_report.h"
 #include "job/gate.h"
 #include "net/reply.h"
+#include "run/selection.h"
+#include "run/waves.h"
 
 namespace fs = std::filesystem;
 
@@ -44,6 +47,7 @@ nlohmann::json job_json(const AgentJob& j) {
           {"reason", j.reason},
           {"upstream_sha", j.upstream_sha},
           {"pr_number", j.pr_number},
+          {"base_sha", j.base_sha},
           {"supersede_key", j.supersede_key},
           {"attempt", j.attempt},
           {"run_id", j.run_id},
@@ -208,6 +212,7 @@ struct Agent::Impl {
     SpawnOptions options;
     options.argv = std::move(argv);
     options.env = {{"OOTCI_UPSTREAM_SHA", job.upstream_sha},
+                   {"OOTCI_BASE_SHA", job.base_sha},
                    {"OOTCI_PR_NUMBER", std::to_string(job.pr_number)},
                    {"OOTCI_DELIVERY_ID", job.delivery_id}};
     options.output_file = log_path;
@@ -275,6 +280,12 @@ struct Agent::Impl {
       std::vector<std::string> argv = {
           ootci_binary, "run", "--config", backend.path, prior ? "--resume" : "--run-id",
           job.run_id};
+      // A resumed run keeps its own selection and second stage (its manifest).
+      if (!prior)
+        if (auto selection = select_tests(job, log_path)) {
+          argv.push_back("--select");
+          argv.push_back(*selection);
+        }
       int status = run_child(job, argv, log_path);
       bool tests_ran =
           WIFEXITED(status) && (WEXITSTATUS(status) <= 1 || WEXITSTATUS(status) == 130);
@@ -291,6 +302,43 @@ struct Agent::Impl {
         !stopped())
       outcome->triage_verdict = attribute(job, log_path);
     return outcome;
+  }
+
+  // An open PR's tests, when select.pull_requests is staged: `ootci select changed --staged` over
+  // what the PR changes upstream, which `ootci run` runs in two waves, the second only when the
+  // first raised (docs/run.md, "Waves"). Returns the selection's path, or nullopt for the full
+  // plan: pushes and nightlies, the switch off, or a selection that failed or selects nothing
+  // (running more, never less). Why goes to the job's log.
+  std::optional<std::string> select_tests(const AgentJob& job, const std::string& log_path) {
+    GateDecision gate;
+    gate.should_build = true;
+    gate.base_sha = job.base_sha;
+    if (dispatch_selection(gate, backend.select) != "staged") return std::nullopt;
+    std::string path = fmt::format("{}/{}.selection.json", config.jobs_dir, job.id);
+    int status =
+        run_child(job,
+                  {ootci_binary, "select", "changed", "--config", backend.path, "--upstream",
+                   job.base_sha + ".." + job.upstream_sha, "--staged", "-o", path},
+                  log_path);
+    std::string fallback;
+    if (status != 0)
+      fallback = fmt::format("ootci select changed failed ({})", exit_text(status));
+    else
+      try {
+        if (wave_empty(load_selection(path)))
+          fallback =
+              "the selection's first wave is empty (nothing the evidence ties to this change)";
+      } catch (const Error& e) {
+        fallback = e.what();
+      }
+    if (fallback.empty()) {
+      spdlog::info("job {}: staged selection of {}..{}: {}", job.id, job.base_sha, job.upstream_sha,
+                   path);
+      return path;
+    }
+    spdlog::warn("job {}: {}; running the full plan (log: {})", job.id, fallback, log_path);
+    append_to_file(log_path, fmt::format("ootci agent: {}; running the full plan\n", fallback));
+    return std::nullopt;
   }
 
   // The job's end: the completed callback, the queue's record of it, and the metrics.

@@ -32,10 +32,13 @@ CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs(state, id);
 CREATE INDEX IF NOT EXISTS jobs_by_key ON jobs(supersede_key, id);
 )sql";
 
+// Version 2: an open PR's base SHA, so its tests can be a staged selection of what it changes.
+constexpr const char* kBaseSha = "ALTER TABLE jobs ADD COLUMN base_sha TEXT NOT NULL DEFAULT '';";
+
 constexpr const char* kColumns =
     "id, delivery_id, event_type, client_payload, supersede_key, should_build, reason, "
     "upstream_sha, pr_number, state, attempt, run_id, in_progress_reported, conclusion, error, "
-    "received_ms, started_ms, ended_ms";
+    "received_ms, started_ms, ended_ms, base_sha";
 
 AgentJob read_job(const SqlRow& s) {
   AgentJob j;
@@ -58,6 +61,7 @@ AgentJob read_job(const SqlRow& s) {
   j.received_ms = s.i64(i++);
   j.started_ms = s.i64(i++);
   j.ended_ms = s.i64(i++);
+  j.base_sha = s.text(i++);
   return j;
 }
 
@@ -74,7 +78,7 @@ int64_t read_id(const SqlRow& r) {
 // The first schema used CREATE ... IF NOT EXISTS and recorded no version: a queue from then is
 // at version 0 and its step 1 finds the tables already there.
 AgentQueue::AgentQueue(const std::string& path) : db_(open_sqlite_db(path, 10000)) {
-  migrate(*db_, SchemaHistory{"agent queue", {kSchema}, nullptr});
+  migrate(*db_, SchemaHistory{"agent queue", {kSchema, kBaseSha}, nullptr});
 }
 
 AgentQueue::~AgentQueue() = default;
@@ -86,10 +90,11 @@ std::pair<int64_t, bool> AgentQueue::add(const AgentJob& job) {
     if (existing) return {*existing, false};
     auto id = tx.first(
         "INSERT INTO jobs (delivery_id, event_type, client_payload, supersede_key, "
-        "should_build, reason, upstream_sha, pr_number, state, received_ms, ended_ms) "
-        "VALUES (?,?,?,?,?,?,?,?,?,?,?) RETURNING id",
+        "should_build, reason, upstream_sha, pr_number, state, received_ms, ended_ms, base_sha) "
+        "VALUES (?,?,?,?,?,?,?,?,?,?,?,?) RETURNING id",
         {job.delivery_id, job.event_type, job.client_payload, job.supersede_key, job.should_build,
-         job.reason, job.upstream_sha, job.pr_number, job.state, job.received_ms, job.ended_ms},
+         job.reason, job.upstream_sha, job.pr_number, job.state, job.received_ms, job.ended_ms,
+         job.base_sha},
         read_id);
     return {id.value_or(0), true};
   });

@@ -32,6 +32,7 @@ struct AgentJob {
   int64_t received_ms = 0;
   int64_t started_ms = 0;
   int64_t ended_ms = 0;
+  std::string base_sha;  // the gate's: an open PR's base, for a staged selection; "" otherwise
 };
 
 class AgentQueue {

@@ -31,16 +31,29 @@ TEST(AgentQueue, AQueueWithoutAVersionUpgradesInPlaceAndKeepsItsJobs) {
   }
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(db, "DROP TABLE schema_version", nullptr, nullptr, nullptr), SQLITE_OK);
+  // Back to the first schema: no version table, no base_sha.
+  ASSERT_EQ(sqlite3_exec(db, "DROP TABLE schema_version; ALTER TABLE jobs DROP COLUMN base_sha",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
   sqlite3_close(db);
 
   AgentQueue q(path);
   ASSERT_TRUE(q.get(id));
   EXPECT_EQ(q.get(id)->delivery_id, "d1");
+  EXPECT_EQ(q.get(id)->base_sha, "");
   EXPECT_FALSE(q.add(pr_job("d1", "up#2")).second);  // still a redelivery
   auto claimed = q.claim(5);
   ASSERT_TRUE(claimed);
   EXPECT_EQ(claimed->id, id);
+}
+
+TEST(AgentQueue, AJobKeepsItsPullRequestsBaseSha) {
+  AgentQueue q(make_temp_dir() + "/q.db");
+  AgentJob job = pr_job("d1", "up#2");
+  job.base_sha = std::string(40, 'b');
+  int64_t id = q.add(job).first;
+  EXPECT_EQ(q.get(id)->base_sha, std::string(40, 'b'));
+  EXPECT_EQ(q.claim(2)->base_sha, std::string(40, 'b'));
 }
 
 TEST(AgentQueue, RedeliveryIsTheSameJob) {

@@ -228,6 +228,8 @@ GateDecision decide_pull_request(const GatePolicy& policy, const std::string& de
                         merged ? "merged" : fmt::format("{} label", policy.merged_label),
                         branch_head);
   std::string head = pr.at("head").at("sha").str();
+  // Optional: without it the PR runs the full plan.
+  if (auto base_sha = pr.at("base").at("sha").optional_str()) d.base_sha = *base_sha;
   return build(d, head,
                fmt::format("{} {} on {}: builds the PR head {}", pr_name, d.action, base, head));
 }
@@ -348,7 +350,12 @@ GateDecision decide_nightly(const GatePolicy& policy) {
                fmt::format("nightly: builds {} from {}", m[1].str(), policy.nightly_command[0]));
 }
 
-std::string format_gate_outputs(const GateDecision& d) {
+std::string dispatch_selection(const GateDecision& d, const SelectSettings& select) {
+  return d.should_build && !d.base_sha.empty() && select.pull_requests == "staged" ? "staged"
+                                                                                   : "full";
+}
+
+std::string format_gate_outputs(const GateDecision& d, const SelectSettings* select) {
   std::string out;
   auto line = [&](const char* key, const std::string& value) {
     out += fmt::format("{}={}\n", key, one_line(value));
@@ -361,6 +368,8 @@ std::string format_gate_outputs(const GateDecision& d) {
   line("action", d.action);
   line("landed", d.landed ? "true" : "false");
   line("supersede_key", d.supersede_key);
+  line("base_sha", d.base_sha);
+  if (select) line("selection", dispatch_selection(d, *select));
   return out;
 }
 

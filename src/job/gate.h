@@ -21,7 +21,15 @@ struct GateDecision {
   // "<upstream repo>#<pr>" for PRs, "<repo>@<ref>" for pushes: a newer dispatch with the same
   // key supersedes older work (the agent's cancellation, the workflow's concurrency group).
   std::string supersede_key;
+  // An open PR's pull_request.base.sha ("" for pushes, nightlies, landed PRs, and a payload
+  // without it): base_sha..upstream_sha is what the PR changes, for a staged selection.
+  std::string base_sha;
 };
+
+// How a dispatch's tests are chosen: "staged" (`ootci select changed --staged` over
+// base_sha..upstream_sha, run in two waves) for an open PR when select.pull_requests is staged;
+// "full" (the whole plan) otherwise.
+std::string dispatch_selection(const GateDecision& decision, const SelectSettings& select);
 
 // Resolves a branch head: (repo, branch) -> SHA, or nullopt when it cannot be resolved.
 // The default runs policy.base_head_command (git ls-remote when empty).
@@ -39,7 +47,9 @@ GateDecision decide_gate(const GatePolicy& policy, const std::string& device_typ
 GateDecision decide_nightly(const GatePolicy& policy);
 
 // should_build=..., reason=..., upstream_sha=..., pr_number=..., event=..., action=...,
-// landed=..., supersede_key=... : one `key=value` line each, as $GITHUB_OUTPUT wants them.
-std::string format_gate_outputs(const GateDecision& decision);
+// landed=..., supersede_key=..., base_sha=... : one `key=value` line each, as $GITHUB_OUTPUT wants
+// them; with `select`, also selection=staged|full (dispatch_selection).
+std::string format_gate_outputs(const GateDecision& decision,
+                                const SelectSettings* select = nullptr);
 
 }  // namespace ootci

@@ -250,6 +250,28 @@ TEST_P(GateCase, Decides) {
 INSTANTIATE_TEST_SUITE_P(Fixtures, GateCase, testing::ValuesIn(cases()),
                          [](const testing::TestParamInfo<Case>& info) { return info.param.name; });
 
+TEST(Gate, AnOpenPrCarriesItsBaseShaForTheSelectionAndALandedOneDoesNot) {
+  FakeHeads heads;
+  GateDecision open = decide_gate(
+      master_policy(), "privateuseone",
+      client_payload("pull_request", webhook("pull_request.opened.json")), heads.resolver());
+  EXPECT_EQ(open.base_sha, "f95f852bd8fca8fcc58a9a2d6c842781e32a215e");
+  // Without a base SHA the PR still builds; it runs the full plan.
+  json no_base = webhook("pull_request.opened.json");
+  no_base["pull_request"]["base"].erase("sha");
+  GateDecision bare = decide_gate(master_policy(), "privateuseone",
+                                  client_payload("pull_request", no_base), heads.resolver());
+  EXPECT_TRUE(bare.should_build);
+  EXPECT_EQ(bare.base_sha, "");
+  json landed = webhook("pull_request.opened.json");
+  landed["action"] = "closed";
+  landed["pull_request"]["merged"] = true;
+  GateDecision merged = decide_gate(master_policy(), "privateuseone",
+                                    client_payload("pull_request", landed), heads.resolver());
+  EXPECT_TRUE(merged.landed);
+  EXPECT_EQ(merged.base_sha, "");
+}
+
 TEST(Gate, SupersedeKeysForAPrAndAPush) {
   GatePolicy policy = master_policy();
   FakeHeads heads;
@@ -472,10 +494,33 @@ TEST(GateOutputs, OneKeyValueLineEachInOrder) {
                 "event=pull_request\n"
                 "action=closed\n"
                 "landed=true\n"
-                "supersede_key=pytorch/pytorch#2\n");
+                "supersede_key=pytorch/pytorch#2\n"
+                "base_sha=\n");
   EXPECT_EQ(format_gate_outputs(GateDecision{}),
             "should_build=false\nreason=\nupstream_sha=\npr_number=0\nevent=\naction=\n"
-            "landed=false\nsupersede_key=\n");
+            "landed=false\nsupersede_key=\nbase_sha=\n");
+}
+
+TEST(GateOutputs, AnOpenPullRequestIsSelectedStagedUnlessTheConfigSaysFull) {
+  GateDecision d;
+  d.should_build = true;
+  d.upstream_sha = kSha40;
+  d.base_sha = std::string(40, 'b');
+  SelectSettings select;
+  EXPECT_EQ(dispatch_selection(d, select), "staged");
+  std::string lines = format_gate_outputs(d, &select);
+  EXPECT_NE(lines.find("base_sha=" + std::string(40, 'b') + "\nselection=staged\n"),
+            std::string::npos)
+      << lines;
+  select.pull_requests = "full";
+  EXPECT_EQ(dispatch_selection(d, select), "full");
+  // Without the PR's base (pushes, nightlies, landed PRs) there is nothing to select against.
+  select.pull_requests = "staged";
+  d.base_sha.clear();
+  EXPECT_EQ(dispatch_selection(d, select), "full");
+  d.base_sha = std::string(40, 'b');
+  d.should_build = false;
+  EXPECT_EQ(dispatch_selection(d, select), "full");
 }
 
 }  // namespace

@@ -13,9 +13,15 @@ const char* const kWorkflow =
 # split into shards, each shard runs as one matrix leg, and one report job tells the relay (and
 # through it PyTorch's HUD) how it went.
 #
-#   gate ─┬─► build ─────────┬─► test (one leg per shard) ─► junit-<shard> artifacts
-#         ├─► plan (matrix) ─┘                                        │
-#         └─► report: in_progress … waits for every leg … ingest ◄────┘ … completed
+# An open pull request runs a staged selection (select.pull_requests in ootci.yaml): the tests
+# the PR's change can affect, in two waves. Wave 1 runs first; wave 2, the tests that reach the
+# change only while generating their inputs, runs only when wave 1 raised (a test failing with an
+# error that is not a mismatch). Pushes, nightlies and manual runs test the whole plan.
+#
+#   gate ─┬─► build ──────────────┬─► test (wave 1: one leg per shard) ─► wave 2 decision
+#         ├─► plan (selection,   ─┘                 │                          │ (raised?)
+#         │         matrices)                        │          test wave 2 ◄──┘ (one leg per shard)
+#         └─► report: in_progress … waits for every leg … ingest junit-* ◄──────┘ … completed
 #
 # Runners: gate, plan and report need no device and run on GitHub-hosted runners; build and test
 # run on your own runners labelled [self-hosted, @DEVICE@]. Change `runs-on` to your labels.
@@ -64,6 +70,8 @@ jobs:
       should_build: ${{ steps.gate.outputs.should_build }}
       upstream_sha: ${{ steps.gate.outputs.upstream_sha }}
       pr_number: ${{ steps.gate.outputs.pr_number }}
+      base_sha: ${{ steps.gate.outputs.base_sha }}
+      selection: ${{ steps.gate.outputs.selection }}
     steps:
       - uses: actions/checkout@v4
       - uses: ./.github/actions/setup-ootci
@@ -85,7 +93,7 @@ jobs:
           elif [ -z "$PYTORCH_SHA" ]; then
             ootci gate --nightly --config ootci.yaml --github-output "$GITHUB_OUTPUT"
           elif [[ "$PYTORCH_SHA" =~ ^[0-9a-f]{40}$ ]]; then
-            printf 'should_build=true\nupstream_sha=%s\npr_number=0\n' "$PYTORCH_SHA" >> "$GITHUB_OUTPUT"
+            printf 'should_build=true\nupstream_sha=%s\npr_number=0\nselection=full\n' "$PYTORCH_SHA" >> "$GITHUB_OUTPUT"
           else
             echo "::error::pytorch_sha must be 40 lowercase hex digits, not '$PYTORCH_SHA'"
             exit 1
@@ -143,6 +151,9 @@ jobs:
     runs-on: ubuntu-latest
     outputs:
       matrix: ${{ steps.shards.outputs.matrix }}
+      wave2: ${{ steps.shards.outputs.wave2 }}
+      has_wave2: ${{ steps.shards.outputs.has_wave2 }}
+      staged: ${{ steps.select.outputs.staged }}
     steps:
       - uses: actions/checkout@v4
       - uses: ./.github/actions/setup-ootci
@@ -152,18 +163,52 @@ jobs:
           ref: ${{ needs.gate.outputs.upstream_sha }}
           path: pytorch
           sparse-checkout: test  # the plan reads upstream's test files only
-      - name: Split the plan into shards
+      - name: Select the pull request's tests
+        id: select
+        if: needs.gate.outputs.selection == 'staged'
+        env:
+          BASE_SHA: ${{ needs.gate.outputs.base_sha }}
+          UPSTREAM_SHA: ${{ needs.gate.outputs.upstream_sha }}
+        # What the PR changes upstream, base..head, narrowed by the evidence in .ootci/evidence.db
+        # (without evidence every file runs whole). Anything that goes wrong here runs the whole
+        # plan instead: running more, never less.
+        run: |
+          if git -C pytorch fetch --quiet --depth=1 origin "$BASE_SHA" &&
+             ootci select changed --config ootci.yaml --upstream "$BASE_SHA..$UPSTREAM_SHA" --staged -o selection.json &&
+             [ "$(jq '(.files + .tests + (.bases // [])) | length' selection.json)" -gt 0 ]; then
+            echo "staged=true" >> "$GITHUB_OUTPUT"
+          else
+            echo "::warning::no staged selection of $BASE_SHA..$UPSTREAM_SHA (see above); the whole plan runs"
+            rm -f selection.json
+          fi
+      - uses: actions/upload-artifact@v4
+        if: steps.select.outputs.staged == 'true'
+        with:
+          name: selection
+          path: selection.json
+          retention-days: 30
+      - name: Split into shards
         id: shards
         # Shards are balanced on recorded durations, and each leg's `ootci run --shard K/N`
         # recomputes its own from the evidence it sees. Here neither sees any (fresh checkouts),
         # so both deal files round-robin and agree. If you keep an evidence.db between runs, give
         # the legs the same copy as this job, or they may split differently.
+        env:
+          STAGED: ${{ steps.select.outputs.staged }}
         run: |
-          ootci shards --config ootci.yaml --count "$OOTCI_SHARDS" --matrix > matrix.json
+          if [ "$STAGED" = true ]; then
+            # Each wave on its own, at most OOTCI_SHARDS shards, never an empty one.
+            ootci shards --config ootci.yaml --count "$OOTCI_SHARDS" --select selection.json --matrix > matrix.json
+          else
+            ootci shards --config ootci.yaml --count "$OOTCI_SHARDS" --matrix > matrix.json
+          fi
           cat matrix.json
-          # Fewer plan files than shards leaves shards with nothing to run, and a run that runs
-          # nothing is a failure: drop them.
-          echo "matrix=$(jq -c '{include: [.include[] | select(.files | length > 0)]}' matrix.json)" >> "$GITHUB_OUTPUT"
+          # Wave 1, or the whole plan. Fewer plan files than shards leaves shards with nothing to
+          # run, and a run that runs nothing is a failure: drop them.
+          echo "matrix=$(jq -c '{include: [.include[] | select((.wave // 1) == 1 and (.files | length > 0))]}' matrix.json)" >> "$GITHUB_OUTPUT"
+          # Wave 2 may have no tests at all; its job is then skipped (an empty matrix is an error).
+          echo "wave2=$(jq -c '{include: [.include[] | select(.wave == 2)]}' matrix.json)" >> "$GITHUB_OUTPUT"
+          echo "has_wave2=$(jq '[.include[] | select(.wave == 2)] | length > 0' matrix.json)" >> "$GITHUB_OUTPUT"
 
   test:
     needs: [gate, build, plan]
@@ -186,15 +231,22 @@ jobs:
         with:
           name: build
           path: dist
+      - uses: actions/download-artifact@v4
+        if: needs.plan.outputs.staged == 'true'
+        with:
+          name: selection
       - name: Install the build
         # TODO(@DEVICE@): install what the build job made into backend.python of ootci.yaml.
         run: python3 -m pip install dist/*.whl
       - name: Run shard ${{ matrix.shard }} of ${{ matrix.shards }}
         env:
           SHARD: ${{ matrix.shard }}/${{ matrix.shards }}
+          STAGED: ${{ needs.plan.outputs.staged }}
         run: |
           set +e
-          ootci run --config ootci.yaml --shard "$SHARD" | tee run.out
+          wave=()
+          if [ "$STAGED" = true ]; then wave=(--select selection.json --wave 1); fi
+          ootci run --config ootci.yaml --shard "$SHARD" "${wave[@]}" | tee run.out
           status=${PIPESTATUS[0]}
           junit=$(sed -n 's/^junit: //p' run.out)
           if [ -n "$junit" ] && [ -f "$junit" ]; then cp "$junit" junit.xml; fi
@@ -203,6 +255,97 @@ jobs:
         if: always()
         with:
           name: junit-${{ matrix.shard }}
+          path: junit.xml
+          retention-days: 90
+          if-no-files-found: warn
+
+  # Whether wave 2 runs, from every wave-1 leg's JUnit, as `ootci run` decides it on one machine.
+  # It runs whatever the legs concluded: a red leg is how wave 1 shows the change raising.
+  wave2-decision:
+    needs: [gate, plan, test]
+    name: wave 2 decision
+    if: ${{ !cancelled() && needs.plan.outputs.has_wave2 == 'true' && (needs.test.result == 'success' || needs.test.result == 'failure') }}
+    runs-on: ubuntu-latest
+    outputs:
+      run: ${{ steps.decide.outputs.run }}
+    steps:
+      - uses: actions/checkout@v4
+      - uses: ./.github/actions/setup-ootci
+      - uses: actions/checkout@v4
+        with:
+          repository: pytorch/pytorch
+          ref: ${{ needs.gate.outputs.upstream_sha }}
+          path: pytorch
+          sparse-checkout: test  # the plan reads upstream's test files only
+      - uses: actions/download-artifact@v4
+        with:
+          name: selection
+      - uses: actions/download-artifact@v4
+        with:
+          pattern: junit-*
+          path: junit
+      - name: Decide
+        id: decide
+        run: |
+          shopt -s nullglob
+          reports=(junit/junit-[0-9]*/junit.xml)
+          ootci select wave2 --config ootci.yaml --select selection.json -o second_stage.json "${reports[@]}"
+      - name: Wave 2 runs
+        # The report job reads this step's conclusion (success or skipped) from the jobs API.
+        if: steps.decide.outputs.run == 'true'
+        env:
+          WHY: ${{ steps.decide.outputs.why }}
+        run: |
+          echo "wave 2 runs: $WHY"
+      - uses: actions/upload-artifact@v4
+        with:
+          name: second-stage
+          path: second_stage.json
+          retention-days: 90
+
+  test-wave-2:
+    needs: [gate, build, plan, test, wave2-decision]
+    name: test wave 2 ${{ matrix.shard }}/${{ matrix.shards }}
+    # `if` is evaluated before the matrix, so an empty wave 2 never reaches it.
+    if: ${{ !cancelled() && needs.build.result == 'success' && needs.wave2-decision.outputs.run == 'true' }}
+    runs-on: [self-hosted, @DEVICE@]
+    timeout-minutes: 120
+    strategy:
+      fail-fast: false
+      matrix: ${{ fromJSON(needs.plan.outputs.wave2) }}
+    steps:
+      - uses: actions/checkout@v4
+      - uses: ./.github/actions/setup-ootci
+      - uses: actions/checkout@v4
+        with:
+          repository: pytorch/pytorch
+          ref: ${{ needs.gate.outputs.upstream_sha }}
+          path: pytorch
+          sparse-checkout: test
+      - uses: actions/download-artifact@v4
+        with:
+          name: build
+          path: dist
+      - uses: actions/download-artifact@v4
+        with:
+          name: selection
+      - name: Install the build
+        # TODO(@DEVICE@): the same install as in the test job.
+        run: python3 -m pip install dist/*.whl
+      - name: Run wave 2, shard ${{ matrix.shard }} of ${{ matrix.shards }}
+        env:
+          SHARD: ${{ matrix.shard }}/${{ matrix.shards }}
+        run: |
+          set +e
+          ootci run --config ootci.yaml --select selection.json --wave 2 --shard "$SHARD" | tee run.out
+          status=${PIPESTATUS[0]}
+          junit=$(sed -n 's/^junit: //p' run.out)
+          if [ -n "$junit" ] && [ -f "$junit" ]; then cp "$junit" junit.xml; fi
+          exit "$status"
+      - uses: actions/upload-artifact@v4
+        if: always()
+        with:
+          name: junit-wave2-${{ matrix.shard }}
           path: junit.xml
           retention-days: 90
           if-no-files-found: warn
@@ -243,28 +386,38 @@ jobs:
         id: wait
         env:
           GH_TOKEN: ${{ github.token }}
-        # The legs are created only once build and plan have finished, so "nothing pending" is
+        # Legs are created only once the jobs they need have finished, so "nothing pending" is
         # not enough: wait until build and plan are done and, when both succeeded, until legs
-        # exist and all of them are done.
+        # exist and all of them are done, and the wave 2 decision is made (a skipped decision:
+        # no wave 2). When wave 2 runs, wait for its legs too.
         run: |
           deadline=$(( $(date +%s) + 60 * OOTCI_WAIT_MINUTES ))
           while :; do
             if jobs=$(gh api --paginate "repos/$GITHUB_REPOSITORY/actions/runs/$GITHUB_RUN_ID/jobs?per_page=100" \
-                        --jq '.jobs[] | [.name, .status, (.conclusion // "none")] | @tsv'); then
+                        --jq '.jobs[] | [.name, .status, (.conclusion // "none"), ([.steps[]? | select(.name == "Wave 2 runs") | .conclusion][0] // "none")] | @tsv'); then
               state() { awk -F'\t' -v name="$1" '$1 == name { print $2 "/" $3 }' <<<"$jobs"; }
               build=$(state build)
               plan=$(state plan)
+              decision=$(state "wave 2 decision")
+              wave2=$(awk -F'\t' '$1 == "wave 2 decision" { print $4 }' <<<"$jobs")
               legs=$(awk -F'\t' '$1 ~ /^test / && $3 != "skipped"' <<<"$jobs" | wc -l)
               legs_open=$(awk -F'\t' '$1 ~ /^test / && $2 != "completed"' <<<"$jobs" | wc -l)
-              echo "build ${build:-?}, plan ${plan:-?}, $legs legs, $legs_open not finished"
+              wave2_legs=$(awk -F'\t' '$1 ~ /^test wave 2 / && $3 != "skipped"' <<<"$jobs" | wc -l)
+              echo "build ${build:-?}, plan ${plan:-?}, $legs legs, $legs_open not finished, wave 2 decision ${decision:-?} (runs: ${wave2:-?}), $wave2_legs wave-2 legs"
               if [[ "$build" == completed/* && "$plan" == completed/* ]]; then
                 if [ "$build" != completed/success ] || [ "$plan" != completed/success ]; then
                   echo "jobs_ok=false" >> "$GITHUB_OUTPUT"
                   break
                 fi
-                if [ "$legs" -gt 0 ] && [ "$legs_open" -eq 0 ]; then
-                  echo "jobs_ok=true" >> "$GITHUB_OUTPUT"
-                  break
+                if [ "$legs" -gt 0 ] && [ "$legs_open" -eq 0 ] && [[ "$decision" == completed/* ]]; then
+                  if [ "$decision" != completed/success ] && [ "$decision" != completed/skipped ]; then
+                    echo "jobs_ok=false" >> "$GITHUB_OUTPUT"
+                    break
+                  fi
+                  if [ "$wave2" != success ] || [ "$wave2_legs" -gt 0 ]; then
+                    echo "jobs_ok=true" >> "$GITHUB_OUTPUT"
+                    break
+                  fi
                 fi
               fi
             fi
@@ -281,6 +434,11 @@ jobs:
         with:
           pattern: junit-*
           path: junit
+      - uses: actions/download-artifact@v4
+        # A staged selection's wave 2 decision; absent for a whole plan.
+        continue-on-error: true
+        with:
+          name: second-stage
       - name: Ingest the legs' JUnit into one run
         id: ingest
         env:
@@ -296,7 +454,9 @@ jobs:
           fi
           if [ "${#reports[@]}" -gt 0 ]; then
             run="gha-$GITHUB_RUN_ID-$GITHUB_RUN_ATTEMPT"
-            ootci ingest "${reports[@]}" --config ootci.yaml --run "$run"
+            stage=()
+            if [ -f second_stage.json ]; then stage=(--second-stage second_stage.json); fi
+            ootci ingest "${reports[@]}" --config ootci.yaml --run "$run" "${stage[@]}"
             ootci report html --run "$run" --config ootci.yaml --out html-report
             echo "run=$run" >> "$GITHUB_OUTPUT"
           fi
@@ -576,6 +736,10 @@ gate:
   nightly:
     command: [curl, -fsSL, "https://api.github.com/repos/pytorch/pytorch/commits/nightly"]
     sha_pattern: '\(([0-9a-f]{40})\)'  # group 1 is the SHA in the command's output
+# An open PR runs only the tests its change can affect, in two waves (ootci's docs/run.md,
+# "Waves"); pushes and nightlies run the whole plan.
+# select:
+#   pull_requests: staged              # full: every PR runs the whole plan too
 # Where `ootci report` sends the CRCR callbacks: PyTorch's relay.
 report:
   callback_url: https://gwuj7w5coh4y4l66urspge6mnm0pwaxq.lambda-url.us-east-1.on.aws/github/callback/
@@ -625,7 +789,7 @@ const char* const kReadme = R"~~~(# ootci for @DEVICE@: next steps
 
 | file | what it is |
 |---|---|
-| `.github/workflows/ootci.yml` | the workflow PyTorch's CRCR relay dispatches to: gate, build, plan, test matrix, report |
+| `.github/workflows/ootci.yml` | the workflow PyTorch's CRCR relay dispatches to: gate, build, plan, test matrix (in two waves for a pull request), report |
 | `.github/actions/setup-ootci/action.yml` | puts `ootci` on PATH in every job |
 | `ootci.yaml` | the backend, upstream PyTorch, test configs, run settings, gate policy, relay callback |
 | `configs/test_view_ops.yaml` | a starter test-suite config (Torch Spyre's schema) |
@@ -645,9 +809,10 @@ Before the first run:
    and 13, RHEL and UBI 9 and newer, with `python3` (the action installs pip if it is missing).
    pip refuses the wheel on an older glibc or another architecture; there, build from source.
 2. **Build**: replace the placeholder step of the `build` job with your build. It runs once per
-   dispatch; put what the test legs install into `dist/`. Adjust the `Install the build` step of
-   the `test` job to match.
-3. **Runners**: `build` and `test` run on `[self-hosted, @DEVICE@]`; change `runs-on` to your labels.
+   dispatch; put what the test legs install into `dist/`. Adjust the `Install the build` steps of
+   the `test` and `test-wave-2` jobs to match.
+3. **Runners**: `build`, `test` and `test-wave-2` run on `[self-hosted, @DEVICE@]`; change
+   `runs-on` to your labels.
 4. **The backend**: check `backend.device_type` and `backend.modules` in `ootci.yaml` (the module
    is a guess).
 5. **Tests**: grow `configs/` from evidence. Locally, with an upstream PyTorch checkout:
@@ -660,7 +825,10 @@ Before the first run:
    ```
 6. **Which dispatches build**: the `gate:` section of `ootci.yaml` (commented out: the defaults
    build PRs against `main`, and a closed PR only when it landed). Try it on a payload with
-   `ootci gate --payload dispatch.json --config ootci.yaml`.
+   `ootci gate --payload dispatch.json --config ootci.yaml`. An open PR runs only the tests its
+   change can affect (`ootci select changed --staged`, in two waves), which needs execution
+   evidence (`ootci discover`) in `.ootci/evidence.db`; without it, or with
+   `select: {pull_requests: full}` in `ootci.yaml`, every PR runs the whole plan.
 7. **Reporting**: ask to be added to PyTorch's CRCR allowlist (`.github/allowlist.yml` in
    pytorch/pytorch) at L2 or above; until then dispatches do not arrive and callbacks are refused.
 

@@ -342,6 +342,8 @@ class BackendReader {
       read_tolerance(*t, s.tolerance);
       t->finish();
     }
+    if (auto v = one_of(m, "pull_requests", {"staged", "full"}, "pull_requests"))
+      s.pull_requests = *v;
   }
 
   // select.tolerance: the factor and the reference precision of each floating dtype.

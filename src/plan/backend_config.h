@@ -95,6 +95,10 @@ struct SelectSettings {
   // test_suite_config.labels of a config propose creates: Spyre's CI selects files by label.
   std::vector<std::string> labels{"unit"};
   ToleranceSettings tolerance;
+  // select.pull_requests: how the agent and the workflow `ootci init` writes choose the tests of
+  // an open pull request's dispatch. staged: `ootci select changed --staged` over the PR's
+  // base..head, in two waves; full: the whole plan, as pushes and nightlies always run.
+  std::string pull_requests = "staged";
 };
 
 // How `ootci attribute` materializes each moving target at a revision and how much it may probe

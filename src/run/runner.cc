@@ -30,6 +30,7 @@
 #include "run/run_manifest.h"
 #include "run/shards.h"
 #include "run/test_limits.h"
+#include "run/waves.h"
 
 namespace fs = std::filesystem;
 
@@ -39,38 +40,6 @@ std::atomic<bool> g_run_stop{false};
 
 std::string run_isolation(const BackendConfig& backend) {
   return backend.fork_safe ? backend.run.isolation : "spawn";
-}
-
-Selection load_selection(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw Error(fmt::format("{}: cannot open selection", path));
-  nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-  if (j.is_discarded() || !j.is_object())
-    throw Error(fmt::format(
-        "{}: a selection is a JSON object with \"files\", \"tests\" and/or \"bases\"", path));
-  Selection s;
-  for (const char* key : {"files", "tests", "bases"}) {
-    if (!j.contains(key)) continue;
-    if (!j[key].is_array())
-      throw Error(fmt::format("{}: \"{}\" must be a list of strings", path, key));
-    for (const auto& v : j[key]) {
-      if (!v.is_string())
-        throw Error(fmt::format("{}: \"{}\" must be a list of strings", path, key));
-      std::string k = key;
-      (k == "files" ? s.files : k == "tests" ? s.tests : s.bases).insert(v.get<std::string>());
-    }
-  }
-  if (j.contains("then")) {
-    const auto& then = j["then"];
-    nlohmann::json tests =
-        then.is_object() ? then.value("tests", nlohmann::json::array()) : nlohmann::json();
-    if (!tests.is_array() ||
-        !std::all_of(tests.begin(), tests.end(), [](const auto& v) { return v.is_string(); }))
-      throw Error(
-          fmt::format("{}: \"then\" must be an object whose \"tests\" is a list of strings", path));
-    for (const auto& v : tests) s.then_tests.insert(v.get<std::string>());
-  }
-  return s;
 }
 
 namespace {
@@ -701,6 +670,7 @@ struct RunStart {
   // resumed run still decides it (or still covers it, once it ran). Null: none.
   nlohmann::json second_stage;
   std::vector<std::string> labels;
+  int wave = 0;  // --wave: the one wave of a selection it runs
 };
 
 // The run --resume continues: its own files, labels and second stage. Finished means settled:
@@ -721,6 +691,7 @@ RunStart resumed_run(const RunRequest& req, EvidenceStore& store, const nlohmann
   run.files = files_of_manifest(plan, run.info.manifest);
   run.second_stage = run.info.manifest.value("second_stage", nlohmann::json());
   run.labels = run.info.manifest.value("labels", std::vector<std::string>{});
+  run.wave = run.info.manifest.value("wave", 0);
   for (const auto& r : store.results(run.info.id)) {
     if (r.name.empty())
       store.forget(run.info.id, r.test_id);
@@ -728,6 +699,27 @@ RunStart resumed_run(const RunRequest& req, EvidenceStore& store, const nlohmann
       run.finished.insert(r.test_id);
   }
   return run;
+}
+
+// What `--wave W [--shard K/N]` runs of the selection: that wave, or shard K of it, as
+// `ootci shards --select` assigns them from the same evidence (run/waves.h).
+Selection wave_part(const RunRequest& req, EvidenceStore& store, const nlohmann::json& plan) {
+  if (!req.selection) throw Error(fmt::format("--wave {} needs --select", req.wave));
+  std::vector<std::string> relpaths;
+  for (const auto& f : plan["files"]) relpaths.push_back(f["relpath"].get<std::string>());
+  Selection part = wave_of(*req.selection, req.wave, relpaths);
+  if (wave_empty(part))
+    throw Error(fmt::format(
+        "--wave {}: the selection's wave {} has no test of the plan to run{}", req.wave, req.wave,
+        req.wave == 2 ? " (no \"then\" tests beyond wave 1's): there is nothing to run" : ""));
+  if (req.shards == 0) return part;
+  std::vector<Shard> shards = wave_shards(part, store.test_durations(), req.shards);
+  if (static_cast<size_t>(req.shard) > shards.size())
+    throw Error(fmt::format(
+        "--shard {}/{}: wave {} has {} units (files or tests), so it splits into {} shards; run "
+        "the shards `ootci shards --select` lists",
+        req.shard, req.shards, req.wave, shards.size(), shards.size()));
+  return shard_selection(part, shards[static_cast<size_t>(req.shard - 1)]);
 }
 
 // A new run of the request's selection, labels and shard.
@@ -751,21 +743,25 @@ RunStart new_run(const RunRequest& req, EvidenceStore& store, const nlohmann::js
   info.started_ms = now_ms();
   info.shard = req.shards > 0 ? fmt::format("{}/{}", req.shard, req.shards) : "";
   run.second_stage = std::move(second_stage);
-  run.files = plan_files(plan, req.selection);
+  run.wave = req.wave;
+  run.files = plan_files(plan, req.wave > 0 ? wave_part(req, store, plan) : req.selection);
   run.labels = req.labels.value_or(req.backend.run.labels);
   if (!run.labels.empty()) run.files = only_labelled(plan, run.files, run.labels);
-  if (req.shards > 0) run.files = shard_of(run.files, store, req.shard, req.shards);
+  if (req.shards > 0 && req.wave == 0)
+    run.files = shard_of(run.files, store, req.shard, req.shards);
   return run;
 }
 
 RunStart start_run(const RunRequest& req, EvidenceStore& store, const nlohmann::json& plan) {
   std::string config_hash = plan_config_hash(plan);
   nlohmann::json second_stage;
-  if (req.selection && !req.selection->then_tests.empty()) {
+  // One wave runs as told: whoever runs the waves decides wave 2 over all of wave 1's shards.
+  if (req.selection && !req.selection->then_tests.empty() && req.wave == 0) {
     if (req.shards > 0)
       throw Error(
-          "--select: a staged selection (\"then\") cannot be sharded: each shard would decide its "
-          "second stage from its own first stage; select without --staged to shard");
+          "--select: a staged selection (\"then\") is sharded wave by wave: give --wave 1 with "
+          "--shard, and --wave 2 once `ootci select wave2` says wave 1 raised; a shard alone "
+          "cannot decide wave 2 for the others");
     second_stage = {{"tests", req.selection->then_tests}};
   }
   RunStart run = req.resume_run.empty() ? new_run(req, store, plan, config_hash, second_stage)
@@ -785,6 +781,7 @@ void open_run(const RunRequest& req, EvidenceStore& store, const nlohmann::json&
   if (!run.labels.empty()) info.manifest["labels"] = run.labels;
   info.manifest["isolation"] = run_isolation(req.backend);
   if (!run.second_stage.is_null()) info.manifest["second_stage"] = run.second_stage;
+  if (run.wave > 0) info.manifest["wave"] = run.wave;
   if (req.resume_run.empty())
     store.begin_run(info);
   else
@@ -816,7 +813,7 @@ bool run_second_stage(Runner& runner, Progress& progress, EvidenceStore& store,
       second_stage_reason(store.results(info.id), baseline_of(store, info).results_or_null());
   auto& stage = info.manifest["second_stage"];
   stage["ran"] = why.has_value();
-  stage["why"] = why ? *why : "no first-stage test failed other than by a mismatch";
+  stage["why"] = why ? *why : kSecondStageNotCalledFor;
   std::vector<PlanFile> more;
   if (why) {
     Selection then;

@@ -10,30 +10,22 @@
 
 #include "evidence/evidence_store.h"
 #include "plan/backend_config.h"
+#include "run/selection.h"
 
 namespace ootci {
-
-// What to run: whole files, single tests (ids), and every variant of a config name ("bases",
-// relpath::Class::method, e.g. from `ootci select delta`), from `--select FILE` (docs/run.md).
-// "then" (from `ootci select changed --staged`): tests run afterwards in the same run, only when
-// the first stage's results call for it (second_stage_reason).
-struct Selection {
-  std::set<std::string> files;  // relpaths
-  std::set<std::string> tests;  // test ids
-  std::set<std::string> bases;  // relpath::Class::method (or relpath::method)
-  std::set<std::string> then_tests;
-};
-Selection load_selection(const std::string& path);
 
 struct RunRequest {
   BackendConfig backend;
   std::string evidence_path;
   std::optional<Selection> selection;
   int shard = 0, shards = 0;  // run shard K of N when shards > 0
-  int workers = 0;            // 0: backend.run.workers
-  std::string resume_run;     // continue this run instead of starting one
-  std::string run_id;         // the new run's id (default: new_run_id), e.g. chosen by the agent
-  bool tty = false;           // a live progress line instead of periodic plain lines
+  // Run only this wave of the selection (1: its files, tests and bases; 2: a staged selection's
+  // "then"), split by wave_shards when shards > 0; 0: the whole selection, both stages in order.
+  int wave = 0;
+  int workers = 0;         // 0: backend.run.workers
+  std::string resume_run;  // continue this run instead of starting one
+  std::string run_id;      // the new run's id (default: new_run_id), e.g. chosen by the agent
+  bool tty = false;        // a live progress line instead of periodic plain lines
   // Run this resolved plan (docs/plan.md, JSON v1) instead of resolving the backend's
   // test_configs, e.g. `ootci discover`'s; the config hash comes from its content.
   std::optional<nlohmann::json> plan_override;

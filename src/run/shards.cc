@@ -26,11 +26,18 @@ std::vector<Shard> assign_shards(const std::vector<ShardUnit>& units, int count)
             [](const ShardUnit& a, const ShardUnit& b) { return a.name < b.name; });
 
   std::vector<Shard> shards(count);
-  // The least loaded shard, the lower index on ties.
+  // The least loaded shard; on ties the one with fewer units, then the lower index. So an empty
+  // shard is filled before a shard of zero-second units gets another, and no shard stays empty
+  // while there are at least as many units as shards.
+  auto lighter = [&](size_t a, size_t b) {
+    if (shards[a].expected_s != shards[b].expected_s)
+      return shards[a].expected_s < shards[b].expected_s;
+    return shards[a].units.size() < shards[b].units.size();
+  };
   auto lightest = [&] {
     size_t best = 0;
     for (size_t i = 1; i < shards.size(); ++i)
-      if (shards[i].expected_s < shards[best].expected_s) best = i;
+      if (lighter(i, best)) best = i;
     return best;
   };
   for (const ShardUnit& u : timed) {
@@ -40,8 +47,7 @@ std::vector<Shard> assign_shards(const std::vector<ShardUnit>& units, int count)
   }
   std::vector<size_t> order(shards.size());
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return shards[a].expected_s < shards[b].expected_s; });
+  std::stable_sort(order.begin(), order.end(), lighter);
   for (size_t i = 0; i < untimed.size(); ++i) {
     Shard& s = shards[order[i % order.size()]];
     s.units.push_back(untimed[i].name);

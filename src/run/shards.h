@@ -20,7 +20,8 @@ struct Shard {
 };
 
 // Longest-processing-time first: units with history, longest first (ties by name), each to the
-// shard with the least expected time so far (ties: the lower index). Units without history then
+// shard with the least expected time so far (ties: fewer units, then the lower index, so no shard
+// stays empty while there are at least as many units as shards). Units without history then
 // go round-robin, by name, starting with the least loaded shard. The same units in any order
 // give the same assignment. Throws Error when count < 1.
 std::vector<Shard> assign_shards(const std::vector<ShardUnit>& units, int count);

