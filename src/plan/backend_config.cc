@@ -125,8 +125,14 @@ class BackendReader {
     if (auto v = b.str("python")) c.python = *v;
     read_root(b, c);
     if (auto v = b.str_list("modules")) c.modules = *v;
-    if (auto v = b.str_list("pythonpath"))
-      for (const auto& p : *v) c.pythonpath.push_back(path_in_config_dir(dir_, p));
+    if (auto v = b.str_list("pythonpath")) {
+      YAML::Node node = b.raw("pythonpath");
+      for (size_t i = 0; i < v->size(); ++i) {
+        std::string where = fmt::format("{}[{}]", b.child_path("pythonpath"), i);
+        if (auto p = expand_text(b, node[i], where, (*v)[i]))
+          c.pythonpath.push_back(path_in_config_dir(dir_, *p));
+      }
+    }
     if (auto env = b.map("env")) {
       for (const auto& key : env->keys()) c.env[key] = env->str(key).value_or("");
       env->finish();

@@ -130,6 +130,25 @@ TEST(BackendConfig, UnsetVariableNamesPositionAndVariable) {
                    path + ":4:16: upstream.device_root: environment variable HERE is not set"}));
 }
 
+TEST(BackendConfig, PythonpathEntriesExpandVariables) {
+  // An extension built into a cache folder (examples/openreg) is named by a variable.
+  std::string path = write_config(
+      "backend:\n"
+      "  name: ref\n"
+      "  device_type: privateuseone\n"
+      "  pythonpath: [\"${EXT_DIR}\", lib]\n"
+      "test_configs: [c.yaml]\n");
+  BackendConfigResult r =
+      load_backend_config(path, fake_env({{"TORCH_ROOT", "/t"}, {"EXT_DIR", "/cache/ext"}}));
+  ASSERT_TRUE(r.config) << r.errors.front();
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  EXPECT_EQ(r.config->pythonpath, (Lines{"/cache/ext", dir + "/lib"}));
+
+  r = load_backend_config(path, fake_env({{"TORCH_ROOT", "/t"}}));
+  EXPECT_EQ(r.errors,
+            Lines{path + ":4:16: backend.pythonpath[0]: environment variable EXT_DIR is not set"});
+}
+
 TEST(BackendConfig, EveryErrorIsReported) {
   std::string path = write_config(
       "backend:\n"
