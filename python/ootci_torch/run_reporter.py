@@ -19,6 +19,10 @@ op_record.py).
 
 OOTCI_RUN_ONLY names a file of test ids to run, OOTCI_RUN_ONLY_BASES one of "relpath::Class::method"
 lines whose variants run; with both, a test runs if either names it. OOTCI_RUN_SKIP ids never run.
+OOTCI_RUN_PART="K/N" (a sharded discovery, `ootci discover --shard K/N`) keeps part K of the file's
+variants: those OOTCI_RUN_PART_PLACED (lines "id<TAB>part", from recorded durations) places there,
+and of the rest those whose id's CRC-32 is K-1 modulo N, so that every machine that collects the
+same file splits it alike with no list to share.
 OOTCI_RUN_MULTI_DEVICE=defer (a device pool, run.devices): tests that need more than one device
 (deviceCountAtLeast) do not run here; the "collected" event lists them as "multi_device", and the
 runner runs them alone with every device.
@@ -29,6 +33,7 @@ a plugin at configure (config.stash[REPORTER]), each test's on its item's stash.
 import json
 import os
 import re
+import zlib
 
 import pytest
 
@@ -138,12 +143,13 @@ class Reporter:
             return
         only, skip = _read_ids("OOTCI_RUN_ONLY"), _read_ids("OOTCI_RUN_SKIP") or set()
         only_bases = _read_ids("OOTCI_RUN_ONLY_BASES")
+        in_part = _part_filter()
         defer = os.environ.get("OOTCI_RUN_MULTI_DEVICE") == "defer"
         kept, dropped, multi_device = [], [], []
         for item in items:
             tid = item.stash.get(_TEST_ID, None) or test_id(item)
             props = dict(item.user_properties)
-            if tid in skip or not _wanted(tid, props, only, only_bases):
+            if tid in skip or not _wanted(tid, props, only, only_bases) or not in_part(tid):
                 dropped.append(item)
                 continue
             if defer and _devices_needed(item) > 1:
@@ -232,6 +238,23 @@ def _raised(error):
 def _devices_needed(item):
     """deviceCountAtLeast(N) marks the test function; the variant's wrapper carries it over."""
     return getattr(getattr(item, "obj", None), "num_required_devices", 1) or 1
+
+
+def _part_filter():
+    """Whether a test id is in this process's part of the file (OOTCI_RUN_PART); all without."""
+    spec = os.environ.get("OOTCI_RUN_PART")
+    if not spec:
+        return lambda tid: True
+    k, n = (int(x) for x in spec.split("/"))
+    placed = {}
+    path = os.environ.get("OOTCI_RUN_PART_PLACED")
+    if path:
+        with open(path, encoding="utf-8") as f:
+            for line in f.read().split("\n"):
+                if line:
+                    tid, part = line.rsplit("\t", 1)
+                    placed[tid] = int(part)
+    return lambda tid: placed.get(tid, zlib.crc32(tid.encode("utf-8")) % n + 1) == k
 
 
 def _wanted(tid, props, only, only_bases):

@@ -5,11 +5,13 @@
 
 #include <iostream>
 
+#include "base/error.h"
 #include "base/time.h"
 #include "cli/commands.h"
 #include "cli/stop_signals.h"
 #include "evidence/evidence_path.h"
 #include "run/runner.h"
+#include "run/shards.h"
 #include "select/discover.h"
 
 namespace ootci {
@@ -23,6 +25,8 @@ struct DiscoverArgs {
   int probe_inputs = 0;
   std::string isolation;  // --isolation: overrides run.isolation
   std::string evidence;
+  std::string shard;    // --shard K/N
+  std::string timings;  // --timings DB
 };
 
 std::string outcome_counts(const DiscoverySummary& s) {
@@ -45,6 +49,10 @@ void discover_command(const DiscoverArgs& a) {
   req.workers = a.workers;
   req.probe_inputs = a.probe_inputs;
   if (!a.isolation.empty()) req.backend.run.isolation = a.isolation;
+  if (!a.shard.empty()) std::tie(req.part.k, req.part.n) = parse_shard(a.shard);
+  if (!a.timings.empty() && a.shard.empty())
+    throw Error("--timings places the variants of a shard; give --shard K/N with it");
+  req.timings = a.timings;
   req.tty = isatty(STDERR_FILENO);
 
   stop_runs_on_signal();
@@ -77,7 +85,8 @@ void discover_command(const DiscoverArgs& a) {
                              s.variants, outcome_counts(s), s.distinct_ops);
     for (const auto& e : s.file_errors) std::cout << fmt::format("  file error: {}\n", e);
   }
-  std::cout << fmt::format("evidence: {}\n", req.evidence_path);
+  std::cout << fmt::format("evidence: {}{}\n", req.evidence_path,
+                           a.shard.empty() ? "" : fmt::format(" (shard {})", a.shard));
   if (report.run->status == "interrupted") {
     std::cout << fmt::format("discover: run {} interrupted; its files stay undiscovered\n",
                              report.run->run_id);
@@ -112,6 +121,12 @@ void add_discover_commands(CLI::App& app) {
       ->check(CLI::Range(1, kMaxInputProbes));
   add_isolation_option(cmd, args.isolation);
   cmd->add_option("--evidence", args.evidence, "evidence database (default: workspace)");
+  cmd->add_option("--shard", args.shard,
+                  "discover only part K of N of every file's variants (K/N), for one machine of "
+                  "N; merge the N databases with `ootci evidence merge`");
+  cmd->add_option("--timings", args.timings,
+                  "with --shard: an evidence database (a previous discovery) whose recorded "
+                  "durations balance the parts; variants it lacks are split by a hash of their id");
   cmd->callback([] { discover_command(args); });
 }
 

@@ -1,5 +1,6 @@
 // `ootci ingest|judge|history`: the evidence store from the command line: JUnit reports into it,
-// the verdict on a run, and a test's results across runs (docs/run.md).
+// the verdict on a run, and a test's results across runs (docs/run.md). `ootci evidence merge`:
+// a sharded discovery's databases as one (docs/select.md).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -18,6 +19,7 @@
 #include "evidence/judge.h"
 #include "evidence/junit_ingest.h"
 #include "plan/backend_config.h"
+#include "select/discovery_merge.h"
 
 namespace ootci {
 namespace {
@@ -190,9 +192,46 @@ void judge_run(const JudgeArgs& a) {
   if (!verdict.success()) throw ExitStatus{1};
 }
 
+struct MergeArgs {
+  std::vector<std::string> inputs;
+  std::string out;
+};
+
+void merge(const MergeArgs& a) {
+  MergeReport r = merge_discoveries(a.inputs, a.out);
+  const MergeDecision& d = r.decision;
+  for (const auto& p : d.kept) {
+    std::cout << fmt::format("merged: {} (run {}, {}): {} files\n", p.db, p.run.id,
+                             p.run.shard.empty() ? "whole files" : "shard " + p.run.shard,
+                             p.files.size());
+  }
+  for (const auto& what : d.already) std::cout << fmt::format("already merged: {}\n", what);
+  for (const auto& what : d.replaced) std::cout << fmt::format("replaced: {}\n", what);
+  std::string parts = shard_parts_text(d.parts);
+  std::cout << fmt::format(
+      "{}: run {}, {} variants{}; {}\n", a.out, r.run_id, r.results,
+      r.conflicts ? fmt::format(" ({} recorded by two runs: the later record kept)", r.conflicts)
+                  : "",
+      parts.empty() ? fmt::format("complete ({} of {})", d.parts.n, d.parts.n)
+                    : fmt::format("partial: parts {} so far", parts));
+}
+
 }  // namespace
 
 void add_evidence_commands(CLI::App& app) {
+  auto* evidence = app.add_subcommand("evidence", "Work on evidence databases as a whole");
+  evidence->require_subcommand(1);
+  auto* mer = evidence->add_subcommand(
+      "merge",
+      "Merge the evidence of a sharded discovery (ootci discover --shard K/N, one database each) "
+      "into one discovery, as one unsharded discovery would have stored it");
+  static MergeArgs merge_args;
+  mer->add_option("DB", merge_args.inputs, "the shards' evidence databases")->required();
+  mer->add_option("--out", merge_args.out,
+                  "the merged database (new, or one holding only an earlier merge)")
+      ->required();
+  mer->callback([] { merge(merge_args); });
+
   auto* ing = app.add_subcommand("ingest", "Record pytest JUnit XML reports as a finished run");
   static IngestArgs ingest_args;
   ing->add_option("FILE", ingest_args.files, "JUnit XML reports")->required();

@@ -11,6 +11,7 @@
 #include "evidence/judge.h"
 #include "plan/backend_config.h"
 #include "run/runner.h"
+#include "run/shards.h"
 
 namespace ootci {
 namespace {
@@ -27,14 +28,6 @@ struct RunArgs {
   int workers = 0;
   std::string isolation;  // --isolation: overrides run.isolation
 };
-
-std::pair<int, int> parse_shard(const std::string& text) {
-  int k = 0, n = 0;
-  char tail = 0;
-  if (std::sscanf(text.c_str(), "%d/%d%c", &k, &n, &tail) != 2 || n < 1 || k < 1 || k > n)
-    throw Error(fmt::format("--shard {}: expected K/N with 1 <= K <= N", text));
-  return {k, n};
-}
 
 void run_command(const RunArgs& a) {
   RunRequest req;

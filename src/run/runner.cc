@@ -742,6 +742,7 @@ RunStart new_run(const RunRequest& req, EvidenceStore& store, const nlohmann::js
   info.config_hash = config_hash;
   info.started_ms = now_ms();
   info.shard = req.shards > 0 ? fmt::format("{}/{}", req.shard, req.shards) : "";
+  if (req.part.n > 0) info.shard = fmt::format("{}/{}", req.part.k, req.part.n);
   run.second_stage = std::move(second_stage);
   run.wave = req.wave;
   run.files = plan_files(plan, req.wave > 0 ? wave_part(req, store, plan) : req.selection);
@@ -789,13 +790,22 @@ void open_run(const RunRequest& req, EvidenceStore& store, const nlohmann::json&
   order_longest_first(run.files, store.file_durations());
 }
 
-// The environment of every test process: the plan's, the labels, and op recording.
+// The environment of every test process: the plan's, the labels, the variant part (its placement
+// written into `run_dir`), and op recording.
 std::map<std::string, std::string> run_environment(const RunRequest& req,
+                                                   const std::string& run_dir,
                                                    const std::string& plan_path,
                                                    const std::vector<std::string>& labels) {
   auto env =
       plan_environment(req.backend, plan_path, ootci_python_dir(), process_env("PYTHONPATH"));
   if (!labels.empty()) env["OOTCI_LABELS"] = fmt::format("{}", fmt::join(labels, ","));
+  if (req.part.n > 0) {
+    env["OOTCI_RUN_PART"] = fmt::format("{}/{}", req.part.k, req.part.n);
+    std::string placed;
+    for (const auto& [id, part] : req.part.placed) placed += fmt::format("{}\t{}\n", id, part);
+    env["OOTCI_RUN_PART_PLACED"] = run_dir + "/part_placed.txt";
+    write_file_atomically(env["OOTCI_RUN_PART_PLACED"], placed);
+  }
   if (req.record_ops) {
     env["OOTCI_RECORD_OPS"] = "1";
     env["OOTCI_DEVICE_TYPE"] = req.backend.device_type;
@@ -883,7 +893,7 @@ RunReport run_plan(const RunRequest& req) {
   std::string run_dir = run_folder(req.backend, run.info.id);
   std::string plan_path = run_dir + "/plan.json";
   open_run(req, *store, plan, run, run_dir, plan_path);
-  auto env = run_environment(req, plan_path, run.labels);
+  auto env = run_environment(req, run_dir, plan_path, run.labels);
 
   Progress progress(req.tty, store->test_durations(), run_workers(req));
   for (const auto& f : run.files) progress.expect_from_history(f.relpath);

@@ -11,6 +11,7 @@
 #include "evidence/evidence_store.h"
 #include "plan/backend_config.h"
 #include "run/selection.h"
+#include "run/shards.h"
 
 namespace ootci {
 
@@ -33,6 +34,8 @@ struct RunRequest {
   // `ootci discover`'s passes: a test without a recorded duration gets run.discover_test_timeout_s
   // rather than run.test_timeout_s (run/test_limits.h).
   bool discovery = false;
+  // Only part K of N of every file's variants (`ootci discover --shard K/N`); the run's shard.
+  VariantPart part;
   // Run only files and tests with one of these labels (Spyre's CI filter); nullopt: run.labels.
   std::optional<std::vector<std::string>> labels;
 };

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <numeric>
 #include <set>
 
@@ -81,6 +82,28 @@ std::vector<ShardUnit> shard_units(const std::vector<std::string>& files,
     }
   }
   return out;
+}
+
+std::pair<int, int> parse_shard(const std::string& text, std::string_view flag) {
+  int k = 0, n = 0;
+  char tail = 0;
+  if (std::sscanf(text.c_str(), "%d/%d%c", &k, &n, &tail) != 2 || n < 1 || k < 1 || k > n)
+    throw Error(fmt::format("{} {}: expected K/N with 1 <= K <= N", flag, text));
+  return {k, n};
+}
+
+std::map<std::string, int> place_variants(const std::vector<std::string>& files,
+                                          const std::map<std::string, double>& durations, int n) {
+  std::set<std::string> wanted(files.begin(), files.end());
+  std::vector<ShardUnit> units;
+  for (const auto& [id, seconds] : durations)
+    if (id.find("::") != std::string::npos && wanted.count(unit_file(id)))
+      units.push_back({id, seconds});
+  std::map<std::string, int> placed;
+  std::vector<Shard> parts = assign_shards(units, n);
+  for (size_t i = 0; i < parts.size(); ++i)
+    for (const auto& id : parts[i].units) placed[id] = static_cast<int>(i) + 1;
+  return placed;
 }
 
 }  // namespace ootci

@@ -3,6 +3,8 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 namespace ootci {
@@ -36,5 +38,25 @@ std::vector<ShardUnit> shard_units(const std::vector<std::string>& files,
 
 // The file a unit belongs to: "test/a.py::TestA::test_x" -> "test/a.py".
 std::string unit_file(const std::string& unit);
+
+// "K/N" with 1 <= K <= N, as --shard takes it; Error naming `flag` and the expected form.
+std::pair<int, int> parse_shard(const std::string& text, std::string_view flag = "--shard");
+
+// Part K of N of every file's variants (`ootci discover --shard K/N`, docs/select.md "Sharded
+// discovery"). Variants are known only once pytest collects a file, so the test process decides:
+// a test `placed` names goes to that part, any other to part crc32(test id) % N + 1
+// (run_reporter.py). Every machine that collects the same file thus splits it alike, with no
+// list to share beyond the placement, which comes from the same evidence.
+struct VariantPart {
+  int k = 0, n = 0;                   // n == 0: whole files
+  std::map<std::string, int> placed;  // test id -> part (1..N)
+};
+
+// Places the tests of `files` whose mean duration `durations` records (a previous discovery's
+// evidence) by assign_shards, longest first into the part with the least expected time.
+// Tests it does not know are left to the hash: their estimate is the same for each, so an even
+// split by count is the balance it can give.
+std::map<std::string, int> place_variants(const std::vector<std::string>& files,
+                                          const std::map<std::string, double>& durations, int n);
 
 }  // namespace ootci

@@ -116,5 +116,32 @@ TEST(Shards, UnitsFromPlanFilesAndTestDurations) {
   EXPECT_EQ(unit_file("test/a.py"), "test/a.py");
 }
 
+TEST(Shards, ParseShardTakesKOfNAndNamesTheFlag) {
+  EXPECT_EQ(parse_shard("3/4"), std::make_pair(3, 4));
+  EXPECT_EQ(parse_shard("1/1", "--shard"), std::make_pair(1, 1));
+  for (const char* bad : {"0/4", "5/4", "1/0", "a/4", "2/4x", "2", ""}) {
+    try {
+      parse_shard(bad, "--shard");
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()),
+                std::string("--shard ") + bad + ": expected K/N with 1 <= K <= N");
+    }
+  }
+}
+
+TEST(Shards, VariantsAreBalancedByTheirDurationsWithinOneFile) {
+  std::map<std::string, double> durations = {
+      {"test/a.py::T::slow", 9},   {"test/a.py::T::mid", 5},     {"test/a.py::T::quick1", 2},
+      {"test/a.py::T::quick2", 2}, {"test/other.py::T::x", 100}, {"test/a.py", 50}};
+  std::map<std::string, int> placed = place_variants({"test/a.py"}, durations, 2);
+  // Only the file's variants (not another file's, not a whole-file entry), longest first.
+  EXPECT_EQ(placed, (std::map<std::string, int>{{"test/a.py::T::slow", 1},
+                                                {"test/a.py::T::mid", 2},
+                                                {"test/a.py::T::quick1", 2},
+                                                {"test/a.py::T::quick2", 2}}));
+  EXPECT_TRUE(place_variants({"test/new.py"}, durations, 3).empty());
+}
+
 }  // namespace
 }  // namespace ootci

@@ -59,12 +59,13 @@ std::vector<DiscoveryCandidate> discovery_candidates(const BackendConfig& backen
 }
 
 StaleSplit split_stale(EvidenceStore& store, const std::vector<DiscoveryCandidate>& candidates,
-                       const std::string& backend_rev, bool force) {
+                       const std::string& backend_rev, const std::string& shard, bool force) {
   StaleSplit split;
   for (const auto& c : candidates) {
     std::optional<DiscoveredFile> known =
         force ? std::nullopt : store.discovered(c.relpath, c.sha256, backend_rev);
-    if (known)
+    std::optional<RunInfo> by = known ? store.run(known->run_id) : std::nullopt;
+    if (by && by->shard == shard)
       split.up_to_date.push_back(*known);
     else
       split.to_run.push_back(c);
@@ -215,7 +216,8 @@ DiscoverReport discover(const DiscoverRequest& req) {
   StaleSplit split;
   {
     auto store = EvidenceStore::open(req.evidence_path);
-    split = split_stale(*store, candidates, report.backend_rev, req.force);
+    std::string shard = req.part.n > 0 ? fmt::format("{}/{}", req.part.k, req.part.n) : "";
+    split = split_stale(*store, candidates, report.backend_rev, shard, req.force);
   }
   report.up_to_date = split.up_to_date;
   // Files up to date are probed too when asked: a probe can be added to existing evidence.
@@ -239,6 +241,15 @@ DiscoverReport discover(const DiscoverRequest& req) {
   plain.tty = req.tty;
   plain.discovery = true;
   plain.plan_override = discovery_plan(req.backend, split.to_run);
+  plain.part = req.part;
+  if (req.part.n > 0 && !req.timings.empty()) {
+    if (!fs::is_regular_file(req.timings))
+      throw Error(fmt::format("--timings {}: no such evidence database", req.timings));
+    std::vector<std::string> relpaths;
+    for (const auto& f : split.to_run) relpaths.push_back(f.relpath);
+    plain.part.placed = place_variants(
+        relpaths, EvidenceStore::open(req.timings)->completed_durations(), req.part.n);
+  }
   report.run = run_plan(plain);
   if (report.run->status != "finished") return report;  // interrupted: nothing is discovered
 

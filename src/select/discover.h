@@ -29,13 +29,14 @@ std::vector<DiscoveryCandidate> discovery_candidates(const BackendConfig& backen
                                                      const std::vector<std::string>& globs);
 
 // Splits candidates into those to run and those already discovered for this exact content and
-// backend revision (all run when `force`).
+// backend revision by a run of the same shard (`shard` "K/N", or "" for whole files; a complete
+// merge of shards counts as whole). All run when `force`.
 struct StaleSplit {
   std::vector<DiscoveryCandidate> to_run;
   std::vector<DiscoveredFile> up_to_date;
 };
 StaleSplit split_stale(EvidenceStore& store, const std::vector<DiscoveryCandidate>& candidates,
-                       const std::string& backend_rev, bool force);
+                       const std::string& backend_rev, const std::string& shard, bool force);
 
 // A plan (JSON v1) running every variant of these files in mandatory_success: no rules, no
 // capability lists, so outcomes are the device's raw truth. The backend section is the backend's
@@ -63,6 +64,10 @@ struct DiscoverRequest {
   int workers = 0;       // 0: run.workers
   int probe_inputs = 0;  // input probe passes (--probe-inputs), at most kInputProbeShifts
   bool tty = false;
+  // --shard K/N: only part K of every file's variants (placed by `timings`' durations where it
+  // has them); the shard's evidence is merged with the others' by `ootci evidence merge`.
+  VariantPart part;
+  std::string timings;  // --timings: an evidence database whose durations place variants
 };
 
 // The input probe's shifts, in the order its passes use them: drawn once (uniform in [-2, 2],

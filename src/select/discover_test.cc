@@ -37,7 +37,7 @@ TEST_F(DiscoverTest, SkipsOnlyFilesDiscoveredForThisContentAndRevision) {
                                            candidate("test/test_b.py", "hash-b-new"),
                                            candidate("test/test_c.py", "hash-c")};
 
-  StaleSplit same_rev = split_stale(*store_, files, "rev-1", false);
+  StaleSplit same_rev = split_stale(*store_, files, "rev-1", "", false);
   ASSERT_EQ(same_rev.up_to_date.size(), 1u);
   EXPECT_EQ(same_rev.up_to_date[0].relpath, "test/test_a.py");
   EXPECT_EQ(same_rev.up_to_date[0].run_id, "r-1");
@@ -46,13 +46,29 @@ TEST_F(DiscoverTest, SkipsOnlyFilesDiscoveredForThisContentAndRevision) {
   EXPECT_EQ(same_rev.to_run[1].relpath, "test/test_c.py");
 
   // A new backend revision makes every discovery stale.
-  StaleSplit new_rev = split_stale(*store_, files, "rev-2", false);
+  StaleSplit new_rev = split_stale(*store_, files, "rev-2", "", false);
   EXPECT_TRUE(new_rev.up_to_date.empty());
   EXPECT_EQ(new_rev.to_run.size(), 3u);
 
-  StaleSplit forced = split_stale(*store_, files, "rev-1", true);
+  StaleSplit forced = split_stale(*store_, files, "rev-1", "", true);
   EXPECT_TRUE(forced.up_to_date.empty());
   EXPECT_EQ(forced.to_run.size(), 3u);
+}
+
+TEST_F(DiscoverTest, AShardsDiscoveryCountsOnlyForThatShard) {
+  RunInfo run;
+  run.id = "r-2of3";
+  run.backend = "reference";
+  run.shard = "2/3";
+  run.status = "finished";
+  store_->begin_run(run);
+  store_->mark_discovered({"test/test_a.py", "hash-a", "rev-1", "r-2of3", 100});
+  std::vector<DiscoveryCandidate> files = {candidate("test/test_a.py", "hash-a")};
+
+  EXPECT_EQ(split_stale(*store_, files, "rev-1", "2/3", false).up_to_date.size(), 1u);
+  // Another part of the file, or the whole file, is still to discover.
+  EXPECT_EQ(split_stale(*store_, files, "rev-1", "1/3", false).to_run.size(), 1u);
+  EXPECT_EQ(split_stale(*store_, files, "rev-1", "", false).to_run.size(), 1u);
 }
 
 TEST_F(DiscoverTest, GlobsAreRelativeToTorchRootAndEachMustMatch) {
