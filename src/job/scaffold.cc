@@ -193,6 +193,7 @@ std::map<std::string, std::string> scaffold_files(const std::string& device,
   namespace t = scaffold_templates;
   return {
       {".github/workflows/ootci.yml", fill(t::kWorkflow, device, source)},
+      {".github/workflows/ootci-discovery.yml", fill(t::kDiscoveryWorkflow, device, source)},
       {".github/actions/setup-ootci/action.yml", fill(t::kSetupAction, device, source)},
       {"ootci.yaml", fill(t::kOotciYaml, device, source)},
       {"configs/test_view_ops.yaml", fill(t::kViewOpsConfig, device, source)},

@@ -5,10 +5,11 @@
 
 namespace ootci::scaffold_templates {
 
-extern const char* const kWorkflow;       // .github/workflows/ootci.yml
-extern const char* const kSetupAction;    // .github/actions/setup-ootci/action.yml
-extern const char* const kOotciYaml;      // ootci.yaml
-extern const char* const kViewOpsConfig;  // configs/test_view_ops.yaml
-extern const char* const kReadme;         // README.ootci.md
+extern const char* const kWorkflow;           // .github/workflows/ootci.yml
+extern const char* const kDiscoveryWorkflow;  // .github/workflows/ootci-discovery.yml
+extern const char* const kSetupAction;        // .github/actions/setup-ootci/action.yml
+extern const char* const kOotciYaml;          // ootci.yaml
+extern const char* const kViewOpsConfig;      // configs/test_view_ops.yaml
+extern const char* const kReadme;             // README.ootci.md
 
 }  // namespace ootci::scaffold_templates

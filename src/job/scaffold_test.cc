@@ -15,7 +15,8 @@ namespace {
 namespace fs = std::filesystem;
 using Paths = std::vector<std::string>;
 
-const Paths kAllPaths = {".github/actions/setup-ootci/action.yml", ".github/workflows/ootci.yml",
+const Paths kAllPaths = {".github/actions/setup-ootci/action.yml",
+                         ".github/workflows/ootci-discovery.yml", ".github/workflows/ootci.yml",
                          "README.ootci.md", "configs/test_view_ops.yaml", "ootci.yaml"};
 
 TEST(Scaffold, DeviceNamesAreLowercaseLettersDigitsUnderscoreAndDash) {

@@ -6,6 +6,8 @@ import re
 import sqlite3
 import subprocess
 import textwrap
+import time
+import zlib
 
 import pytest
 
@@ -197,6 +199,144 @@ def test_discover_refuses_a_glob_matching_nothing(ws):
     bad = discover(ws, "--files", "test/test_no_such_*.py")
     assert bad.returncode == 1
     assert "--files test/test_no_such_*.py: no file matches" in bad.output
+
+
+SHARDED_TESTS = """
+    import os
+    import time
+
+    import torch
+    from torch.testing import make_tensor
+    from torch.testing._internal.common_device_type import dtypes, instantiate_device_type_tests
+    from torch.testing._internal.common_utils import TestCase
+
+
+    class TestSharded(TestCase):
+        @dtypes(torch.float32, torch.float64, torch.int32, torch.int64)
+        def test_add(self, device, dtype):
+            a = make_tensor((8,), dtype=dtype, device=device, low=-9, high=9)
+            self.assertEqual((a + a).cpu(), a.cpu() + a.cpu())
+
+        @dtypes(torch.float32, torch.float64, torch.int32, torch.int64)
+        def test_mul(self, device, dtype):
+            a = make_tensor((8,), dtype=dtype, device=device, low=-9, high=9)
+            self.assertEqual((a * 2).cpu(), a.cpu() * 2)
+
+        @dtypes(torch.float32, torch.float64)
+        def test_neg(self, device, dtype):
+            self.assertEqual(torch.neg(torch.ones(3, dtype=dtype, device=device)).cpu(),
+                             -torch.ones(3, dtype=dtype))
+
+        def test_in_range(self, device):
+            t = make_tensor((64,), dtype=torch.float32, device=device, low=0, high=1).cpu()
+            self.assertTrue(bool(((t >= 0) & (t < 1)).all()))
+
+        def test_slow(self, device):
+            # Tells the test it is running, then gives it time to kill the discovery.
+            mark = os.environ.get("OOTCI_FIXTURE_MARK")
+            if mark:
+                open(mark, "w").close()
+                time.sleep(30)
+            self.assertEqual(torch.ones(2, device=device).cpu(), torch.ones(2))
+
+
+    instantiate_device_type_tests(TestSharded, globals())
+"""
+
+
+def discovered_variants(db_path):
+    """Every variant of the database's discoveries: {test_id: (outcome, error_class, mode, base,
+    ops, op_dtypes, input_op_dtypes, input_probe)}."""
+    db = sqlite3.connect(db_path)
+    runs = [r for (r,) in db.execute("SELECT DISTINCT run_id FROM discovered_files")]
+    out = {}
+    for run in runs:
+        ops = {t: rest for t, *rest in db.execute(
+            "SELECT test_id, ops, op_dtypes, input_op_dtypes, input_probe FROM test_ops "
+            "WHERE run_id = ?", (run,))}
+        for t, *rest in db.execute("SELECT test_id, outcome, error_class, mode, base FROM results "
+                                   "WHERE run_id = ?", (run,)):
+            assert t not in out, t  # one record per variant
+            out[t] = tuple(rest) + tuple(ops.get(t, ("", "", "", "")))
+    return out
+
+
+def proposal(ws, db, out):
+    ws.ootci("select", "propose", "--config", "ootci.yaml", "--evidence", db, "--out", out,
+             "--variants", out + ".json")
+    return {p.name: p.read_bytes() for p in sorted((ws.path / out).glob("*.yaml"))}
+
+
+def test_a_discovery_sharded_three_ways_and_merged_is_the_unsharded_discovery(ws):
+    # neg, which no input generation calls: only test_neg's variants fail.
+    ws.ootci_yaml(env={"OOTCI_REF_DISABLED_OPS": "neg"}, run={"reruns": 0})
+    tests = str(ws.write("test_sharded.py", SHARDED_TESTS))
+    args = ("--files", tests, "--probe-inputs", "2")
+    # The databases live in the workspace, which the backend's revision (a tree digest of the
+    # folder, as it is no git checkout) leaves out: every discovery is of one revision.
+    whole = discover(ws, *args, "--evidence", ".ootci/whole.db")
+    assert whole.returncode == 0 and whole.run_id, whole.output[-3000:]
+    expected = discovered_variants(ws.path / ".ootci/whole.db")
+    assert len(expected) == 12, expected
+    assert {v[0] for v in expected.values()} >= {"passed", "failed"}, expected
+    assert any(v[7].startswith("failed with its inputs shifted") for v in expected.values()), expected
+
+    # Part K of a file holds the variants whose id's CRC-32 is K-1 modulo 3 (no --timings).
+    part = {t: zlib.crc32(t.encode()) % 3 + 1 for t in expected}
+    slow = next(t for t in expected if t.endswith("test_slow_privateuseone"))
+    for k in (1, 2, 3):
+        if k == part[slow]:
+            continue
+        shard = discover(ws, *args, "--shard", f"{k}/3", "--evidence", f".ootci/shard{k}.db")
+        assert shard.returncode == 0, shard.output[-3000:]
+        assert f"(shard {k}/3)" in shard.stdout
+        assert set(discovered_variants(ws.path / f".ootci/shard{k}.db")) == \
+            {t for t in expected if part[t] == k}
+
+    # The shard holding the slow test is killed inside it, then run again alone.
+    k = part[slow]
+    mark = ws.path / ".ootci" / "slow-started"
+    proc = subprocess.Popen([str(OOTCI), "discover", "--config", "ootci.yaml", *args, "--shard",
+                             f"{k}/3", "--evidence", f".ootci/shard{k}.db"], cwd=ws.path,
+                            env={**os.environ, "OOTCI_FIXTURE_MARK": str(mark)},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(1200):
+            if mark.exists() or proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        assert mark.exists(), "the slow test never started"
+    finally:
+        proc.kill()
+        proc.wait()
+    assert discovered_variants(ws.path / f".ootci/shard{k}.db") == {}  # a killed shard marks nothing
+    again = discover(ws, *args, "--shard", f"{k}/3", "--evidence", f".ootci/shard{k}.db")
+    assert again.returncode == 0, again.output[-3000:]
+    up_to_date = discover(ws, *args, "--shard", f"{k}/3", "--evidence", f".ootci/shard{k}.db")
+    assert "discover: nothing to run" in up_to_date.stdout, up_to_date.stdout
+
+    merged = ws.ootci("evidence", "merge", *(f".ootci/shard{k}.db" for k in (1, 2, 3, 1)),
+                      "--out", ".ootci/merged.db").stdout
+    assert ".ootci/merged.db: run merge-" in merged and "12 variants; complete (3 of 3)" in merged, merged
+    assert "already merged: .ootci/shard1.db" in merged, merged
+    assert discovered_variants(ws.path / ".ootci/merged.db") == expected
+
+    # What selection makes of it is what it makes of the unsharded discovery, byte for byte.
+    from_whole = proposal(ws, ".ootci/whole.db", "proposed-whole")
+    assert from_whole and any(b"xfail" in text for text in from_whole.values()), from_whole
+    assert proposal(ws, ".ootci/merged.db", "proposed-merged") == from_whole
+    assert json.loads((ws.path / "proposed-merged.json").read_text()) == \
+        json.loads((ws.path / "proposed-whole.json").read_text())
+
+    # Bad input: a part beyond the count, part 0, an unsharded discovery among shards.
+    for bad in ("0/3", "4/3"):
+        refused = discover(ws, *args, "--shard", bad, "--evidence", ".ootci/bad.db")
+        assert refused.returncode != 0 and \
+            f"--shard {bad}: expected K/N with 1 <= K <= N" in refused.output, refused.output
+    mixed = ws.ootci("evidence", "merge", ".ootci/whole.db", ".ootci/shard1.db", "--out", ".ootci/mixed.db",
+                     check=False)
+    assert mixed.returncode == 1 and "never with a whole discovery" in mixed.stderr, mixed.stderr
+    assert not (ws.path / ".ootci/mixed.db").exists()
 
 
 INPUT_VALUES_TESTS = """
