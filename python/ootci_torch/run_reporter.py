@@ -22,7 +22,8 @@ lines whose variants run; with both, a test runs if either names it. OOTCI_RUN_S
 OOTCI_RUN_PART="K/N" (a sharded discovery, `ootci discover --shard K/N`) keeps part K of the file's
 variants: those OOTCI_RUN_PART_PLACED (lines "id<TAB>part", from recorded durations) places there,
 and of the rest those whose id's CRC-32 is K-1 modulo N, so that every machine that collects the
-same file splits it alike with no list to share.
+same file splits it alike with no list to share. OOTCI_RUN_SUBPART="J/W" (discovery's workers
+sharing a file) keeps, of that, the variants whose CRC-32 divided by N is J-1 modulo W.
 OOTCI_RUN_MULTI_DEVICE=defer (a device pool, run.devices): tests that need more than one device
 (deviceCountAtLeast) do not run here; the "collected" event lists them as "multi_device", and the
 runner runs them alone with every device.
@@ -241,11 +242,13 @@ def _devices_needed(item):
 
 
 def _part_filter():
-    """Whether a test id is in this process's part of the file (OOTCI_RUN_PART); all without."""
-    spec = os.environ.get("OOTCI_RUN_PART")
-    if not spec:
+    """Whether a test id is in this process's part of the file (OOTCI_RUN_PART and
+    OOTCI_RUN_SUBPART); every test without them."""
+    spec, sub = os.environ.get("OOTCI_RUN_PART"), os.environ.get("OOTCI_RUN_SUBPART")
+    if not spec and not sub:
         return lambda tid: True
-    k, n = (int(x) for x in spec.split("/"))
+    k, n = (int(x) for x in (spec or "1/1").split("/"))
+    j, w = (int(x) for x in (sub or "1/1").split("/"))
     placed = {}
     path = os.environ.get("OOTCI_RUN_PART_PLACED")
     if path:
@@ -254,7 +257,11 @@ def _part_filter():
                 if line:
                     tid, part = line.rsplit("\t", 1)
                     placed[tid] = int(part)
-    return lambda tid: placed.get(tid, zlib.crc32(tid.encode("utf-8")) % n + 1) == k
+
+    def in_part(tid):
+        crc = zlib.crc32(tid.encode("utf-8"))
+        return placed.get(tid, crc % n + 1) == k and (crc // n) % w + 1 == j
+    return in_part
 
 
 def _wanted(tid, props, only, only_bases):

@@ -51,7 +51,25 @@ struct PlanFile {
   // From a selection of bases: their variants run too (with `only`, the union). Variants exist
   // only once pytest collects them, so this applies until the file's test ids are known.
   std::optional<std::vector<std::string>> bases;
+  // Part `subpart` of `subparts` of the file's variants (of the run's part, with --shard), so
+  // that the workers share a large file (discovery); 0 of 0: the whole file.
+  int subpart = 0, subparts = 0;
 };
+
+// Each file as one part per worker, so that no worker sits idle while one large file runs.
+// Each part collects the whole file, which costs little beside running it.
+std::vector<PlanFile> shared_among_workers(const std::vector<PlanFile>& files, int workers) {
+  if (workers < 2) return files;
+  std::vector<PlanFile> out;  // a file's parts next to each other: the longest file starts first
+  for (const PlanFile& f : files)
+    for (int k = 1; k <= workers; ++k) {
+      PlanFile part = f;
+      part.subpart = k;
+      part.subparts = workers;
+      out.push_back(std::move(part));
+    }
+  return out;
+}
 
 // A failure worth running again: not a confirmed crash or timeout, not a strict xfail that passed
 // (which is deterministic news, not noise), not a whole-file error.
@@ -206,6 +224,7 @@ class Runner {
     p.command.insert(p.command.end(), req_.backend.run.pytest_args.begin(),
                      req_.backend.run.pytest_args.end());
     p.env = env_;
+    if (f.subparts > 0) p.env["OOTCI_RUN_SUBPART"] = fmt::format("{}/{}", f.subpart, f.subparts);
     // Under a device pool, tests that need every device run alone with all of them, spawned: a
     // backend reads its devices when it is imported, so the fork server's would be the worker's.
     bool pool = req_.backend.run.devices > 0;
@@ -906,7 +925,9 @@ RunReport run_plan(const RunRequest& req) {
   Runner runner(req, *store, run.info.id, run_dir, env, run.finished,
                 TestLimits(req.backend.run, store->completed_durations(), req.discovery));
   progress.start();
-  runner.run(run.files, progress);
+  // Discovery runs every variant of large files: its workers share them.
+  runner.run(req.discovery ? shared_among_workers(run.files, run_workers(req)) : run.files,
+             progress);
   progress.stop();
 
   // A stop signal that arrives after the last test is too late to have cut anything short.

@@ -280,6 +280,15 @@ def test_a_discovery_sharded_three_ways_and_merged_is_the_unsharded_discovery(ws
     assert len(expected) == 12, expected
     assert {v[0] for v in expected.values()} >= {"passed", "failed"}, expected
     assert any(v[7].startswith("failed with its inputs shifted") for v in expected.values()), expected
+    # The two workers (run.workers) shared the one file: each process collected its own part.
+    parts = []
+    for events in (ws.path / ".ootci" / "runs" / whole.run_id / "work").glob("*/events.jsonl"):
+        for line in events.read_text().splitlines():
+            event = json.loads(line)
+            if event["e"] == "collected" and event["tests"]:
+                parts.append(set(event["tests"]))
+    assert len(parts) >= 2 and set().union(*parts) == set(expected), parts
+    assert not set.intersection(*parts[:2]), parts
 
     # Part K of a file holds the variants whose id's CRC-32 is K-1 modulo 3 (no --timings).
     part = {t: zlib.crc32(t.encode()) % 3 + 1 for t in expected}
