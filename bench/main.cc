@@ -23,6 +23,7 @@ OOTCI_BENCHMARK(fault_injection)
 OOTCI_BENCHMARK(isolation)
 OOTCI_BENCHMARK(report_page)
 OOTCI_BENCHMARK(agent_chaos)
+OOTCI_BENCHMARK(discovery_shards)
 #undef OOTCI_BENCHMARK
 
 struct Benchmark {
@@ -49,6 +50,8 @@ constexpr Benchmark kBenchmarks[] = {
      "report.html of a 22,000-variant run against its results read back and junit.xml"},
     {"fault-injection", fault_injection::main,
      "select changed: recall and share of test time over injected faults"},
+    {"discovery-shards", discovery_shards::main,
+     "ootci discover unsharded vs N shards merged: wall time, variants/s, identical proposals"},
     {"agent-chaos", agent_chaos::main,
      "ootci agent SIGKILLed mid-run: each job completes exactly once, its run resumes"},
 };
