@@ -46,7 +46,8 @@ Seen classify(const TestResult& r) {
     case Outcome::failed:
     case Outcome::error:
       if (r.error_class == kStrictXpassError) return Seen::pass;
-      if (r.error_class.starts_with("SIG")) return Seen::crash;
+      // A device daemon that died under the test is a crash of the device's, not a result.
+      if (r.error_class.starts_with("SIG") || r.error_class == kHelperDiedError) return Seen::crash;
       if (r.error_class == kTimeoutError) return Seen::hang;
       return Seen::fail;
     case Outcome::xfailed:

@@ -67,6 +67,8 @@ struct TestResult {
 // and the judge. A crash's error class is its signal's name ("SIGSEGV").
 inline constexpr std::string_view kTimeoutError = "Timeout";            // it hung
 inline constexpr std::string_view kStrictXpassError = "XPASS(strict)";  // a strict xfail passed
+// A process the test process started (a device daemon) died and the test waited on it.
+inline constexpr std::string_view kHelperDiedError = "HelperDied";
 
 // What one result says of its test.
 enum class Seen {

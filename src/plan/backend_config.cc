@@ -218,6 +218,8 @@ class BackendReader {
         m.integer("test_timeout_floor_s", 1, 86400).value_or(r.test_timeout_floor_s));
     r.discover_test_timeout_s = static_cast<int>(
         m.integer("discover_test_timeout_s", 1, 86400).value_or(r.discover_test_timeout_s));
+    r.dead_helper_grace_s = static_cast<int>(
+        m.integer("dead_helper_grace_s", 0, 86400).value_or(r.dead_helper_grace_s));
     if (auto f = m.number("test_timeout_factor")) {
       if (!(*f >= 1) || !std::isfinite(*f))
         m.fail(m.raw("test_timeout_factor"), m.child_path("test_timeout_factor"),

@@ -22,6 +22,9 @@ struct RunSettings {
   double test_timeout_factor = 10;
   int test_timeout_floor_s = 60;
   int discover_test_timeout_s = 120;
+  // A test still running this long after a process its test process started (a device daemon)
+  // died unsuccessfully and unreaped is killed and reported as HelperDied; 0: never.
+  int dead_helper_grace_s = 10;
   std::vector<std::string> pytest_args;  // appended to every pytest command
   // fork: each file's pytest imports and collects once, then forks a child per batch, isolated
   // test, crash confirmation and rerun (python/ootci_torch/fork_server.py); spawn: a new

@@ -15,6 +15,7 @@
 #include "base/file_text.h"
 #include "base/subprocess.h"
 #include "base/time.h"
+#include "run/process_tree.h"
 
 namespace fs = std::filesystem;
 
@@ -141,12 +142,13 @@ class PytestWatch {
   // Whoever watches the run's progress learns that the test stopped running, also on a throw.
   ~PytestWatch() { set_running(std::nullopt); }
 
-  // Takes in new events and log output.
-  void poll() {
+  // Takes in new events and log output, and looks at the helpers of `pid`, the test process.
+  void poll(pid_t pid) {
     bool active = read_events();
     uintmax_t size = file_size_or_zero(out_.log_path);
     if (active || size != log_size_) last_activity_ = Clock::now();
     log_size_ = size;
+    check_helpers(pid);
   }
 
   // Why the process must be killed now, if it must. Inside a test only the per-test timeout
@@ -156,6 +158,9 @@ class PytestWatch {
     if (stop) return PytestEnding::interrupted;
     if (out_.in_progress && seconds_since(test_started_) > limit_.seconds)
       return PytestEnding::test_timeout;
+    if (out_.in_progress && dead_helper_ && dead_helper_test_ == *out_.in_progress &&
+        seconds_since(dead_helper_seen_) >= req_.dead_helper_grace_s)
+      return PytestEnding::helper_died;
     if (!out_.in_progress && seconds_since(last_activity_) > req_.stall_timeout_s)
       return PytestEnding::stalled;
     return std::nullopt;
@@ -163,9 +168,15 @@ class PytestWatch {
 
   // Before the kill: the test a timeout kills is named while it is still the one in progress.
   void killing(PytestEnding why) {
-    if (why != PytestEnding::test_timeout) return;
+    if (why != PytestEnding::test_timeout && why != PytestEnding::helper_died) return;
     out_.killed_test = *out_.in_progress;
     out_.killed_limit = limit_;
+    if (why == PytestEnding::helper_died)
+      out_.helper_death = fmt::format(
+          "a process the test process started (pid {}, {}) {}, and {:.0f} s later the test was "
+          "still waiting on it (run.dead_helper_grace_s): killed",
+          dead_helper_->pid, dead_helper_->name, exit_text(dead_helper_->exit_status),
+          seconds_since(dead_helper_seen_));
   }
 
   // The outcome once the process the watcher killed for `why` is gone.
@@ -173,7 +184,7 @@ class PytestWatch {
     read_events();
     out_.ending = why;
     if (out_.in_progress == out_.killed_test) out_.in_progress_s = seconds_since(test_started_);
-    if (why != PytestEnding::test_timeout)
+    if (why != PytestEnding::test_timeout && why != PytestEnding::helper_died)
       settle();
     else
       out_.bad_events = reader_.bad_lines();
@@ -227,6 +238,26 @@ class PytestWatch {
     }
   }
 
+  // Once a second while a test runs: a helper of the test process that died unsuccessfully and
+  // that no one waits for (process_tree.h), first seen during this test.
+  void check_helpers(pid_t pid) {
+    if (req_.dead_helper_grace_s <= 0 || !out_.in_progress) {
+      dead_helper_.reset();
+      return;
+    }
+    if (seconds_since(helpers_checked_) < 1) return;
+    helpers_checked_ = Clock::now();
+    std::optional<ProcessStat> dead = dead_helper(read_processes(), pid);
+    if (!dead) {
+      dead_helper_.reset();
+    } else if (!dead_helper_ || dead_helper_->pid != dead->pid ||
+               dead_helper_test_ != *out_.in_progress) {
+      dead_helper_ = dead;
+      dead_helper_seen_ = Clock::now();
+      dead_helper_test_ = *out_.in_progress;
+    }
+  }
+
   // Whoever watches the run's progress learns which test runs, and when it stops running.
   void set_running(const std::optional<std::string>& id) {
     if (!req_.on_running || running_ == id.value_or("")) return;
@@ -260,6 +291,10 @@ class PytestWatch {
   std::optional<TestResult> called_;  // the in-progress test's call outcome, once reported
   TestLimit limit_;                   // the in-progress test's
   std::string running_;               // the test the progress watcher was told runs
+  Clock::time_point helpers_checked_ = Clock::now();
+  std::optional<ProcessStat> dead_helper_;  // seen while dead_helper_test_ ran, at _seen_
+  std::string dead_helper_test_;
+  Clock::time_point dead_helper_seen_;
 };
 
 // Watches a running pytest (spawned, or forked by a fork server) to its end: results as they
@@ -272,7 +307,7 @@ PytestOutcome watch(Process& proc, const PytestRequest& req, const std::string& 
   PytestWatch watched(req, events, log_path, on_result);
   std::optional<int> status;
   while (!(status = proc.try_wait())) {
-    watched.poll();
+    watched.poll(proc.pid());
     if (std::optional<PytestEnding> why = watched.kill_reason(stop)) {
       watched.killing(*why);
       proc.signal(SIGKILL);

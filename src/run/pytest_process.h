@@ -26,6 +26,9 @@ struct PytestRequest {
   std::set<std::string> skip;  // never run these (already finished)
   int stall_timeout_s = 300;
   int test_timeout_s = 900;  // each test's limit, unless limit_of gives one
+  // A test still running this long after a process its test process started died unsuccessfully,
+  // unreaped (a device daemon it waits on: run/process_tree.h), is killed; 0: never.
+  int dead_helper_grace_s = 10;
   std::function<TestLimit(const std::string& test_id)> limit_of;
   // Told when a test starts (running: true, with its limit) and when it stops running.
   std::function<void(const std::string& test_id, int limit_s, bool running)> on_running;
@@ -39,6 +42,7 @@ enum class PytestEnding {
   signaled,      // died from signal `signal` (crash, OOM kill)
   stalled,       // no output for stall_timeout_s; killed
   test_timeout,  // the test in progress ran longer than test_timeout_s; killed
+  helper_died,   // a process the test process started died and the test went on waiting; killed
   interrupted,   // `stop` was set; killed
 };
 
@@ -52,8 +56,9 @@ struct PytestOutcome {
   std::vector<TestResult> results;         // in the order they finished
   std::optional<std::string> in_progress;  // started but never finished
   double in_progress_s = 0;                // how long it had been running
-  std::string killed_test;  // the test a test_timeout was for (another may have started since)
-  TestLimit killed_limit;   // and the limit it ran past
+  std::string killed_test;   // the test a test_timeout was for (another may have started since)
+  TestLimit killed_limit;    // and the limit it ran past
+  std::string helper_death;  // helper_died: which process died, how, and how long the test waited
   // Mode, op and dtype of every test that started, for results the process could not report.
   std::map<std::string, TestResult> started;
   // The process died after a test's call phase (in teardown or a class/module finalizer); that

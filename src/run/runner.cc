@@ -243,6 +243,7 @@ class Runner {
     p.only_bases = std::move(only_bases);
     p.skip = skip;
     p.stall_timeout_s = req_.backend.run.stall_timeout_s;
+    p.dead_helper_grace_s = req_.backend.run.dead_helper_grace_s;
     p.limit_of = [this](const std::string& id) { return limits_.of(id); };
     p.on_running = [this](const std::string& id, int limit_s, bool running) {
       if (progress_) progress_->running(id, limit_s, running);
@@ -335,6 +336,36 @@ class Runner {
     }
     keep(st, error_result(id, cls, why + "\n" + tail_of_file(again.log_path), st.started,
                           std::max(seconds, again.in_progress_s)));
+  }
+
+  // The test whose helper process (a device daemon) died while it ran, run again alone unless it
+  // ran first already: a death that repeats is the test's own; one that does not came from the
+  // tests before it, and the test's result is what it did alone.
+  void confirm_helper_death(const PlanFile& f, FileState& st, const PytestOutcome& out) {
+    const std::string& id = out.killed_test;
+    bool ran_first = out.started.size() == 1 && out.results.empty();
+    std::optional<TestResult> alone;
+    PytestOutcome again =
+        ran_first ? out
+                  : attempt(f, st, std::vector<std::string>{id}, {}, [&](const TestResult& r) {
+                      if (r.test_id == id) alone = r;
+                    });
+    for (const auto& [k, v] : again.started) st.started.emplace(k, v);
+    if (again.ending == PytestEnding::interrupted) return;
+    if (alone) {
+      alone->message = fmt::format("after other tests {}; run alone it did not: {}",
+                                   out.helper_death, alone->message);
+      keep(st, *alone);
+      return;
+    }
+    std::string why = out.helper_death;
+    if (!ran_first)
+      why += again.ending == PytestEnding::helper_died && again.killed_test == id
+                 ? "; run alone, the same"
+                 : "; run alone, the test did not report either";
+    keep(st,
+         error_result(id, std::string(kHelperDiedError), why + "\n" + tail_of_file(again.log_path),
+                      st.started, out.in_progress_s));
   }
 
   // One process per test, so whatever kills a process takes only its own test with it.
@@ -439,6 +470,8 @@ class Runner {
                             fmt::format("ran longer than its limit of {} s ({})",
                                         out.killed_limit.seconds, out.killed_limit.why),
                             st.started, out.in_progress_s));
+    } else if (out.ending == PytestEnding::helper_died) {
+      confirm_helper_death(f, st, out);
     } else if (out.in_progress && out.ending == PytestEnding::signaled) {
       // A death its fork server caused says nothing about the test: it runs alone anyway.
       bool first = out.started.size() == 1 && out.results.empty() && !out.server_died;

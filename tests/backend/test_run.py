@@ -168,6 +168,35 @@ def test_a_hung_test_costs_at_most_the_limit_its_recorded_duration_gives(ws, sta
     assert results[f"{RUNNER_CLASS}::test_pass_a_privateuseone"][0] == "passed"
 
 
+def test_a_test_waiting_on_a_dead_device_daemon_is_killed_soon_and_confirmed_alone(ws, state):
+    # Issue 36: OpenReg's daemon dies when an op raises in it and the test waits for its answer
+    # forever. The runner sees the dead, unreaped helper and kills the test after
+    # run.dead_helper_grace_s, long before its limit (600 s here, which would be a Timeout).
+    ws.ootci_yaml(run={"test_timeout_s": 600, "dead_helper_grace_s": 2, "reruns": 0})
+    # Tests run in the order of their names: test_wait_for_daemon comes after the other two.
+    ws.config(fixture_config("TestRunnerFixture::test_pass_a", "TestRunnerFixture::test_pass_b",
+                             "TestRunnerFixture::test_wait_for_daemon"))
+    ran = run(ws, env={**state, "OOTCI_FIXTURE_DAEMON_DIES": "always"}, timeout=300)
+    results = ran.results()
+    outcome, error_class, *_, message = results[f"{RUNNER_CLASS}::test_wait_for_daemon_privateuseone"]
+    assert (outcome, error_class) == ("error", "HelperDied"), message
+    first = message.splitlines()[0]
+    assert "exited with status 1" in first and "the test was still waiting on it" in first, first
+    assert first.endswith("; run alone, the same"), first
+    assert results[f"{RUNNER_CLASS}::test_pass_a_privateuseone"][0] == "passed"
+    assert results[f"{RUNNER_CLASS}::test_pass_b_privateuseone"][0] == "passed"
+    assert ran.run_row()[:2] == ("finished", "failure")
+
+    # A daemon that dies only after other tests: alone the test passes, and keeps that result.
+    ran = run(ws, env={**state, "OOTCI_FIXTURE_DAEMON_DIES": "after_others"}, timeout=300)
+    outcome, error_class, *_, message = ran.results()[
+        f"{RUNNER_CLASS}::test_wait_for_daemon_privateuseone"]
+    assert (outcome, error_class) == ("passed", ""), message
+    assert message.startswith("after other tests a process the test process started"), message
+    assert message.split("; ")[-1] == "run alone it did not: ", message
+    assert ran.run_row()[:2] == ("finished", "success")
+
+
 def test_a_stall_outside_any_test_is_killed_and_retried_once(ws, state):
     # The module hangs at import: no test is running, so the stall watchdog acts. 10 s, not less:
     # the retry must get through pytest's start and torch's import (silent, slow on a loaded
