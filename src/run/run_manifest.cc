@@ -35,7 +35,9 @@ std::string backend_git_revision(const std::string& dir) {
   const std::string dirty = "-dirty";
   if (rev.size() < dirty.size() || rev.compare(rev.size() - dirty.size(), dirty.size(), dirty))
     return rev;
-  std::string diff = try_git_output(dir, {"diff", "HEAD", "--binary"}).value_or("");
+  // The diff under device_root only: a backend kept in a larger repository (examples/ here) is
+  // not a new revision whenever a file beside it changes.
+  std::string diff = try_git_output(dir, {"diff", "HEAD", "--binary", "--", "."}).value_or("");
   return rev + "+" + sha256_hex(diff).substr(0, 16);
 }
 

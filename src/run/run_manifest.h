@@ -15,7 +15,7 @@ std::string plan_config_hash(const nlohmann::json& plan);
 nlohmann::json build_manifest(const BackendConfig& backend, const nlohmann::json& plan,
                               const std::string& plan_path, const RunInfo& run);
 // The manifest's `backend_revision`: `git describe --always --dirty` of device_root (a dirty tree
-// adds a digest of its diff), or a digest of its files outside git.
+// adds a digest of its diff under device_root), or a digest of its files outside git.
 std::string backend_revision(const BackendConfig& backend);
 
 void finalize_manifest(nlohmann::json& manifest, int64_t ended_ms);
