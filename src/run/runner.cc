@@ -339,11 +339,12 @@ class Runner {
   }
 
   // The test whose helper process (a device daemon) died while it ran, run again alone unless it
-  // ran first already: a death that repeats is the test's own; one that does not came from the
-  // tests before it, and the test's result is what it did alone.
+  // ran alone already: a death that repeats is the test's own; one that does not came from the
+  // tests before it or from the daemon's own chance (OpenReg's dies now and then), and the test's
+  // result is what it did alone. Running first in a process is not enough, unlike for a crash.
   void confirm_helper_death(const PlanFile& f, FileState& st, const PytestOutcome& out) {
     const std::string& id = out.killed_test;
-    bool ran_first = out.started.size() == 1 && out.results.empty();
+    bool ran_first = out.collected && out.collected->size() == 1;
     std::optional<TestResult> alone;
     PytestOutcome again =
         ran_first ? out
@@ -353,8 +354,8 @@ class Runner {
     for (const auto& [k, v] : again.started) st.started.emplace(k, v);
     if (again.ending == PytestEnding::interrupted) return;
     if (alone) {
-      alone->message = fmt::format("after other tests {}; run alone it did not: {}",
-                                   out.helper_death, alone->message);
+      alone->message = fmt::format("{}; run again alone, its helpers lived: {}", out.helper_death,
+                                   alone->message);
       keep(st, *alone);
       return;
     }

@@ -192,8 +192,8 @@ def test_a_test_waiting_on_a_dead_device_daemon_is_killed_soon_and_confirmed_alo
     outcome, error_class, *_, message = ran.results()[
         f"{RUNNER_CLASS}::test_wait_for_daemon_privateuseone"]
     assert (outcome, error_class) == ("passed", ""), message
-    assert message.startswith("after other tests a process the test process started"), message
-    assert message.split("; ")[-1] == "run alone it did not: ", message
+    assert message.startswith("a process the test process started"), message
+    assert message.endswith("; run again alone, its helpers lived: "), message
     assert ran.run_row()[:2] == ("finished", "success")
 
 
