@@ -16,8 +16,11 @@ namespace fs = std::filesystem;
 using Paths = std::vector<std::string>;
 
 const Paths kAllPaths = {".github/actions/setup-ootci/action.yml",
-                         ".github/workflows/ootci-discovery.yml", ".github/workflows/ootci.yml",
-                         "README.ootci.md", "configs/test_view_ops.yaml", "ootci.yaml"};
+                         ".github/workflows/ootci-discovery.yml",
+                         ".github/workflows/ootci.yml",
+                         "README.ootci.md",
+                         "configs/test_view_ops.yaml",
+                         "ootci.yaml"};
 
 TEST(Scaffold, DeviceNamesAreLowercaseLettersDigitsUnderscoreAndDash) {
   for (const char* ok : {"foo", "spyre", "my-dev_2", "0"})
