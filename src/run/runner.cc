@@ -344,10 +344,10 @@ class Runner {
   // result is what it did alone. Running first in a process is not enough, unlike for a crash.
   void confirm_helper_death(const PlanFile& f, FileState& st, const PytestOutcome& out) {
     const std::string& id = out.killed_test;
-    bool ran_first = out.collected && out.collected->size() == 1;
+    bool ran_alone = out.collected && out.collected->size() == 1;
     std::optional<TestResult> alone;
     PytestOutcome again =
-        ran_first ? out
+        ran_alone ? out
                   : attempt(f, st, std::vector<std::string>{id}, {}, [&](const TestResult& r) {
                       if (r.test_id == id) alone = r;
                     });
@@ -360,7 +360,7 @@ class Runner {
       return;
     }
     std::string why = out.helper_death;
-    if (!ran_first)
+    if (!ran_alone)
       why += again.ending == PytestEnding::helper_died && again.killed_test == id
                  ? "; run alone, the same"
                  : "; run alone, the test did not report either";
