@@ -52,9 +52,10 @@ TEST(ProcessTree, ADeadHelperIsAnUnreapedFailedProcessUnderTheTestProcess) {
 
 TEST(ProcessTree, FindsARealChildThatExitedWithAnErrorAndWasNeverWaitedFor) {
   SpawnOptions o;
+  // The Popen is kept: one dropped at once may poll (and so reap) a child that already exited.
   o.argv = {"/bin/sh", "-c",
             "exec /usr/bin/python3 -c \"import subprocess, time; "
-            "subprocess.Popen(['sh', '-c', 'exit 3']); time.sleep(60)\""};
+            "child = subprocess.Popen(['sh', '-c', 'exit 3']); time.sleep(60)\""};
   Subprocess proc = Subprocess::spawn(o);
   std::optional<ProcessStat> dead;
   for (int i = 0; i < 200 && !dead; ++i) {
