@@ -21,8 +21,12 @@ REL = re.compile(r"Greatest relative difference: (\S+) at index")
 
 
 def discover_and_propose(ws, bits):
+    # One worker: discovery then runs the file in one process, as the proposal's run does. With
+    # two, discovery's workers share the file, each process draws other random inputs, and the
+    # complex64 variants, which meet the rounded mul only for some values, may pass in discovery
+    # and fail in the run (seen once in CI).
     ws.ootci_yaml(env={"OOTCI_REF_LOW_PRECISION": f"mul:float32:{bits}"}, configs=["proposed/*.yaml"],
-                  run={"reruns": 0, "pytest_args": ONLY})
+                  run={"reruns": 0, "pytest_args": ONLY, "workers": 1})
     ws.ootci("discover", "--config", "ootci.yaml", "--files", FILE)
     db = sqlite3.connect(ws.path / ".ootci" / "evidence.db")
     failed = dict(db.execute("SELECT test_id, message FROM results WHERE outcome = 'failed'"))
