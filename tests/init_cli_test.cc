@@ -21,8 +21,12 @@ namespace fs = std::filesystem;
 using Lines = std::vector<std::string>;
 using Words = std::vector<std::string>;
 
-const Lines kFiles = {".github/actions/setup-ootci/action.yml", ".github/workflows/ootci.yml",
-                      "README.ootci.md", "configs/test_view_ops.yaml", "ootci.yaml"};
+const Lines kFiles = {".github/actions/setup-ootci/action.yml",
+                      ".github/workflows/ootci-discovery.yml",
+                      ".github/workflows/ootci.yml",
+                      "README.ootci.md",
+                      "configs/test_view_ops.yaml",
+                      "ootci.yaml"};
 
 // The upstream suite from the CMake cache (tests/CMakeLists.txt); empty when not set up.
 std::string torch_root() {
