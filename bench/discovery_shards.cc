@@ -23,15 +23,10 @@ namespace fs = std::filesystem;
 
 namespace ootci::bench::discovery_shards {
 
-std::string ootci_binary() {
-  const char* dir = std::getenv("OOTCI_BINARY_DIR");
-  return std::string(dir ? dir : "build") + "/ootci";
-}
-
 // Runs `ootci ARGS`, its output in `log`; the wall time in seconds. Throws unless it exits 0.
 double timed(const std::string& log, std::vector<std::string> args) {
   SpawnOptions o;
-  o.argv = {ootci_binary()};
+  o.argv = {binary_dir() + "/ootci"};
   o.argv.insert(o.argv.end(), args.begin(), args.end());
   o.output_file = log;
   int64_t start = steady_us();
