@@ -20,8 +20,9 @@ sys.path.insert(0, str(SOURCE_DIR / "tests" / "fixtures" / "attribution"))
 import make_fixture  # noqa: E402
 
 from make_fixture import (BROKEN_BY_BACKEND, BROKEN_BY_CORE, BROKEN_BY_TESTS,  # noqa: E402,F401
-                          INTERMITTENT, backend_break_op, core_break_op, filler_commits,
-                          tests_expose_failure)
+                          INTERMITTENT, OPENREG_VIEW_OPS, backend_break_op, core_break_op,
+                          filler_commits, openreg_break_op, tests_expose_failure,
+                          tests_expose_openreg_failure)
 
 CATEGORIES = {"upstream", "backend", "infra", "flake", "unknown"}
 CONFIDENCES = {"high", "medium", "low"}
@@ -43,6 +44,16 @@ def upstream_base(tmp_path_factory):
 @pytest.fixture
 def bed(tmp_path, upstream_base):
     return Bed(make_fixture.make_fixture(tmp_path / "bed", upstream_base=upstream_base))
+
+
+@pytest.fixture
+def openreg_bed(tmp_path, upstream_base):
+    """The bed with OpenReg as the backend; only where OOTCI_OPENREG_DIR names its build (the torch
+    2.6 bed: scripts/lib/openreg.sh)."""
+    openreg = os.environ.get("OOTCI_OPENREG_DIR")
+    if not openreg:
+        pytest.skip("OOTCI_OPENREG_DIR is not set: OpenReg is built for the torch 2.6 bed only")
+    return Bed(make_fixture.make_openreg_fixture(tmp_path / "bed", openreg, upstream_base=upstream_base))
 
 
 @pytest.fixture
