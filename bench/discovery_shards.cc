@@ -14,27 +14,12 @@
 
 #include "base/error.h"
 #include "base/file_text.h"
-#include "base/subprocess.h"
-#include "base/time.h"
 #include "evidence/evidence_store.h"
-#include "testing/test_env.h"
+#include "ootci_process.h"
 
 namespace fs = std::filesystem;
 
 namespace ootci::bench::discovery_shards {
-
-// Runs `ootci ARGS`, its output in `log`; the wall time in seconds. Throws unless it exits 0.
-double timed(const std::string& log, std::vector<std::string> args) {
-  SpawnOptions o;
-  o.argv = {binary_dir() + "/ootci"};
-  o.argv.insert(o.argv.end(), args.begin(), args.end());
-  o.output_file = log;
-  int64_t start = steady_us();
-  int status = Subprocess::spawn(o).wait();
-  if (status != 0)
-    throw Error(fmt::format("ootci {} exited with status {}; see {}", args.at(0), status, log));
-  return (steady_us() - start) / 1e6;
-}
 
 // Every file a proposal wrote, by name.
 std::map<std::string, std::string> proposal(const std::string& dir) {
@@ -90,7 +75,7 @@ int bench(const std::string& backend_dir, const std::string& python_root,
     args.push_back("--files");
     args.insert(args.end(), files.begin(), files.end());
     args.insert(args.end(), extra.begin(), extra.end());
-    double s = timed(dir + "/" + name + ".log", args);
+    double s = timed_ootci(dir + "/" + name + ".log", args);
     std::cout << fmt::format("  {:<12} {:>9.1f} s\n", name, s) << std::flush;
     return s;
   };
@@ -116,12 +101,13 @@ int bench(const std::string& backend_dir, const std::string& python_root,
   std::vector<std::string> merge = {"evidence", "merge"};
   merge.insert(merge.end(), dbs.begin(), dbs.end());
   merge.insert(merge.end(), {"--out", dir + "/merged.db"});
-  double merge_s = timed(dir + "/merge.log", merge);
+  double merge_s = timed_ootci(dir + "/merge.log", merge);
   for (const char* name : {"unsharded", "merged"})
-    timed(dir + "/propose-" + name + ".log",
-          {"select", "propose", "--config", config, "--evidence",
-           fmt::format("{}/{}.db", dir, name), "--out", fmt::format("{}/proposed-{}", dir, name),
-           "--variants", fmt::format("{}/proposed-{}.json", dir, name)});
+    timed_ootci(
+        dir + "/propose-" + name + ".log",
+        {"select", "propose", "--config", config, "--evidence", fmt::format("{}/{}.db", dir, name),
+         "--out", fmt::format("{}/proposed-{}", dir, name), "--variants",
+         fmt::format("{}/proposed-{}.json", dir, name)});
 
   Counts c = counts(dir + "/unsharded.db");
   Counts m = counts(dir + "/merged.db");

@@ -24,6 +24,7 @@ OOTCI_BENCHMARK(isolation)
 OOTCI_BENCHMARK(report_page)
 OOTCI_BENCHMARK(agent_chaos)
 OOTCI_BENCHMARK(discovery_shards)
+OOTCI_BENCHMARK(discovery_costs)
 #undef OOTCI_BENCHMARK
 
 struct Benchmark {
@@ -52,6 +53,9 @@ constexpr Benchmark kBenchmarks[] = {
      "select changed: recall and share of test time over injected faults"},
     {"discovery-shards", discovery_shards::main,
      "ootci discover unsharded vs N shards merged: wall time, variants/s, identical proposals"},
+    {"discovery-costs", discovery_costs::main,
+     "ootci discover per file on two or more backends: wall, variants/s, time in crashes and "
+     "hangs"},
     {"agent-chaos", agent_chaos::main,
      "ootci agent SIGKILLed mid-run: each job completes exactly once, its run resumes"},
 };

@@ -208,6 +208,27 @@ InputProbeReport probe_inputs(const DiscoverRequest& req,
   return report;
 }
 
+Selection recording_selection(const std::vector<TestResult>& plain) {
+  std::map<std::string, std::vector<std::string>> ended;  // relpath -> its variants that ended
+  std::set<std::string> cut;                              // files with a crash or a hang
+  for (const TestResult& r : plain) {
+    if (r.name.empty()) continue;  // a whole-file error: the file has no variant to record
+    Seen seen = classify(r);
+    if (seen == Seen::crash || seen == Seen::hang)
+      cut.insert(r.file);
+    else
+      ended[r.file].push_back(r.test_id);
+  }
+  Selection sel;
+  for (auto& [relpath, ids] : ended) {
+    if (!cut.count(relpath))
+      sel.files.insert(relpath);
+    else
+      sel.tests.insert(ids.begin(), ids.end());
+  }
+  return sel;
+}
+
 DiscoverReport discover(const DiscoverRequest& req) {
   DiscoverReport report;
   std::vector<DiscoveryCandidate> candidates = discovery_candidates(req.backend, req.file_globs);
@@ -256,6 +277,7 @@ DiscoverReport discover(const DiscoverRequest& req) {
   RunRequest recording = plain;
   recording.record_ops = true;
   recording.backend.run.reruns = 0;  // failures are the plain pass's business
+  recording.selection = recording_selection(report.run->results);
   RunReport ops_run = run_plan(recording);
 
   auto store = EvidenceStore::open(req.evidence_path);

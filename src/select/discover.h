@@ -56,6 +56,11 @@ std::vector<DiscoverySummary> summarize_discovery(
     const std::vector<DiscoveryCandidate>& files, const std::vector<TestResult>& results,
     const std::map<std::string, std::vector<std::string>>& ops_by_test);
 
+// The recording pass's selection: the plain pass's variants that ran to an end. One that crashed
+// its process or hung would cost its crash or its limit a second time, and a process that dies
+// keeps no ops of the test it died in. A file none of whose variants did either runs whole.
+Selection recording_selection(const std::vector<TestResult>& plain);
+
 struct DiscoverRequest {
   BackendConfig backend;
   std::string evidence_path;

@@ -185,5 +185,34 @@ TEST_F(DiscoverTest, SummaryCountsVariantsOutcomesFileErrorsAndDistinctOps) {
   EXPECT_EQ(summary[1].file_errors[0], "CollectionError: pytest exited 2 before running a test");
 }
 
+TEST_F(DiscoverTest, TheRecordingPassLeavesOutWhatCrashedOrHungAndRunsCleanFilesWhole) {
+  auto result = [](const std::string& id, const std::string& outcome, const std::string& cls) {
+    TestResult r;
+    r.test_id = id;
+    r.file = id.substr(0, id.find("::"));
+    r.name = id.find("::") == std::string::npos ? "" : id.substr(id.rfind("::") + 2);
+    r.outcome = *parse_outcome(outcome);
+    r.error_class = cls;
+    return r;
+  };
+  Selection sel = recording_selection({
+      result("test/a.py::C::ok", "passed", ""),
+      result("test/a.py::C::wrong", "failed", "AssertionError"),
+      result("test/a.py::C::aborts", "error", "SIGABRT"),
+      result("test/a.py::C::waits", "error", "HelperDied"),
+      result("test/a.py::C::hangs", "error", std::string(kTimeoutError)),
+      result("test/a.py::C::skips", "skipped", ""),
+      result("test/b.py::C::ok", "passed", ""),
+      result("test/b.py::C::bad", "failed", "RuntimeError"),
+      result("test/c.py::C::only_crashes", "error", "SIGSEGV"),
+      result("test/d.py", "error", "CollectionError"),
+  });
+  EXPECT_EQ(sel.files, (std::set<std::string>{"test/b.py"}));
+  EXPECT_EQ(sel.tests, (std::set<std::string>{"test/a.py::C::ok", "test/a.py::C::wrong",
+                                              "test/a.py::C::skips"}));
+  EXPECT_TRUE(sel.bases.empty());
+  EXPECT_TRUE(sel.then_tests.empty());
+}
+
 }  // namespace
 }  // namespace ootci

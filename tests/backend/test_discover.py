@@ -201,6 +201,35 @@ def test_discover_refuses_a_glob_matching_nothing(ws):
     assert "--files test/test_no_such_*.py: no file matches" in bad.output
 
 
+def test_the_recording_pass_does_not_run_again_what_crashed_or_hung(ws, tmp_path):
+    """A device that crashes and hangs (OpenReg's daemon does both) pays for each once: the
+    recording pass runs only what ended in the plain pass, and a dying process records no ops."""
+    log = tmp_path / "ran.log"
+    ws.ootci_yaml(env={"OOTCI_REF_CRASH_OPS": "sin", "OOTCI_REF_HANG_OPS": "cos",
+                       "OOTCI_FIXTURE_LOG": str(log), "OOTCI_FIXTURE_STATE": str(tmp_path)},
+                  run={"reruns": 0, "discover_test_timeout_s": 5, "workers": 1})
+    ws.config("test_suite_config:\n  files:\n"
+              f"    - path: {FIXTURE}\n")
+    d = discover(ws)
+    assert d.returncode == 0, d.output[-3000:]
+    results = d.results()
+    sin = results["TestRunnerFixturePRIVATEUSEONE::test_sin_privateuseone"]
+    cos = results["TestRunnerFixturePRIVATEUSEONE::test_cos_privateuseone"]
+    passed = results["TestRunnerFixturePRIVATEUSEONE::test_pass_a_privateuseone"]
+    failed = results["TestRunnerFixturePRIVATEUSEONE::test_fails_privateuseone"]
+    assert sin[1].startswith("SIG") and cos[1] == "Timeout", (sin[:3], cos[:3])
+    assert (passed[0], failed[0]) == ("passed", "failed")
+    # Ran in both passes, and recorded ops: what ended, passed or failed.
+    assert "aten::ones" in passed[5] and "aten::ones" in failed[5], (passed[5], failed[5])
+    ran = log.read_text().split()
+    # The crash ran twice in the plain pass (among others, then first in the next process, where
+    # it crashed again), the hang once; neither ran in the recording pass.
+    assert ran.count("test_sin_privateuseone") == 2, ran
+    assert ran.count("test_cos_privateuseone") == 1, ran
+    assert ran.count("test_pass_a_privateuseone") == 2, ran
+    assert ran.count("test_fails_privateuseone") == 2, ran
+
+
 SHARDED_TESTS = """
     import os
     import time
