@@ -87,7 +87,7 @@ bool says_unimplemented(const TestResult& r) {
   std::string m = lower(r.message);
   return contains(r.error_class, "NotImplementedError") || contains(m, "could not run") ||
          contains(m, "not implemented") || contains(m, "switched off") ||
-         contains(m, "not supported");
+         contains(m, "not supported") || contains(m, "not handled");
 }
 
 std::optional<FailureCause> failure_cause(const TestResult& r) {

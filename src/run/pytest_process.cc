@@ -172,11 +172,12 @@ class PytestWatch {
     out_.killed_test = *out_.in_progress;
     out_.killed_limit = limit_;
     if (why == PytestEnding::helper_died)
+      // No pid, and the grace rather than the seconds measured: the same death reads the same
+      // in every test, so reports group them as one cause.
       out_.helper_death = fmt::format(
-          "a process the test process started (pid {}, {}) {}, and {:.0f} s later the test was "
-          "still waiting on it (run.dead_helper_grace_s): killed",
-          dead_helper_->pid, dead_helper_->name, exit_text(dead_helper_->exit_status),
-          seconds_since(dead_helper_seen_));
+          "a process the test process started ({}) {}, and {} s later the test was still waiting "
+          "on it (run.dead_helper_grace_s): killed",
+          dead_helper_->name, exit_text(dead_helper_->exit_status), req_.dead_helper_grace_s);
   }
 
   // The outcome once the process the watcher killed for `why` is gone.

@@ -376,11 +376,17 @@ std::string dtype_of_scalar_type(const std::string& t) {
 }
 
 std::vector<std::string> aten_ops_in(const std::string& text) {
-  static const std::regex kOp(R"(aten::[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)?)");
+  // The schema's spelling (aten::add.Tensor), or Python's OpOverload (aten.add.Tensor,
+  // aten.view.default), which a backend written in Python puts in its errors.
+  static const std::regex kOp(
+      R"(aten::[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)?|aten\.([A-Za-z0-9_]+)\.([A-Za-z0-9_]+))");
   std::vector<std::string> out;
   for (auto it = std::sregex_iterator(text.begin(), text.end(), kOp); it != std::sregex_iterator();
        ++it) {
-    std::string op = it->str();
+    const std::smatch& m = *it;
+    std::string op = !m[2].matched       ? m.str()
+                     : m[3] == "default" ? "aten::" + m[2].str()
+                                         : "aten::" + m[2].str() + "." + m[3].str();
     if (std::find(out.begin(), out.end(), op) == out.end()) out.push_back(op);
   }
   return out;

@@ -87,6 +87,13 @@ TEST(Bucket, OneVariantTable) {
        Cause::missing_op,
        "xfail: aten::addmm.out is not implemented on the device (NotImplementedError: Could not "
        "run 'aten::addmm.out' with arguments from the 'PrivateUse1' backend.)"},
+      {"a Python backend's missing view kernel (PyTorch's OpenReg)",
+       {{"failed", "RuntimeError", "aten.view_as_real.default view op is not handled yet\nmore"}},
+       {},
+       TestMode::xfail,
+       Cause::missing_op,
+       "xfail: aten::view_as_real is not implemented on the device (RuntimeError: "
+       "aten.view_as_real.default view op is not handled yet)"},
       {"crashes every time",
        {{"error", "SIGSEGV", "the test process died"}, {"error", "SIGSEGV", ""}},
        {},
@@ -743,6 +750,10 @@ TEST(BucketHelpers, NamesAndQuotes) {
   EXPECT_EQ(dtype_of_scalar_type("Quaternion"), "");
   EXPECT_EQ(aten_ops_in("aten::add.Tensor then aten::add.Tensor and aten::mul"),
             (std::vector<std::string>{"aten::add.Tensor", "aten::mul"}));
+  // Python's OpOverload spelling, its default overload as the schema names it.
+  EXPECT_EQ(aten_ops_in("aten.view.default, aten.add.Tensor, aten::view and aten._reshape_alias."
+                        "default"),
+            (std::vector<std::string>{"aten::view", "aten::add.Tensor", "aten::_reshape_alias"}));
   EXPECT_EQ(quote_error("RuntimeError", "RuntimeError: boom\nstack"), "RuntimeError: boom");
   EXPECT_EQ(quote_error("SIGSEGV", ""), "SIGSEGV");
   EXPECT_EQ(quote_error("", std::string(300, 'x')), std::string(160, 'x') + "...");
