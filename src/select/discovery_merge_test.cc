@@ -169,7 +169,7 @@ TEST_F(DiscoveryMergeTest, AShardRunAgainReplacesItsEarlierRunWhole) {
 TEST_F(DiscoveryMergeTest, RefusesEvidenceThatIsNotOneDiscovery) {
   std::string a = write("s1.db", shard_db("r-1", "1/2", {variant("test_x", Outcome::passed)}));
   ShardDb other = shard_db("r-2", "2/2", {variant("test_y", Outcome::passed)});
-  other.backend = "openreg";
+  other.backend = "another-device";
   EXPECT_NE(refusal({a, write("backend.db", other)}, out_).find("different backends"),
             std::string::npos);
   other = shard_db("r-3", "2/2", {variant("test_y", Outcome::passed)});
