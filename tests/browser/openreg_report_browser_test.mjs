@@ -8,12 +8,12 @@
 // OOTCI_BED_ROOT and OOTCI_BED_TORCH_ROOT (scripts/lib/openreg.sh, torch_bed.sh).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync, mkdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
+import { runWithReport, sqlRows } from './run_helpers.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const build = process.env.OOTCI_BUILD_DIR || join(root, 'build');
@@ -30,11 +30,7 @@ const DTYPES = ['bool', 'uint8', 'int8', 'int16', 'int32', 'int64', 'float16', '
 const BROADCASTING = 'test/test_binary_ufuncs.py::TestBinaryUfuncsOPENREG::test_broadcasting_';
 
 function sql(query, ...args) {
-  const py = 'import json, sqlite3, sys\n' +
-    'db = sqlite3.connect(sys.argv[1])\n' +
-    'print(json.dumps(db.execute(sys.argv[2], sys.argv[3:]).fetchall()))';
-  return JSON.parse(execFileSync('/usr/bin/python3', ['-c', py, join(dir, 'ws', 'evidence.db'), query, ...args],
-    { encoding: 'utf8' }));
+  return sqlRows(join(dir, 'ws', 'evidence.db'), query, ...args);
 }
 
 before(async () => {
@@ -56,17 +52,8 @@ before(async () => {
   tests.push(`${BROADCASTING}_refs_float_power_openreg_float32`, `${BROADCASTING}_refs_float_power_openreg_int64`,
     `${BROADCASTING}_refs_floor_divide_openreg_float32`, `${BROADCASTING}_refs_clamp_min_openreg_float32`);
   writeFileSync(join(dir, 'select.json'), JSON.stringify({ tests }));
-  let out;
-  try {
-    out = execFileSync(ootci, ['run', '--config', join(dir, 'ootci.yaml'), '--select', join(dir, 'select.json')],
-      { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, TORCH_ROOT: suite } });
-  } catch (e) {
-    assert.equal(e.status, 1, `ootci run failed: ${e.stdout}\n${e.stderr}`);  // 1: failing tests
-    out = e.stdout;
-  }
-  const m = /^report: (.*)$/m.exec(out);
-  assert.ok(m, `no report line in:\n${out}`);
-  run = { html: m[1], id: /runs\/([^/]+)\/report\.html$/.exec(m[1])[1] };
+  run = runWithReport(ootci, ['run', '--config', join(dir, 'ootci.yaml'), '--select', join(dir, 'select.json')],
+    { ...process.env, TORCH_ROOT: suite });
   browser = await chromium.launch({
     executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
     args: ['--no-sandbox', '--disable-gpu'],

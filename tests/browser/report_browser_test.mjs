@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join, dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
+import { runWithReport, sqlRows } from './run_helpers.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const build = process.env.OOTCI_BUILD_DIR || join(root, 'build');
@@ -38,26 +39,12 @@ function config(faults) {
 }
 
 function run(selection = 'select.json') {
-  let out;
-  try {
-    out = execFileSync(ootci, ['run', '--config', join(dir, 'ootci.yaml'), '--select', join(dir, selection)],
-      { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
-  } catch (e) {
-    assert.equal(e.status, 1, `ootci run failed: ${e.stdout}\n${e.stderr}`);  // 1: failing tests
-    out = e.stdout;
-  }
-  const m = /^report: (.*)$/m.exec(out);
-  assert.ok(m, `no report line in:\n${out}`);
-  return { html: m[1], id: /runs\/([^/]+)\/report\.html$/.exec(m[1])[1] };
+  return runWithReport(ootci, ['run', '--config', join(dir, 'ootci.yaml'), '--select', join(dir, selection)]);
 }
 
 // The evidence store as SQL sees it.
 function sql(query, ...args) {
-  const py = 'import json, sqlite3, sys\n' +
-    'db = sqlite3.connect(sys.argv[1])\n' +
-    'print(json.dumps(db.execute(sys.argv[2], sys.argv[3:]).fetchall()))';
-  return JSON.parse(execFileSync('/usr/bin/python3', ['-c', py, join(dir, 'ws', 'evidence.db'), query, ...args],
-    { encoding: 'utf8' }));
+  return sqlRows(join(dir, 'ws', 'evidence.db'), query, ...args);
 }
 
 before(async () => {
