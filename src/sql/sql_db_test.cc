@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <future>
+#include <thread>
+
 #include "base/error.h"
 #include "sql/migrate.h"
 #include "testing/test_env.h"
@@ -198,6 +202,35 @@ TEST_P(SqlDbTest, ADatabaseThatRefusesWritesIsUnavailableAndABadStatementIsNot) 
     auto gone = open_postgres_db("postgresql://127.0.0.1:1/none?connect_timeout=2", 1);
     EXPECT_THROW(gone->read("r", [](SqlTx& tx) { tx.exec("SELECT 1"); }), SqlUnavailable);
   }
+}
+
+// The busy timeout bounds a transaction's whole wait: a thread of this process that holds the
+// connection makes the others' transactions unavailable after it, as another process holding the
+// file's lock does, instead of queueing them for as long as it likes (the relay's webhooks must
+// get their 503 within GitHub's 10 s).
+TEST(SqliteDb, AConnectionHeldByAnotherThreadPastTheBusyTimeoutIsUnavailable) {
+  std::string uri = fresh_store_uri("sqlite");
+  auto db = open_sqlite_db(uri.substr(7), 300);
+  db->write("create", [](SqlTx& tx) { tx.script("CREATE TABLE t (s TEXT NOT NULL);"); });
+  std::promise<void> inside, done;
+  std::thread holder([&] {
+    db->write("hold", [&](SqlTx& tx) {
+      tx.exec("INSERT INTO t (s) VALUES ('held')");
+      inside.set_value();
+      done.get_future().wait_for(std::chrono::seconds(20));
+    });
+  });
+  inside.get_future().wait();
+  EXPECT_THROW(db->write("insert", [](SqlTx& tx) { tx.exec("INSERT INTO t (s) VALUES ('b')"); }),
+               SqlUnavailable);
+  done.set_value();
+  holder.join();
+  EXPECT_EQ(db->read("count",
+                     [](SqlTx& tx) {
+                       return tx.first("SELECT COUNT(*) FROM t", {},
+                                       [](const SqlRow& r) { return r.i64(0); });
+                     }),
+            1);
 }
 
 INSTANTIATE_TEST_SUITE_P(Dialects, SqlDbTest, ::testing::ValuesIn(test_store_kinds()),

@@ -3,6 +3,7 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -78,7 +79,8 @@ class SqliteRow : public SqlRow {
 
 class SqliteDb : public SqlDb, private SqlTx {
  public:
-  SqliteDb(const std::string& path, int busy_timeout_ms, const std::string& pragmas) {
+  SqliteDb(const std::string& path, int busy_timeout_ms, const std::string& pragmas)
+      : busy_timeout_(busy_timeout_ms) {
     if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) !=
         SQLITE_OK) {
       std::string msg = db_ ? sqlite3_errmsg(db_) : "out of memory";
@@ -109,8 +111,21 @@ class SqliteDb : public SqlDb, private SqlTx {
   SqlDialect dialect() const override { return SqlDialect::kSqlite; }
 
  protected:
+  // The busy timeout bounds the whole wait of one transaction, for this connection (held by
+  // another thread) and then for the file's lock (held by another process). Waiting for each in
+  // turn let threads queued behind a locked file add up their waits: a relay's webhook then
+  // answered its 503 after GitHub's 10 s, not within the 2 s its store is given.
   void transact(bool write, const char*, const std::function<void(SqlTx&)>& body) override {
-    std::lock_guard lock(mu_);
+    auto deadline = std::chrono::steady_clock::now() + busy_timeout_;
+    std::unique_lock lock(mu_, std::defer_lock);
+    if (!lock.try_lock_until(deadline))
+      throw SqlUnavailable(fmt::format(
+          "sqlite: database is locked (this process's other transactions held its connection "
+          "for {} ms)",
+          busy_timeout_.count()));
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    sqlite3_busy_timeout(db_, static_cast<int>(std::max<int64_t>(left.count(), 1)));
     exec_script(db_, write ? "BEGIN IMMEDIATE" : "BEGIN");
     try {
       body(*this);
@@ -179,7 +194,8 @@ class SqliteDb : public SqlDb, private SqlTx {
     return stmt;
   }
 
-  std::mutex mu_;
+  std::chrono::milliseconds busy_timeout_;
+  std::timed_mutex mu_;
   sqlite3* db_ = nullptr;
   std::unordered_map<std::string, sqlite3_stmt*, SqlHash, std::equal_to<>> cache_;
 };
