@@ -59,6 +59,15 @@ void discover_command(const DiscoverArgs& a) {
 
   DiscoverReport report = discover(req);
   std::cout << fmt::format("backend revision: {}\n", report.backend_rev);
+  for (const auto& c : report.continued) {
+    if (c.status == "finished")
+      std::cout << fmt::format("{} pass: run {} finished it before ({} variants); taken as it is\n",
+                               c.pass, c.run_id, c.settled);
+    else
+      std::cout << fmt::format(
+          "{} pass: continuing run {} ({} when it stopped{}; {} variants settled)\n", c.pass,
+          c.run_id, c.status, c.status == "running" ? ", as a killed run is left" : "", c.settled);
+  }
   for (const auto& f : report.up_to_date)
     std::cout << fmt::format("up to date: {} (run {}, {})\n", f.relpath, f.run_id,
                              iso8601_utc(f.discovered_ms));

@@ -727,8 +727,8 @@ struct RunStart {
 };
 
 // The run --resume continues: its own files, labels and second stage. Finished means settled:
-// failures still owed their reruns run again, and whole-file errors are dropped so the file gets
-// another chance.
+// failures still owed their reruns (run.reruns) run again, and whole-file errors are dropped so the
+// file gets another chance.
 RunStart resumed_run(const RunRequest& req, EvidenceStore& store, const nlohmann::json& plan,
                      const std::string& config_hash) {
   if (req.selection || req.shards > 0)
@@ -748,7 +748,7 @@ RunStart resumed_run(const RunRequest& req, EvidenceStore& store, const nlohmann
   for (const auto& r : store.results(run.info.id)) {
     if (r.name.empty())
       store.forget(run.info.id, r.test_id);
-    else if (!(rerunnable(r) && r.reruns == 0))
+    else if (!(rerunnable(r) && r.reruns == 0 && req.backend.run.reruns > 0))
       run.finished.insert(r.test_id);
   }
   return run;
@@ -836,6 +836,8 @@ void open_run(const RunRequest& req, EvidenceStore& store, const nlohmann::json&
   info.manifest["isolation"] = run_isolation(req.backend);
   if (!run.second_stage.is_null()) info.manifest["second_stage"] = run.second_stage;
   if (run.wave > 0) info.manifest["wave"] = run.wave;
+  if (req.discovery != DiscoveryPass::kNone)
+    info.manifest["discovery_pass"] = discovery_pass_name(req.discovery);
   if (req.resume_run.empty())
     store.begin_run(info);
   else
@@ -932,6 +934,20 @@ RunReport close_run(const RunRequest& req, EvidenceStore& store, RunInfo& info, 
 
 }  // namespace
 
+const char* discovery_pass_name(DiscoveryPass pass) {
+  switch (pass) {
+    case DiscoveryPass::kNone:
+      return "";
+    case DiscoveryPass::kPlain:
+      return "plain";
+    case DiscoveryPass::kRecording:
+      return "recording";
+    case DiscoveryPass::kInputProbe:
+      return "input_probe";
+  }
+  return "";
+}
+
 int run_workers(const RunRequest& req) {
   int workers = std::max(1, req.workers > 0 ? req.workers : req.backend.run.workers);
   int devices = req.backend.run.devices;
@@ -957,10 +973,13 @@ RunReport run_plan(const RunRequest& req) {
     progress.add_finished(settled);
   }
   Runner runner(req, *store, run.info.id, run_dir, env, run.finished,
-                TestLimits(req.backend.run, store->completed_durations(), req.discovery));
+                TestLimits(req.backend.run, store->completed_durations(),
+                           req.discovery != DiscoveryPass::kNone));
   progress.start();
   // Discovery runs every variant of large files: its workers share them.
-  runner.run(req.discovery ? shared_among_workers(run.files, run_workers(req)) : run.files,
+  runner.run(req.discovery != DiscoveryPass::kNone
+                 ? shared_among_workers(run.files, run_workers(req))
+                 : run.files,
              progress);
   progress.stop();
 

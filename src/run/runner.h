@@ -15,6 +15,11 @@
 
 namespace ootci {
 
+// Which of `ootci discover`'s passes a run is; kept in its manifest (`discovery_pass`), where a
+// discovery stopped part way finds its passes again to continue them.
+enum class DiscoveryPass { kNone, kPlain, kRecording, kInputProbe };
+const char* discovery_pass_name(DiscoveryPass pass);  // "" for kNone
+
 struct RunRequest {
   BackendConfig backend;
   std::string evidence_path;
@@ -32,8 +37,8 @@ struct RunRequest {
   std::optional<nlohmann::json> plan_override;
   bool record_ops = false;  // record each test's device ops (OOTCI_RECORD_OPS=1)
   // `ootci discover`'s passes: a test without a recorded duration gets run.discover_test_timeout_s
-  // rather than run.test_timeout_s (run/test_limits.h).
-  bool discovery = false;
+  // rather than run.test_timeout_s (run/test_limits.h), and workers share large files.
+  DiscoveryPass discovery = DiscoveryPass::kNone;
   // Only part K of N of every file's variants (`ootci discover --shard K/N`); the run's shard.
   VariantPart part;
   // Run only files and tests with one of these labels (Spyre's CI filter); nullopt: run.labels.

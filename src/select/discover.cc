@@ -172,7 +172,7 @@ InputProbeReport probe_inputs(const DiscoverRequest& req,
     pass.evidence_path = req.evidence_path;
     pass.workers = req.workers;
     pass.tty = req.tty;
-    pass.discovery = true;
+    pass.discovery = DiscoveryPass::kInputProbe;
     std::vector<DiscoveryCandidate> left;
     for (const auto& f : files) {
       std::string prefix = f.relpath + "::";
@@ -229,6 +229,52 @@ Selection recording_selection(const std::vector<TestResult>& plain) {
   return sel;
 }
 
+namespace {
+
+// The newest run of this pass of this discovery (the same plan, shard and backend revision)
+// started after `after_ms`, whatever its status: a stop leaves it interrupted, a kill running.
+std::optional<RunInfo> earlier_pass(const std::string& evidence_path, const RunRequest& pass,
+                                    const std::string& backend_rev, int64_t after_ms) {
+  std::string hash = plan_config_hash(*pass.plan_override);
+  std::string shard = pass.part.n > 0 ? fmt::format("{}/{}", pass.part.k, pass.part.n) : "";
+  for (const RunInfo& r : EvidenceStore::open(evidence_path)->runs(pass.backend.name)) {
+    if (r.started_ms <= after_ms) break;  // newest first
+    if (r.config_hash == hash && r.shard == shard &&
+        r.manifest.value("discovery_pass", "") == discovery_pass_name(pass.discovery) &&
+        r.manifest.value("backend_revision", "") == backend_rev)
+      return r;
+  }
+  return std::nullopt;
+}
+
+// Runs a pass of the discovery, or continues it when an earlier attempt did not finish (a stop, a
+// kill, a machine lost): on a device whose crashes cost seconds each, a file's pass takes hours,
+// and starting it again would cost them all again. A pass that finished is taken as it is.
+std::optional<RunReport> continue_pass(const std::string& evidence_path, RunRequest pass,
+                                       const std::optional<RunInfo>& before,
+                                       std::vector<ContinuedPass>* continued) {
+  if (before && before->status == "finished") {
+    RunReport done;
+    done.run_id = before->id;
+    done.status = before->status;
+    done.verdict = before->verdict;
+    done.results = EvidenceStore::open(evidence_path)->results(before->id);
+    continued->push_back(
+        {discovery_pass_name(pass.discovery), before->id, before->status, done.results.size()});
+    return done;
+  }
+  if (before) {
+    size_t settled = EvidenceStore::open(evidence_path)->finished_tests(before->id).size();
+    continued->push_back(
+        {discovery_pass_name(pass.discovery), before->id, before->status, settled});
+    pass.resume_run = before->id;
+    pass.selection.reset();  // the run's manifest keeps what it covers
+  }
+  return run_plan(pass);
+}
+
+}  // namespace
+
 DiscoverReport discover(const DiscoverRequest& req) {
   DiscoverReport report;
   std::vector<DiscoveryCandidate> candidates = discovery_candidates(req.backend, req.file_globs);
@@ -260,7 +306,7 @@ DiscoverReport discover(const DiscoverRequest& req) {
   plain.evidence_path = req.evidence_path;
   plain.workers = req.workers;
   plain.tty = req.tty;
-  plain.discovery = true;
+  plain.discovery = DiscoveryPass::kPlain;
   plain.plan_override = discovery_plan(req.backend, split.to_run);
   plain.part = req.part;
   if (req.part.n > 0 && !req.timings.empty()) {
@@ -271,14 +317,23 @@ DiscoverReport discover(const DiscoverRequest& req) {
     plain.part.placed = place_variants(
         relpaths, EvidenceStore::open(req.timings)->completed_durations(), req.part.n);
   }
-  report.run = run_plan(plain);
+  std::optional<RunInfo> plain_before =
+      req.force ? std::nullopt : earlier_pass(req.evidence_path, plain, report.backend_rev, 0);
+  report.run = continue_pass(req.evidence_path, plain, plain_before, &report.continued);
   if (report.run->status != "finished") return report;  // interrupted: nothing is discovered
 
   RunRequest recording = plain;
+  recording.resume_run.clear();
+  recording.discovery = DiscoveryPass::kRecording;
   recording.record_ops = true;
   recording.backend.run.reruns = 0;  // failures are the plain pass's business
   recording.selection = recording_selection(report.run->results);
-  RunReport ops_run = run_plan(recording);
+  std::optional<RunInfo> recording_before;
+  if (plain_before)  // only a pass that followed this plain pass belongs to it
+    recording_before =
+        earlier_pass(req.evidence_path, recording, report.backend_rev, plain_before->started_ms);
+  RunReport ops_run =
+      *continue_pass(req.evidence_path, recording, recording_before, &report.continued);
 
   auto store = EvidenceStore::open(req.evidence_path);
   std::map<std::string, std::vector<std::string>> ops = store->ops_of_run(ops_run.run_id);

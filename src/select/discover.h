@@ -99,15 +99,26 @@ struct InputProbeReport {
   bool interrupted = false;
 };
 
+// A pass an earlier attempt of this discovery left: continued, or taken as it was if it finished.
+struct ContinuedPass {
+  std::string pass;    // plain | recording
+  std::string run_id;  // the earlier attempt's run, which this discovery goes on with
+  std::string status;  // what the attempt had left it as: interrupted, running (killed), finished
+  size_t settled = 0;  // its variants already settled
+};
+
 struct DiscoverReport {
   std::string backend_rev;
+  std::vector<ContinuedPass> continued;
   std::vector<DiscoveredFile> up_to_date;
   std::optional<RunReport> run;  // unset when every file was up to date
   std::vector<DiscoverySummary> files;
   std::optional<InputProbeReport> probe;  // set when asked for (probe_inputs > 0)
 };
 
-// Runs both passes and, when both finished, marks the files discovered. The recording pass's
+// Runs both passes and, when both finished, marks the files discovered. A pass an earlier attempt
+// of the same discovery (files, backend revision, shard) left unfinished is continued where it
+// stopped (unless `force`). The recording pass's
 // run is deleted once its ops are copied into the plain run. With probe_inputs, then probes the
 // inputs of every test of these files not probed yet (probe_inputs below).
 DiscoverReport discover(const DiscoverRequest& request);

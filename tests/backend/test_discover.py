@@ -46,6 +46,29 @@ def discover(ws, *args, timeout=900):
     return Discovery(ws, proc)
 
 
+def kill_discovery_in_slow_test(ws, args, evidence, pass_):
+    """Starts a discovery, kills it (SIGKILL) inside test_slow in `pass_`; the plain run's id."""
+    mark = ws.path / ".ootci" / f"slow-started-{pass_}"
+    mark.unlink(missing_ok=True)
+    proc = subprocess.Popen([str(OOTCI), "discover", "--config", "ootci.yaml", *args, "--evidence",
+                             evidence], cwd=ws.path,
+                            env={**os.environ, "OOTCI_FIXTURE_MARK": str(mark),
+                                 "OOTCI_FIXTURE_MARK_PASS": pass_},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(1200):
+            if mark.exists() or proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        assert mark.exists(), f"the slow test never started in the {pass_} pass"
+    finally:
+        proc.kill()
+        proc.wait()
+    db = sqlite3.connect(ws.path / evidence)
+    return next(r[0] for r in db.execute("SELECT id, manifest FROM runs ORDER BY started_ms")
+                if json.loads(r[1]).get("discovery_pass") == "plain")
+
+
 def runs_in(ws):
     db = sqlite3.connect(ws.path / ".ootci" / "evidence.db")
     return [r[0] for r in db.execute("SELECT id FROM runs ORDER BY started_ms")]
@@ -261,9 +284,11 @@ SHARDED_TESTS = """
             self.assertTrue(bool(((t >= 0) & (t < 1)).all()))
 
         def test_slow(self, device):
-            # Tells the test it is running, then gives it time to kill the discovery.
+            # Tells the test it is running in the pass asked for (plain unless
+            # OOTCI_FIXTURE_MARK_PASS=recording), then gives it time to kill the discovery.
             mark = os.environ.get("OOTCI_FIXTURE_MARK")
-            if mark:
+            recording = os.environ.get("OOTCI_RECORD_OPS") == "1"
+            if mark and recording == (os.environ.get("OOTCI_FIXTURE_MARK_PASS") == "recording"):
                 open(mark, "w").close()
                 time.sleep(30)
             self.assertEqual(torch.ones(2, device=device).cpu(), torch.ones(2))
@@ -331,27 +356,31 @@ def test_a_discovery_sharded_three_ways_and_merged_is_the_unsharded_discovery(ws
         assert set(discovered_variants(ws.path / f".ootci/shard{k}.db")) == \
             {t for t in expected if part[t] == k}
 
-    # The shard holding the slow test is killed inside it, then run again alone.
+    # The shard holding the slow test is killed inside it, then run again alone: it continues the
+    # killed run, whose finished variants stay as they were.
     k = part[slow]
-    mark = ws.path / ".ootci" / "slow-started"
-    proc = subprocess.Popen([str(OOTCI), "discover", "--config", "ootci.yaml", *args, "--shard",
-                             f"{k}/3", "--evidence", f".ootci/shard{k}.db"], cwd=ws.path,
-                            env={**os.environ, "OOTCI_FIXTURE_MARK": str(mark)},
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        for _ in range(1200):
-            if mark.exists() or proc.poll() is not None:
-                break
-            time.sleep(0.1)
-        assert mark.exists(), "the slow test never started"
-    finally:
-        proc.kill()
-        proc.wait()
+    shard_args = (*args, "--shard", f"{k}/3")
+    killed = kill_discovery_in_slow_test(ws, shard_args, f".ootci/shard{k}.db", "plain")
     assert discovered_variants(ws.path / f".ootci/shard{k}.db") == {}  # a killed shard marks nothing
-    again = discover(ws, *args, "--shard", f"{k}/3", "--evidence", f".ootci/shard{k}.db")
+    again = discover(ws, *shard_args, "--evidence", f".ootci/shard{k}.db")
     assert again.returncode == 0, again.output[-3000:]
-    up_to_date = discover(ws, *args, "--shard", f"{k}/3", "--evidence", f".ootci/shard{k}.db")
+    assert f"plain pass: continuing run {killed} (running when it stopped" in again.stdout, again.stdout
+    assert again.run_id == killed
+    up_to_date = discover(ws, *shard_args, "--evidence", f".ootci/shard{k}.db")
     assert "discover: nothing to run" in up_to_date.stdout, up_to_date.stdout
+
+    # Killed in the recording pass: the plain pass is taken as it finished, the recording pass
+    # continues, and the evidence is the same as the uninterrupted shard's.
+    plain = kill_discovery_in_slow_test(ws, shard_args, ".ootci/recording-killed.db", "recording")
+    again = discover(ws, *shard_args, "--evidence", ".ootci/recording-killed.db")
+    assert again.returncode == 0, again.output[-3000:]
+    assert f"plain pass: run {plain} finished it before" in again.stdout, again.stdout
+    assert "recording pass: continuing run " in again.stdout, again.stdout
+    assert again.run_id == plain
+    assert discovered_variants(ws.path / ".ootci/recording-killed.db") == \
+        discovered_variants(ws.path / f".ootci/shard{k}.db")
+    runs = sqlite3.connect(ws.path / ".ootci/recording-killed.db").execute("SELECT id FROM runs")
+    assert [r[0] for r in runs] == [plain]  # the recording run is gone once its ops are copied
 
     merged = ws.ootci("evidence", "merge", *(f".ootci/shard{k}.db" for k in (1, 2, 3, 1)),
                       "--out", ".ootci/merged.db").stdout
