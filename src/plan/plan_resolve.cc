@@ -329,8 +329,12 @@ std::string plan_relpath(const std::string& path, const std::string& torch_root,
   return path;
 }
 
+std::string plan_text(const nlohmann::json& plan) {
+  return plan.dump(2) + "\n";
+}
+
 void write_plan(const nlohmann::json& plan, const std::string& path) {
-  write_file_atomically(path, plan.dump(2) + "\n");
+  write_file_atomically(path, plan_text(plan));
 }
 
 }  // namespace ootci

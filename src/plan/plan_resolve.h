@@ -31,6 +31,8 @@ std::string plan_relpath(const std::string& path, const std::string& torch_root,
 
 // Writes plan.json atomically (a temporary file in the same folder, then rename), so a reader
 // never sees half a plan. Creates the folder if needed; throws Error on failure.
+// The plan as its file holds it (write_plan); a run manifest's plan_sha256 is of this text.
+std::string plan_text(const nlohmann::json& plan);
 void write_plan(const nlohmann::json& plan, const std::string& path);
 
 }  // namespace ootci

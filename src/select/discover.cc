@@ -231,15 +231,17 @@ Selection recording_selection(const std::vector<TestResult>& plain) {
 
 namespace {
 
-// The newest run of this pass of this discovery (the same plan, shard and backend revision)
-// started after `after_ms`, whatever its status: a stop leaves it interrupted, a kill running.
+// The newest run of this pass of this discovery started after `after_ms`, whatever its status (a
+// stop leaves it interrupted, a kill running). Its plan must be this one byte for byte (the files
+// and their content, the backend's environment and modules), and its shard and backend revision
+// the same.
 std::optional<RunInfo> earlier_pass(const std::string& evidence_path, const RunRequest& pass,
                                     const std::string& backend_rev, int64_t after_ms) {
-  std::string hash = plan_config_hash(*pass.plan_override);
+  std::string plan_sha256 = sha256_hex(plan_text(*pass.plan_override));
   std::string shard = pass.part.n > 0 ? fmt::format("{}/{}", pass.part.k, pass.part.n) : "";
   for (const RunInfo& r : EvidenceStore::open(evidence_path)->runs(pass.backend.name)) {
     if (r.started_ms <= after_ms) break;  // newest first
-    if (r.config_hash == hash && r.shard == shard &&
+    if (r.manifest.value("plan_sha256", "") == plan_sha256 && r.shard == shard &&
         r.manifest.value("discovery_pass", "") == discovery_pass_name(pass.discovery) &&
         r.manifest.value("backend_revision", "") == backend_rev)
       return r;

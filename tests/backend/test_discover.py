@@ -382,6 +382,14 @@ def test_a_discovery_sharded_three_ways_and_merged_is_the_unsharded_discovery(ws
     runs = sqlite3.connect(ws.path / ".ootci/recording-killed.db").execute("SELECT id FROM runs")
     assert [r[0] for r in runs] == [plain]  # the recording run is gone once its ops are copied
 
+    # Another plan is not continued: the backend's environment changed since the kill.
+    killed = kill_discovery_in_slow_test(ws, shard_args, ".ootci/env-changed.db", "plain")
+    ws.ootci_yaml(env={"OOTCI_REF_DISABLED_OPS": "neg", "OOTCI_UNUSED": "1"}, run={"reruns": 0})
+    fresh = discover(ws, *shard_args, "--evidence", ".ootci/env-changed.db")
+    ws.ootci_yaml(env={"OOTCI_REF_DISABLED_OPS": "neg"}, run={"reruns": 0})
+    assert fresh.returncode == 0 and "continuing" not in fresh.stdout, fresh.output[-3000:]
+    assert fresh.run_id != killed
+
     merged = ws.ootci("evidence", "merge", *(f".ootci/shard{k}.db" for k in (1, 2, 3, 1)),
                       "--out", ".ootci/merged.db").stdout
     assert ".ootci/merged.db: run merge-" in merged and "12 variants; complete (3 of 3)" in merged, merged
