@@ -50,7 +50,10 @@ std::string tree_digest(const std::string& dir, const std::string& workspace) {
   fs::recursive_directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec), end;
   for (; !ec && it != end; it.increment(ec)) {
     const fs::path& p = it->path();
-    if (it->is_directory(ec) && (p.filename().string().rfind('.', 0) == 0 || p == workspace)) {
+    // Hidden folders, the workspace and Python's byte-code caches (derived from the sources, and
+    // written by the very imports a run does) are not the backend's revision.
+    if (it->is_directory(ec) && (p.filename().string().rfind('.', 0) == 0 || p == workspace ||
+                                 p.filename() == "__pycache__")) {
       it.disable_recursion_pending();
       continue;
     }

@@ -25,7 +25,7 @@ TEST(PlanConfigHash, IgnoresWhereARuleWasWrittenButNotWhatItSays) {
   EXPECT_NE(plan_config_hash(tiny_plan("x")), plan_config_hash(other));
 }
 
-TEST(RunManifest, NamesABackendOutsideGitByTheDigestOfItsFiles) {
+TEST(RunManifest, NamesABackendOutsideGitByTheDigestOfItsSources) {
   std::string dir = make_temp_dir();
   std::filesystem::create_directories(dir + "/backend/.ootci");
   write_file(dir + "/backend/kernels.cpp", "int add() { return 1; }\n");
@@ -44,6 +44,9 @@ TEST(RunManifest, NamesABackendOutsideGitByTheDigestOfItsFiles) {
   std::string first = build_manifest(backend, plan, dir + "/plan.json", run)["backend_revision"];
   EXPECT_EQ(first.rfind("sha256:", 0), 0u) << first;
   write_file(dir + "/backend/.ootci/evidence.db", "changed, but ignored");
+  // Importing the backend's Python writes byte code: no new revision.
+  std::filesystem::create_directories(dir + "/backend/__pycache__");
+  write_file(dir + "/backend/__pycache__/ops.cpython-311.pyc", "byte code");
   EXPECT_EQ(build_manifest(backend, plan, dir + "/plan.json", run)["backend_revision"], first);
   write_file(dir + "/backend/kernels.cpp", "int add() { return 2; }\n");
   EXPECT_NE(build_manifest(backend, plan, dir + "/plan.json", run)["backend_revision"], first);
