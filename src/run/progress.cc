@@ -78,10 +78,20 @@ void Progress::expect_from_history(const std::string& relpath) {
   if (n == 0) unknown_.insert(relpath);
 }
 
-void Progress::expect(const std::string& relpath, size_t tests) {
+void Progress::expect(const std::string& relpath, size_t tests, int part, int parts) {
   std::lock_guard<std::mutex> lock(mutex_);
+  auto& collected = parts_[relpath];
+  collected[part] = tests;
+  size_t sum = 0;
+  for (const auto& [k, n] : collected) sum += n;
   // A resumed run's processes collect only what is left; the finished tests still count.
-  expected_[relpath] = tests + already_[relpath];
+  sum += already_[relpath];
+  if (static_cast<int>(collected.size()) < std::max(parts, 1)) {
+    // Some parts are still collecting: the record's size, if larger, is the better guess.
+    expected_[relpath] = std::max(expected_[relpath], sum);
+    return;
+  }
+  expected_[relpath] = sum;
   unknown_.erase(relpath);
 }
 

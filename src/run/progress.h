@@ -48,7 +48,9 @@ class Progress {
 
   // Until a file's tests are collected, its size is what earlier runs saw.
   void expect_from_history(const std::string& relpath);
-  void expect(const std::string& relpath, size_t tests);
+  // Part `part` of `parts` of the file collected `tests` (0 of 0: the whole file). Workers that
+  // share a file each collect their part; the file's size is known once every part has.
+  void expect(const std::string& relpath, size_t tests, int part = 0, int parts = 0);
   // Counts a result; a rerun of the same test replaces its earlier outcome.
   void add(const TestResult& result);
   // A test started running in some worker (running: true, with its limit), or stopped.
@@ -71,6 +73,7 @@ class Progress {
   std::mutex mutex_;
   std::map<std::string, size_t> expected_;   // relpath -> tests
   std::set<std::string> unknown_;            // files with no history, not yet collected
+  std::map<std::string, std::map<int, size_t>> parts_;  // relpath -> part -> tests collected
   std::map<std::string, size_t> already_;    // relpath -> tests a resumed run had finished
   std::map<std::string, Outcome> outcomes_;  // test id -> latest outcome
   std::map<std::string, bool> flaky_;

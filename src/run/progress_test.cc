@@ -33,6 +33,19 @@ TEST(RemainingSeconds, NeverBelowTheAverageTimePerTest) {
   EXPECT_DOUBLE_EQ(*remaining_seconds({60, 60, 60, 10, 10, 1, false}), 0);
 }
 
+// Two workers share a new file: each collects its part. Until both have, the file is not known
+// (no ETA); then its size is both parts', not the last one's.
+TEST(Progress, AFileSharedByWorkersIsKnownOnceEveryPartCollected) {
+  Progress progress(false, {}, 2);
+  progress.expect_from_history("test/test_new.py");
+  progress.expect("test/test_new.py", 60, 1, 2);
+  EXPECT_NE(progress.line().find("/60+]"), std::string::npos) << progress.line();
+  EXPECT_NE(progress.line().find("ETA ? (first run)"), std::string::npos) << progress.line();
+  progress.expect("test/test_new.py", 40, 2, 2);
+  EXPECT_NE(progress.line().find("/100]"), std::string::npos) << progress.line();
+  EXPECT_EQ(progress.line().find("first run"), std::string::npos) << progress.line();
+}
+
 TEST(LongRunningText, NamesTestsRunningOverAMinuteLongestFirstWithTheirLimits) {
   EXPECT_EQ(long_running_text({{"f.py::T::quick", 12, 60}}), "");
   EXPECT_EQ(
