@@ -71,8 +71,8 @@ class Progress {
   int workers_;
   std::map<std::string, double> history_;
   std::mutex mutex_;
-  std::map<std::string, size_t> expected_;   // relpath -> tests
-  std::set<std::string> unknown_;            // files with no history, not yet collected
+  std::map<std::string, size_t> expected_;              // relpath -> tests
+  std::set<std::string> unknown_;                       // files with no history, not yet collected
   std::map<std::string, std::map<int, size_t>> parts_;  // relpath -> part -> tests collected
   std::map<std::string, size_t> already_;    // relpath -> tests a resumed run had finished
   std::map<std::string, Outcome> outcomes_;  // test id -> latest outcome
