@@ -435,8 +435,7 @@ class Runner {
     st.multi_device.insert(out.multi_device.begin(), out.multi_device.end());
     if (out.collected && st.all.empty()) {
       st.all = *out.collected;
-      progress_->expect(f.relpath, st.all.size() + st.multi_device.size(), f.subpart,
-                        f.subparts);
+      progress_->expect(f.relpath, st.all.size() + st.multi_device.size(), f.subpart, f.subparts);
     }
     return out;
   }
