@@ -256,6 +256,24 @@ struct Scanner {
     for (const auto& [var, lib] : libraries) {
       for (size_t use = m.find(var); use != std::string::npos; use = m.find(var, use + 1)) {
         if (use > 0 && (is_identifier_char(m[use - 1]) || m[use - 1] == '.')) continue;
+        // lib.fallback(fn, dispatch_key="PrivateUse1"): a boxed fallback for every op the key has
+        // no kernel for (PyTorch's OpenReg computes all its ops so).
+        size_t fallback = method_call(m, use + var.size(), "fallback");
+        if (fallback != std::string::npos) {
+          size_t fallback_end = s.matching(fallback);
+          if (fallback_end == std::string::npos) continue;
+          auto args = s.split_arguments(fallback + 1, fallback_end);
+          auto fn = argument(s, args, 0, "fn");
+          std::string key = string_argument(s, args, 1, "dispatch_key").value_or(lib.key);
+          if (!fn || !wanted_key(key, dispatch_key)) continue;
+          OpRegistration r;
+          r.file = file;
+          r.line = s.line_of(use);
+          r.end_line = s.line_of(fallback_end);
+          r.kind = "fallback";
+          add(std::move(r), s, *fn, true);
+          continue;
+        }
         size_t call = method_call(m, use + var.size(), "impl");
         if (call == std::string::npos) continue;
         size_t call_end = s.matching(call);

@@ -2,7 +2,8 @@
 // Code evidence: what a backend's sources register for its dispatch key, and where
 // (docs/select.md). C++ `TORCH_LIBRARY_IMPL(aten, <Key>, m)` blocks with `m.impl("op", fn)`,
 // `TORCH_LIBRARY_IMPL(_, <Key>, m)` with `m.fallback(...)`, and Python `torch.library`
-// registrations (`Library("aten", "IMPL")` then `.impl("op", fn, "<Key>")`).
+// registrations (`Library("aten", "IMPL")` then `.impl("op", fn, "<Key>")`, and a boxed fallback:
+// `Library("_", "IMPL")` then `.fallback(fn, dispatch_key="<Key>")`).
 #include <map>
 #include <set>
 #include <string>

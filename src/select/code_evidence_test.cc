@@ -231,6 +231,40 @@ def tan_kernel(x):
   EXPECT_EQ(std::make_pair(cos->function_begin, cos->function_end), std::make_pair(23, 27));
   EXPECT_EQ(ops_touched(e, "pkg/ops.py", {{26, 26}}).ops, Ops{"aten::cos"});
   EXPECT_EQ(ops_touched(e, "pkg/ops.py", {{14, 14}}).ops, Ops{"aten::sin"});
+  EXPECT_FALSE(e.has_fallback);
+}
+
+// PyTorch's OpenReg (torch 2.6, pytorch_openreg/_aten_impl.py) computes every op through a Python
+// boxed fallback, registered with keyword arguments, beside a few Python kernels.
+TEST(CodeEvidence, APythonBoxedFallback) {
+  std::string py = R"(import torch
+
+
+def _openreg_kernel_fallback(op, *args, **kwargs):
+    return op(*args, **kwargs)
+
+
+def _copy_from(from_, to_):
+    return to_
+
+
+_openreg_lib = torch.library.Library("_", "IMPL")
+_openreg_lib.fallback(_openreg_kernel_fallback, dispatch_key="PrivateUse1")
+_cpu_lib = torch.library.Library("_", "IMPL")
+_cpu_lib.fallback(_openreg_kernel_fallback, dispatch_key="CPU")
+
+_openreg_lib_aten = torch.library.Library("aten", "IMPL")
+_openreg_lib_aten.impl("_copy_from", _copy_from, dispatch_key="PrivateUse1")
+)";
+  CodeEvidence e = scan_sources({{"pytorch_openreg/_aten_impl.py", py}}, "PrivateUse1");
+  EXPECT_TRUE(e.has_fallback);
+  EXPECT_EQ(e.fallback_files, std::vector<std::string>{"pytorch_openreg/_aten_impl.py"});
+  EXPECT_EQ(e.supported_ops, Ops{"aten::_copy_from"});
+  auto fallbacks = std::count_if(e.registrations.begin(), e.registrations.end(),
+                                 [](const OpRegistration& r) { return r.kind == "fallback"; });
+  EXPECT_EQ(fallbacks, 1);  // the CPU one is another key's
+  // A change inside the fallback's kernel touches the fallback.
+  EXPECT_TRUE(ops_touched(e, "pytorch_openreg/_aten_impl.py", {{5, 5}}).touches_fallback);
 }
 
 TEST(CodeEvidence, NormalizesOpNames) {
