@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <set>
 #include <sstream>
 
@@ -269,6 +270,10 @@ std::optional<RunReport> continue_pass(const std::string& evidence_path, RunRequ
     size_t settled = EvidenceStore::open(evidence_path)->finished_tests(before->id).size();
     continued->push_back(
         {discovery_pass_name(pass.discovery), before->id, before->status, settled});
+    // Said now, not only in the summary: the pass may take hours from here.
+    std::cerr << fmt::format(
+        "ootci discover: continuing the {} pass of run {} ({}; {} variants settled)\n",
+        discovery_pass_name(pass.discovery), before->id, before->status, settled);
     pass.resume_run = before->id;
     pass.selection.reset();  // the run's manifest keeps what it covers
   }

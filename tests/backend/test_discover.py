@@ -365,6 +365,7 @@ def test_a_discovery_sharded_three_ways_and_merged_is_the_unsharded_discovery(ws
     again = discover(ws, *shard_args, "--evidence", f".ootci/shard{k}.db")
     assert again.returncode == 0, again.output[-3000:]
     assert f"plain pass: continuing run {killed} (running when it stopped" in again.stdout, again.stdout
+    assert f"ootci discover: continuing the plain pass of run {killed} (running;" in again.output
     assert again.run_id == killed
     up_to_date = discover(ws, *shard_args, "--evidence", f".ootci/shard{k}.db")
     assert "discover: nothing to run" in up_to_date.stdout, up_to_date.stdout
