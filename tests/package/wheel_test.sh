@@ -37,9 +37,16 @@ torch_root=$(torch_bed_suite)
 in_bed() { OOTCI_BED_SOURCE_DIR=$src torch_bed_chroot "$root" "$PWD" "$@"; }
 tmp=$(mktemp -d /tmp/ootci-wheel-test-XXXXXX)
 pids=()
-cleanup() {
+# $! of `in_bed ... &` is the subshell around unshare and chroot, not the relay: killing it left the
+# relay running after the test. The relay is found by its config file, which only it names.
+stop_relay() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  pkill -f "relay serve --config $tmp/relay.yaml" 2>/dev/null || true
   wait 2>/dev/null || true
+  for _ in $(seq 100); do pgrep -f "relay serve --config $tmp/relay.yaml" >/dev/null || break; sleep 0.1; done
+}
+cleanup() {
+  stop_relay
   if [[ -n ${OOTCI_WHEEL_TEST_KEEP:-} ]]; then echo "kept $tmp" >&2; else rm -rf "$tmp"; fi
 }
 trap cleanup EXIT
@@ -156,8 +163,8 @@ want="sha256=$(openssl dgst -sha256 -hmac "$WHEEL_TEST_DISPATCH_SECRET" -r <"$tm
 [[ $signature == "$want" ]] || fail "the dispatch's signature $signature is not HMAC-SHA256 of its body"
 grep -q '"event_type": *"pull_request"' "$tmp/dispatch.body" || fail "dispatch body: $(head -c 300 "$tmp/dispatch.body")"
 ok "relay serve (SQLite): forged webhook 401, signed 200, dispatched to acme/backend with a valid signature"
-kill "${pids[@]}" 2>/dev/null || true
-wait 2>/dev/null || true
+stop_relay
+pgrep -f "relay serve --config $tmp/relay.yaml" >/dev/null && fail "the relay outlived the test"
 pids=()
 
 # The tiny plan (tests/package/tiny_run.sh), with the installed Python package.
