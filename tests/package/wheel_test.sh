@@ -39,11 +39,12 @@ tmp=$(mktemp -d /tmp/ootci-wheel-test-XXXXXX)
 pids=()
 # $! of `in_bed ... &` is the subshell around unshare and chroot, not the relay: killing it left the
 # relay running after the test. The relay is found by its config file, which only it names.
+relay_command="relay serve --config $tmp/relay.yaml"
 stop_relay() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  pkill -f "relay serve --config $tmp/relay.yaml" 2>/dev/null || true
+  pkill -f "$relay_command" 2>/dev/null || true
   wait 2>/dev/null || true
-  for _ in $(seq 100); do pgrep -f "relay serve --config $tmp/relay.yaml" >/dev/null || break; sleep 0.1; done
+  for _ in $(seq 100); do pgrep -f "$relay_command" >/dev/null || break; sleep 0.1; done
 }
 cleanup() {
   stop_relay
@@ -164,7 +165,7 @@ want="sha256=$(openssl dgst -sha256 -hmac "$WHEEL_TEST_DISPATCH_SECRET" -r <"$tm
 grep -q '"event_type": *"pull_request"' "$tmp/dispatch.body" || fail "dispatch body: $(head -c 300 "$tmp/dispatch.body")"
 ok "relay serve (SQLite): forged webhook 401, signed 200, dispatched to acme/backend with a valid signature"
 stop_relay
-pgrep -f "relay serve --config $tmp/relay.yaml" >/dev/null && fail "the relay outlived the test"
+pgrep -f "$relay_command" >/dev/null && fail "the relay outlived the test"
 pids=()
 
 # The tiny plan (tests/package/tiny_run.sh), with the installed Python package.
