@@ -15,6 +15,7 @@
 
 #include "base/atomic_file.h"
 #include "base/error.h"
+#include "base/file_lock.h"
 #include "base/file_text.h"
 #include "base/time.h"
 #include "evidence/baseline.h"
@@ -714,6 +715,22 @@ nlohmann::json plan_to_run(const RunRequest& req) {
   return resolved.plan;
 }
 
+// One process runs a run. A --resume (or a continued discovery) of a run whose process still
+// lives would run its tests a second time beside it, both writing its results; a run whose
+// process was killed holds no lock, so it is continued.
+FileLock lock_run(const BackendConfig& backend, const std::string& run_id) {
+  std::string run_dir = run_folder(backend, run_id);
+  fs::create_directories(run_dir);
+  pid_t holder = 0;
+  std::optional<FileLock> lock = FileLock::try_lock(run_dir + "/run.lock", &holder);
+  if (!lock)
+    throw Error(fmt::format(
+        "run {} is still being run by another ootci process ({}): let it finish, or stop it "
+        "(SIGINT) and run this again to continue it",
+        run_id, holder > 0 ? fmt::format("pid {}", holder) : std::string("pid not known yet")));
+  return std::move(*lock);
+}
+
 // What a run works on: a new run, or the one --resume continues.
 struct RunStart {
   RunInfo info;
@@ -958,7 +975,12 @@ int run_workers(const RunRequest& req) {
 RunReport run_plan(const RunRequest& req) {
   nlohmann::json plan = plan_to_run(req);
   auto store = EvidenceStore::open(req.evidence_path);
+  // Held before a resumed run's results are touched, and until the run is closed.
+  std::optional<FileLock> lock;
+  if (!req.resume_run.empty() && store->run(req.resume_run))
+    lock.emplace(lock_run(req.backend, req.resume_run));
   RunStart run = start_run(req, *store, plan);
+  if (!lock) lock.emplace(lock_run(req.backend, run.info.id));
   std::string run_dir = run_folder(req.backend, run.info.id);
   std::string plan_path = run_dir + "/plan.json";
   open_run(req, *store, plan, run, run_dir, plan_path);

@@ -46,8 +46,9 @@ def discover(ws, *args, timeout=900):
     return Discovery(ws, proc)
 
 
-def kill_discovery_in_slow_test(ws, args, evidence, pass_):
-    """Starts a discovery, kills it (SIGKILL) inside test_slow in `pass_`; the plain run's id."""
+def kill_discovery_in_slow_test(ws, args, evidence, pass_, meanwhile=None):
+    """Starts a discovery, kills it (SIGKILL) inside test_slow in `pass_`; the plain run's id.
+    `meanwhile(pid)` runs while it is in test_slow, before the kill."""
     mark = ws.path / ".ootci" / f"slow-started-{pass_}"
     mark.unlink(missing_ok=True)
     proc = subprocess.Popen([str(OOTCI), "discover", "--config", "ootci.yaml", *args, "--evidence",
@@ -61,6 +62,8 @@ def kill_discovery_in_slow_test(ws, args, evidence, pass_):
                 break
             time.sleep(0.1)
         assert mark.exists(), f"the slow test never started in the {pass_} pass"
+        if meanwhile:
+            meanwhile(proc.pid)
     finally:
         proc.kill()
         proc.wait()
@@ -360,7 +363,16 @@ def test_a_discovery_sharded_three_ways_and_merged_is_the_unsharded_discovery(ws
     # killed run, whose finished variants stay as they were.
     k = part[slow]
     shard_args = (*args, "--shard", f"{k}/3")
-    killed = kill_discovery_in_slow_test(ws, shard_args, f".ootci/shard{k}.db", "plain")
+    # While it runs, the same discovery started again is refused: two processes would run its
+    # tests twice and both write its results.
+    def second_discovery_is_refused(pid):
+        second = discover(ws, *shard_args, "--evidence", f".ootci/shard{k}.db")
+        assert second.returncode != 0, second.output[-3000:]
+        assert re.search(r"run \S+ is still being run by another ootci process \(pid %d\)" % pid,
+                         second.output), second.output[-3000:]
+
+    killed = kill_discovery_in_slow_test(ws, shard_args, f".ootci/shard{k}.db", "plain",
+                                         meanwhile=second_discovery_is_refused)
     assert discovered_variants(ws.path / f".ootci/shard{k}.db") == {}  # a killed shard marks nothing
     again = discover(ws, *shard_args, "--evidence", f".ootci/shard{k}.db")
     assert again.returncode == 0, again.output[-3000:]
