@@ -339,6 +339,18 @@ class Runner {
                           std::max(seconds, again.in_progress_s)));
   }
 
+  // How the run alone of `id` ended when the test did not report: what tells a death that repeats
+  // from a test that hangs alone (no helper died, or none the watcher could see).
+  static std::string alone_ending(const PytestOutcome& again, const std::string& id) {
+    if (again.ending == PytestEnding::helper_died && again.killed_test == id) return "the same";
+    if (again.ending == PytestEnding::test_timeout && again.killed_test == id)
+      return fmt::format("no helper died, and it ran longer than its limit of {} s ({})",
+                         again.killed_limit.seconds, again.killed_limit.why);
+    if (again.ending == PytestEnding::signaled && again.in_progress == id)
+      return fmt::format("the test process died from {}", signal_name(again.signal));
+    return "the test did not report either";
+  }
+
   // The test whose helper process (a device daemon) died while it ran, run again alone unless it
   // ran alone already: a death that repeats is the test's own; one that does not came from the
   // tests before it or from the daemon's own chance (OpenReg's dies now and then), and the test's
@@ -361,10 +373,7 @@ class Runner {
       return;
     }
     std::string why = out.helper_death;
-    if (!ran_alone)
-      why += again.ending == PytestEnding::helper_died && again.killed_test == id
-                 ? "; run alone, the same"
-                 : "; run alone, the test did not report either";
+    if (!ran_alone) why += "; run alone, " + alone_ending(again, id);
     keep(st,
          error_result(id, std::string(kHelperDiedError), why + "\n" + tail_of_file(again.log_path),
                       st.started, out.in_progress_s));

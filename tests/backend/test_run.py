@@ -201,6 +201,16 @@ def test_a_test_waiting_on_a_dead_device_daemon_is_killed_soon_and_confirmed_alo
     assert message.endswith("; run again alone, its helpers lived: "), message
     assert ran.run_row()[:2] == ("finished", "success")
 
+    # A daemon that dies once, then a test that hangs alone: the message says how the run alone
+    # ended (its limit, 8 s here), not only that the test did not report.
+    ws.ootci_yaml(run={"test_timeout_s": 8, "dead_helper_grace_s": 2, "reruns": 0})
+    ran = run(ws, env={**state, "OOTCI_FIXTURE_DAEMON_DIES": "then_hangs"}, timeout=300)
+    outcome, error_class, *_, message = ran.results()[
+        f"{RUNNER_CLASS}::test_wait_for_daemon_privateuseone"]
+    assert (outcome, error_class) == ("error", "HelperDied"), message
+    assert re.search(r"\(run\.dead_helper_grace_s\): killed; run alone, no helper died, and it ran "
+                     r"longer than its limit of 8 s \(", message.splitlines()[0]), message
+
 
 def test_a_stall_outside_any_test_is_killed_and_retried_once(ws, state):
     # The module hangs at import: no test is running, so the stall watchdog acts. 10 s, not less:
