@@ -5,13 +5,22 @@
 // unsharded evidence and from the merge. Prints variants, variants per second, crashes and
 // hangs, each shard's time, the slowest shard over the unsharded time (target <= 0.3 for 4
 // shards), and whether the two proposals are byte-identical (target: yes).
+//
+// A whole test_ops.py takes hours a pass, more than one sitting: stopped (SIGINT to its process
+// group) and run again with the same --workdir, the bench skips the steps that finished and each
+// discovery continues where it stopped (docs/select.md), its seconds added to those spent before
+// (steps.json in the work dir).
 #include <fmt/format.h>
+#include <sys/wait.h>
 
 #include <CLI/CLI.hpp>
+#include <csignal>
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <nlohmann/json.hpp>
 
+#include "base/atomic_file.h"
 #include "base/error.h"
 #include "base/file_text.h"
 #include "evidence/evidence_store.h"
@@ -47,20 +56,80 @@ Counts counts(const std::string& db) {
   return c;
 }
 
+// A stop reaches the bench and its ootci alike (one process group): ootci stops cleanly and
+// the bench records the seconds spent. The handler, unlike SIG_IGN, is not inherited by ootci.
+volatile std::sig_atomic_t g_stopped = 0;
+void note_stop(int) {
+  g_stopped = 1;
+}
+
+// Each step's seconds over every invocation, and whether it finished.
+class Steps {
+ public:
+  // `params`: what the bench measures; a work dir holding another measurement is refused.
+  Steps(std::string path, const nlohmann::json& params) : path_(std::move(path)) {
+    if (auto text = read_file_bytes(path_)) steps_ = nlohmann::json::parse(*text);
+    if (steps_.contains("params") && steps_["params"] != params)
+      throw Error(fmt::format("{} is of another measurement ({}, now {}): use another --workdir",
+                              path_, steps_["params"].dump(), params.dump()));
+    steps_["params"] = params;
+  }
+  bool done(const std::string& name) const {
+    return steps_.contains(name) && steps_[name].value("done", false);
+  }
+  double seconds(const std::string& name) const {
+    return steps_.contains(name) ? steps_[name].value("seconds", 0.0) : 0.0;
+  }
+  int invocations(const std::string& name) const {
+    return steps_.contains(name) ? steps_[name].value("invocations", 0) : 0;
+  }
+  void add(const std::string& name, double seconds, bool done) {
+    steps_[name] = {{"seconds", this->seconds(name) + seconds},
+                    {"invocations", invocations(name) + 1},
+                    {"done", done}};
+    write_file_atomically(path_, steps_.dump(2) + "\n");
+  }
+
+ private:
+  std::string path_;
+  nlohmann::json steps_ = nlohmann::json::object();
+};
+
 int bench(const std::string& backend_dir, const std::string& python_root,
           const std::string& torch_root, const std::vector<std::string>& files, int shards,
           int workers, int probe_inputs, bool balanced, std::string dir) {
   if (dir.empty()) dir = make_temp_dir();
   fs::create_directories(dir);
+  // A copy outside any git checkout: its revision is a digest of its files, which an ootci commit
+  // does not move, so a stopped discovery can still be continued after one. Kept once made.
+  std::string backend = dir + "/backend";
+  if (!fs::exists(backend))
+    for (const char* part : {"csrc", "ootci_reference_backend"})
+      fs::copy(backend_dir + "/" + part, backend + "/" + part, fs::copy_options::recursive);
   std::string config = dir + "/ootci.yaml";
   write_file(config, fmt::format("backend:\n  name: reference\n  device_type: privateuseone\n{}"
                                  "  modules: [ootci_reference_backend]\n  pythonpath: [{}]\n"
                                  "upstream:\n  torch_root: {}\n  device_root: {}\n"
                                  "test_configs: []\nworkspace: {}/ws\n",
                                  python_root.empty() ? "" : "  root: " + python_root + "\n",
-                                 fs::absolute(backend_dir).string(), torch_root,
-                                 fs::absolute(backend_dir).string(), dir));
+                                 fs::absolute(backend).string(), torch_root,
+                                 fs::absolute(backend).string(), dir));
+  Steps steps(dir + "/steps.json", {{"files", files},
+                                    {"shards", shards},
+                                    {"workers", workers},
+                                    {"probe_inputs", probe_inputs},
+                                    {"balanced", balanced},
+                                    {"torch_root", torch_root},
+                                    {"python_root", python_root}});
+  std::signal(SIGINT, note_stop);
+  std::signal(SIGTERM, note_stop);
   auto discover = [&](const std::string& name, std::vector<std::string> extra) {
+    if (steps.done(name)) {
+      std::cout << fmt::format("  {:<12} {:>9.1f} s (done before; {} invocation(s))\n", name,
+                               steps.seconds(name), steps.invocations(name))
+                << std::flush;
+      return steps.seconds(name);
+    }
     std::vector<std::string> args = {"discover",
                                      "--config",
                                      config,
@@ -75,9 +144,22 @@ int bench(const std::string& backend_dir, const std::string& python_root,
     args.push_back("--files");
     args.insert(args.end(), files.begin(), files.end());
     args.insert(args.end(), extra.begin(), extra.end());
-    double s = timed_ootci(dir + "/" + name + ".log", args);
-    std::cout << fmt::format("  {:<12} {:>9.1f} s\n", name, s) << std::flush;
-    return s;
+    std::string log = dir + "/" + name + ".log";
+    TimedRun run = run_ootci(log, args);
+    bool done = run.status == 0;
+    steps.add(name, run.seconds, done);
+    if (!done && (g_stopped || (WIFEXITED(run.status) && WEXITSTATUS(run.status) == 130)))
+      throw Error(
+          fmt::format("stopped in {} after {:.1f} s ({:.1f} s in all); run the same "
+                      "command again to continue it",
+                      name, run.seconds, steps.seconds(name)));
+    if (!done)
+      throw Error(fmt::format("ootci discover exited with status {}; see {}", run.status, log));
+    int before = steps.invocations(name) - 1;
+    std::cout << fmt::format("  {:<12} {:>9.1f} s{}\n", name, steps.seconds(name),
+                             before > 0 ? fmt::format(" (in {} invocations)", before + 1) : "")
+              << std::flush;
+    return steps.seconds(name);
   };
 
   std::cout << fmt::format("files: {}; {} shards{}; {} worker(s) per machine; work dir {}\n",

@@ -12,17 +12,28 @@
 
 namespace ootci::bench {
 
-// Runs `ootci ARGS`, its output in `log`; the wall time in seconds. Throws unless it exits 0.
-inline double timed_ootci(const std::string& log, const std::vector<std::string>& args) {
+struct TimedRun {
+  int status;  // as from waitpid
+  double seconds;
+};
+
+// Runs `ootci ARGS`, its output in `log`: how it ended and its wall time in seconds.
+inline TimedRun run_ootci(const std::string& log, const std::vector<std::string>& args) {
   SpawnOptions o;
   o.argv = {binary_dir() + "/ootci"};
   o.argv.insert(o.argv.end(), args.begin(), args.end());
   o.output_file = log;
   int64_t start = steady_us();
   int status = Subprocess::spawn(o).wait();
-  if (status != 0)
-    throw Error(fmt::format("ootci {} exited with status {}; see {}", args.at(0), status, log));
-  return (steady_us() - start) / 1e6;
+  return {status, (steady_us() - start) / 1e6};
+}
+
+// The wall time in seconds of `ootci ARGS`; throws unless it exits 0.
+inline double timed_ootci(const std::string& log, const std::vector<std::string>& args) {
+  TimedRun run = run_ootci(log, args);
+  if (run.status != 0)
+    throw Error(fmt::format("ootci {} exited with status {}; see {}", args.at(0), run.status, log));
+  return run.seconds;
 }
 
 }  // namespace ootci::bench
