@@ -11,6 +11,7 @@
 // discovery continues where it stopped (docs/select.md), its seconds added to those spent before
 // (steps.json in the work dir).
 #include <fmt/format.h>
+#include <signal.h>
 #include <sys/wait.h>
 
 #include <CLI/CLI.hpp>
@@ -56,11 +57,13 @@ Counts counts(const std::string& db) {
   return c;
 }
 
-// A stop reaches the bench and its ootci alike (one process group): ootci stops cleanly and
-// the bench records the seconds spent. The handler, unlike SIG_IGN, is not inherited by ootci.
+// A stop (SIGINT, SIGTERM) is passed on to the discovery under way (in a process group of its
+// own), which stops cleanly; the bench records the seconds spent and starts no other step.
 volatile std::sig_atomic_t g_stopped = 0;
-void note_stop(int) {
+volatile pid_t g_discovery = 0;
+void pass_stop_on(int) {
   g_stopped = 1;
+  if (g_discovery > 0) kill(g_discovery, SIGINT);
 }
 
 // Each step's seconds over every invocation, and whether it finished.
@@ -103,9 +106,15 @@ int bench(const std::string& backend_dir, const std::string& python_root,
   // A copy outside any git checkout: its revision is a digest of its files, which an ootci commit
   // does not move, so a stopped discovery can still be continued after one. Kept once made.
   std::string backend = dir + "/backend";
-  if (!fs::exists(backend))
-    for (const char* part : {"csrc", "ootci_reference_backend"})
-      fs::copy(backend_dir + "/" + part, backend + "/" + part, fs::copy_options::recursive);
+  if (!fs::exists(backend)) {
+    std::string partial = backend + ".partial";  // renamed once whole
+    fs::remove_all(partial);
+    for (const char* part : {"csrc", "ootci_reference_backend"}) {
+      fs::create_directories(partial + "/" + part);
+      fs::copy(backend_dir + "/" + part, partial + "/" + part, fs::copy_options::recursive);
+    }
+    fs::rename(partial, backend);
+  }
   std::string config = dir + "/ootci.yaml";
   write_file(config, fmt::format("backend:\n  name: reference\n  device_type: privateuseone\n{}"
                                  "  modules: [ootci_reference_backend]\n  pythonpath: [{}]\n"
@@ -121,8 +130,8 @@ int bench(const std::string& backend_dir, const std::string& python_root,
                                     {"balanced", balanced},
                                     {"torch_root", torch_root},
                                     {"python_root", python_root}});
-  std::signal(SIGINT, note_stop);
-  std::signal(SIGTERM, note_stop);
+  std::signal(SIGINT, pass_stop_on);
+  std::signal(SIGTERM, pass_stop_on);
   auto discover = [&](const std::string& name, std::vector<std::string> extra) {
     if (steps.done(name)) {
       std::cout << fmt::format("  {:<12} {:>9.1f} s (done before; {} invocation(s))\n", name,
@@ -144,8 +153,9 @@ int bench(const std::string& backend_dir, const std::string& python_root,
     args.push_back("--files");
     args.insert(args.end(), files.begin(), files.end());
     args.insert(args.end(), extra.begin(), extra.end());
+    if (g_stopped) throw Error(fmt::format("stopped before {}; run the same command again", name));
     std::string log = dir + "/" + name + ".log";
-    TimedRun run = run_ootci(log, args);
+    TimedRun run = run_ootci(log, args, &g_discovery);
     bool done = run.status == 0;
     steps.add(name, run.seconds, done);
     if (!done && (g_stopped || (WIFEXITED(run.status) && WEXITSTATUS(run.status) == 130)))

@@ -17,14 +17,20 @@ struct TimedRun {
   double seconds;
 };
 
-// Runs `ootci ARGS`, its output in `log`: how it ended and its wall time in seconds.
-inline TimedRun run_ootci(const std::string& log, const std::vector<std::string>& args) {
+// Runs `ootci ARGS`, its output in `log`: how it ended and its wall time in seconds. `*running`
+// holds its pid while it runs (it has a process group of its own, so a signal handler that is to
+// reach it must send the signal there).
+inline TimedRun run_ootci(const std::string& log, const std::vector<std::string>& args,
+                          volatile pid_t* running = nullptr) {
   SpawnOptions o;
   o.argv = {binary_dir() + "/ootci"};
   o.argv.insert(o.argv.end(), args.begin(), args.end());
   o.output_file = log;
   int64_t start = steady_us();
-  int status = Subprocess::spawn(o).wait();
+  Subprocess child = Subprocess::spawn(o);
+  if (running) *running = child.pid();
+  int status = child.wait();
+  if (running) *running = 0;
   return {status, (steady_us() - start) / 1e6};
 }
 

@@ -101,6 +101,13 @@ void discover_command(const DiscoverArgs& a) {
                              report.run->run_id);
     throw ExitStatus{130};
   }
+  if (!report.stopped_recording.empty()) {
+    std::cout << fmt::format(
+        "discover: run {} interrupted in its recording pass (run {}); its files stay "
+        "undiscovered until discover continues it\n",
+        report.run->run_id, report.stopped_recording);
+    throw ExitStatus{130};
+  }
   std::cout << fmt::format("discover: run {}\n", report.run->run_id);
   if (probe_stopped) throw ExitStatus{130};
 }

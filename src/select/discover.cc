@@ -341,6 +341,11 @@ DiscoverReport discover(const DiscoverRequest& req) {
         earlier_pass(req.evidence_path, recording, report.backend_rev, plain_before->started_ms);
   RunReport ops_run =
       *continue_pass(req.evidence_path, recording, recording_before, &report.continued);
+  // Stopped: its run stays as it is, so the next discover continues it where it stopped.
+  if (ops_run.status != "finished") {
+    report.stopped_recording = ops_run.run_id;
+    return report;
+  }
 
   auto store = EvidenceStore::open(req.evidence_path);
   std::map<std::string, std::vector<std::string>> ops = store->ops_of_run(ops_run.run_id);
@@ -365,16 +370,13 @@ DiscoverReport discover(const DiscoverRequest& req) {
 
   report.files =
       summarize_discovery(split.to_run, report.run->results, store->ops_of_run(report.run->run_id));
-  // An interrupted recording pass has not seen every test; its files stay undiscovered.
-  if (ops_run.status == "finished") {
-    int64_t now = now_ms();
-    for (const auto& f : split.to_run) {
-      store->mark_discovered({f.relpath, f.sha256, report.backend_rev, report.run->run_id, now});
-      run_of_file[f.relpath] = report.run->run_id;
-    }
-    store.reset();
-    probe(run_of_file);
+  int64_t now = now_ms();
+  for (const auto& f : split.to_run) {
+    store->mark_discovered({f.relpath, f.sha256, report.backend_rev, report.run->run_id, now});
+    run_of_file[f.relpath] = report.run->run_id;
   }
+  store.reset();
+  probe(run_of_file);
   return report;
 }
 

@@ -114,6 +114,9 @@ struct DiscoverReport {
   std::optional<RunReport> run;  // unset when every file was up to date
   std::vector<DiscoverySummary> files;
   std::optional<InputProbeReport> probe;  // set when asked for (probe_inputs > 0)
+  // The recording pass's run when a stop cut it short: kept, to be continued by the next
+  // discover; the plain pass (`run`) finished, and no file is marked discovered.
+  std::string stopped_recording;
 };
 
 // Runs both passes and, when both finished, marks the files discovered. A pass an earlier attempt

@@ -3,6 +3,7 @@ upstream files with the reference backend, and `ootci select delta` on two upstr
 import json
 import os
 import re
+import signal
 import sqlite3
 import subprocess
 import textwrap
@@ -46,9 +47,10 @@ def discover(ws, *args, timeout=900):
     return Discovery(ws, proc)
 
 
-def kill_discovery_in_slow_test(ws, args, evidence, pass_, meanwhile=None):
-    """Starts a discovery, kills it (SIGKILL) inside test_slow in `pass_`; the plain run's id.
-    `meanwhile(pid)` runs while it is in test_slow, before the kill."""
+def kill_discovery_in_slow_test(ws, args, evidence, pass_, meanwhile=None, sig=signal.SIGKILL):
+    """Starts a discovery, kills it (`sig`) inside test_slow in `pass_`; the plain run's id.
+    `meanwhile(pid)` runs while it is in test_slow, before the kill. A SIGINT is a stop: the
+    discovery must end by itself, with status 130."""
     mark = ws.path / ".ootci" / f"slow-started-{pass_}"
     mark.unlink(missing_ok=True)
     proc = subprocess.Popen([str(OOTCI), "discover", "--config", "ootci.yaml", *args, "--evidence",
@@ -65,8 +67,10 @@ def kill_discovery_in_slow_test(ws, args, evidence, pass_, meanwhile=None):
         if meanwhile:
             meanwhile(proc.pid)
     finally:
-        proc.kill()
-        proc.wait()
+        proc.send_signal(sig)
+        status = proc.wait(timeout=120)
+    if sig == signal.SIGINT:
+        assert status == 130, status
     db = sqlite3.connect(ws.path / evidence)
     return next(r[0] for r in db.execute("SELECT id, manifest FROM runs ORDER BY started_ms")
                 if json.loads(r[1]).get("discovery_pass") == "plain")
@@ -394,6 +398,19 @@ def test_a_discovery_sharded_three_ways_and_merged_is_the_unsharded_discovery(ws
         discovered_variants(ws.path / f".ootci/shard{k}.db")
     runs = sqlite3.connect(ws.path / ".ootci/recording-killed.db").execute("SELECT id FROM runs")
     assert [r[0] for r in runs] == [plain]  # the recording run is gone once its ops are copied
+
+    # Stopped (SIGINT) in the recording pass: status 130, nothing discovered, and the recording
+    # run kept, so the next discover continues it rather than starting it again.
+    plain = kill_discovery_in_slow_test(ws, shard_args, ".ootci/recording-stopped.db", "recording",
+                                        sig=signal.SIGINT)
+    assert discovered_variants(ws.path / ".ootci/recording-stopped.db") == {}
+    again = discover(ws, *shard_args, "--evidence", ".ootci/recording-stopped.db")
+    assert again.returncode == 0, again.output[-3000:]
+    assert "recording pass: continuing run " in again.stdout and \
+        "(interrupted when it stopped;" in again.stdout, again.stdout
+    assert again.run_id == plain
+    assert discovered_variants(ws.path / ".ootci/recording-stopped.db") == \
+        discovered_variants(ws.path / f".ootci/shard{k}.db")
 
     # Another plan is not continued: the backend's environment changed since the kill.
     killed = kill_discovery_in_slow_test(ws, shard_args, ".ootci/env-changed.db", "plain")
