@@ -6,10 +6,10 @@
 // hangs, each shard's time, the slowest shard over the unsharded time (target <= 0.3 for 4
 // shards), and whether the two proposals are byte-identical (target: yes).
 //
-// A whole test_ops.py takes hours a pass, more than one sitting: stopped (SIGINT to its process
-// group) and run again with the same --workdir, the bench skips the steps that finished and each
-// discovery continues where it stopped (docs/select.md), its seconds added to those spent before
-// (steps.json in the work dir).
+// A whole test_ops.py takes hours a pass, more than one sitting: stopped (SIGINT or SIGTERM,
+// passed on to the discovery under way) and run again with the same --workdir, the bench skips
+// the steps that finished and each discovery continues where it stopped (docs/select.md), its
+// seconds added to those spent before (steps.json in the work dir).
 #include <fmt/format.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -165,9 +165,10 @@ int bench(const std::string& backend_dir, const std::string& python_root,
                       name, run.seconds, steps.seconds(name)));
     if (!done)
       throw Error(fmt::format("ootci discover exited with status {}; see {}", run.status, log));
-    int before = steps.invocations(name) - 1;
-    std::cout << fmt::format("  {:<12} {:>9.1f} s{}\n", name, steps.seconds(name),
-                             before > 0 ? fmt::format(" (in {} invocations)", before + 1) : "")
+    int invocations = steps.invocations(name);
+    std::cout << fmt::format(
+                     "  {:<12} {:>9.1f} s{}\n", name, steps.seconds(name),
+                     invocations > 1 ? fmt::format(" (in {} invocations)", invocations) : "")
               << std::flush;
     return steps.seconds(name);
   };
