@@ -26,15 +26,17 @@ bool in_file(const std::string& test_id, const std::string& relpath) {
 }  // namespace
 
 std::optional<double> remaining_seconds(const ProgressSnapshot& s) {
-  if (s.unknown_files || s.done == 0) return std::nullopt;
+  size_t done_now = s.done > s.done_before ? s.done - s.done_before : 0;
+  if (s.unknown_files || done_now == 0) return std::nullopt;
   double workers = std::max(1, s.workers);
   double left = static_cast<double>(s.total > s.done ? s.total - s.done : 0);
-  // The average so far: elapsed time per finished test, over the tests left.
-  double by_average = s.elapsed_s * left / static_cast<double>(s.done);
+  // The average so far: elapsed time per test finished in it, over the tests left.
+  double by_average = s.elapsed_s * left / static_cast<double>(done_now);
   if (s.history_total_s <= 0) return by_average;
   double by_history = std::max(0.0, s.history_total_s - s.history_done_s) / workers;
-  // Pace: how long the done part took against what the record expected of it.
-  if (s.history_done_s > 0) by_history *= s.elapsed_s / (s.history_done_s / workers);
+  // Pace: how long the part done in this process took against what the record expected of it.
+  double history_done_now = s.history_done_s - s.history_done_before_s;
+  if (history_done_now > 0) by_history *= s.elapsed_s / (history_done_now / workers);
   return std::max(by_history, by_average);
 }
 
@@ -107,9 +109,16 @@ void Progress::add(const TestResult& r) {
 
 void Progress::add_finished(const std::vector<TestResult>& results) {
   for (const auto& r : results) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!outcomes_.count(r.test_id)) {
+        ++done_before_;
+        auto h = history_.find(r.test_id);
+        if (h != history_.end()) history_done_before_s_ += h->second;
+      }
+      ++already_[r.file];
+    }
     add(r);
-    std::lock_guard<std::mutex> lock(mutex_);
-    ++already_[r.file];
   }
 }
 
@@ -125,8 +134,15 @@ std::string Progress::line() {
   total = std::max(total, done);
   double elapsed = (steady_us() - started_us_) / 1e6;
   // Files nobody has run yet make the total a lower bound and the ETA a guess not worth showing.
-  ProgressSnapshot snapshot{
-      elapsed, done, total, history_total_s_, history_done_s_, workers_, !unknown_.empty()};
+  ProgressSnapshot snapshot{elapsed,
+                            done,
+                            total,
+                            history_total_s_,
+                            history_done_s_,
+                            workers_,
+                            !unknown_.empty(),
+                            done_before_,
+                            history_done_before_s_};
   std::optional<double> left = remaining_seconds(snapshot);
   std::string eta = !unknown_.empty() ? "? (first run)"
                     : !left           ? "?"

@@ -23,6 +23,10 @@ struct ProgressSnapshot {
   double history_total_s = 0, history_done_s = 0;
   int workers = 1;
   bool unknown_files = false;  // files never run before, not collected yet
+  // Of `done` and `history_done_s`, what a resumed run had finished before this process started:
+  // `elapsed_s` is this process's time, so the pace is taken from the rest alone.
+  size_t done_before = 0;
+  double history_done_before_s = 0;
 };
 
 // Seconds left, or nullopt when there is nothing to go on. Recorded durations say what remains;
@@ -79,6 +83,8 @@ class Progress {
   std::map<std::string, bool> flaky_;
   std::map<std::string, std::pair<int64_t, int>> running_;  // test id -> (started µs, limit s)
   double history_total_s_ = 0, history_done_s_ = 0;
+  size_t done_before_ = 0;  // results a resumed run had settled, and their recorded seconds
+  double history_done_before_s_ = 0;
   int64_t started_us_ = 0;
   std::thread thread_;
   std::condition_variable wake_;

@@ -33,6 +33,29 @@ TEST(RemainingSeconds, NeverBelowTheAverageTimePerTest) {
   EXPECT_DOUBLE_EQ(*remaining_seconds({60, 60, 60, 10, 10, 1, false}), 0);
 }
 
+// A resumed run: 900 of 1,000 tests finished in an earlier process, 50 in this one's 100 s. The
+// pace is this process's own; counting the 900 as done in 100 s said 5 s for the last 50.
+TEST(RemainingSeconds, AResumedRunsPaceIsTakenFromWhatThisProcessFinished) {
+  EXPECT_DOUBLE_EQ(*remaining_seconds({100, 950, 1000, 0, 0, 1, false, 900, 0}), 100);
+  // With a record: 900 s of it done before, 50 s of it in this process's 100 s.
+  EXPECT_DOUBLE_EQ(*remaining_seconds({100, 950, 1000, 1000, 950, 1, false, 900, 900}), 100);
+  // Nothing finished in this process yet: nothing to go on.
+  EXPECT_FALSE(remaining_seconds({100, 900, 1000, 1000, 900, 1, false, 900, 900}));
+}
+
+TEST(Progress, TestsAResumedRunFinishedBeforeCountButGiveNoPace) {
+  Progress progress(false, {{"test/test_a.py::T::one", 1.0}, {"test/test_a.py::T::two", 1.0}}, 1);
+  progress.expect_from_history("test/test_a.py");
+  TestResult one;
+  one.test_id = "test/test_a.py::T::one";
+  one.file = "test/test_a.py";
+  one.outcome = Outcome::passed;
+  progress.add_finished({one});
+  progress.expect("test/test_a.py", 1);  // the resumed process collects only what is left
+  EXPECT_NE(progress.line().find("[1/2] 1 passed"), std::string::npos) << progress.line();
+  EXPECT_NE(progress.line().find("ETA ?"), std::string::npos) << progress.line();
+}
+
 // Two workers share a new file: each collects its part. Until both have, the file is not known
 // (no ETA); then its size is both parts', not the last one's.
 TEST(Progress, AFileSharedByWorkersIsKnownOnceEveryPartCollected) {
