@@ -109,17 +109,14 @@ void Progress::add(const TestResult& r) {
 
 void Progress::add_finished(const std::vector<TestResult>& results) {
   for (const auto& r : results) {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (!outcomes_.count(r.test_id)) {
-        ++done_before_;
-        auto h = history_.find(r.test_id);
-        if (h != history_.end()) history_done_before_s_ += h->second;
-      }
-      ++already_[r.file];
-    }
     add(r);
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++already_[r.file];
   }
+  // Called before the run starts: everything counted so far was finished by an earlier process.
+  std::lock_guard<std::mutex> lock(mutex_);
+  done_before_ = outcomes_.size();
+  history_done_before_s_ = history_done_s_;
 }
 
 std::string Progress::line() {

@@ -59,7 +59,7 @@ class Progress {
   void add(const TestResult& result);
   // A test started running in some worker (running: true, with its limit), or stopped.
   void running(const std::string& test_id, int limit_s, bool running);
-  // Tests a resumed run finished before.
+  // Tests a resumed run finished before; called before start() and before any add().
   void add_finished(const std::vector<TestResult>& results);
   // A file is through (with its reruns): one line with its counts, also when not on a terminal.
   void file_finished(const std::string& relpath, double seconds);
