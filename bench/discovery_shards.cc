@@ -6,6 +6,11 @@
 // hangs, each shard's time, the slowest shard over the unsharded time (target <= 0.3 for 4
 // shards), and whether the two proposals are byte-identical (target: yes).
 //
+// --part unsharded or --part shards measures one half, for a file whose two halves do not fit in
+// one sitting on a machine that keeps nothing between sittings: each half prints its proposal's
+// SHA-256 (and keeps the proposal in the work dir), which the other half's, measured later, must
+// equal.
+//
 // A whole test_ops.py takes hours a pass, more than one sitting: stopped (SIGINT or SIGTERM,
 // passed on to the discovery under way) and run again with the same --workdir, the bench skips
 // the steps that finished and each discovery continues where it stopped (docs/select.md), its
@@ -24,6 +29,7 @@
 #include "base/atomic_file.h"
 #include "base/error.h"
 #include "base/file_text.h"
+#include "base/sha256.h"
 #include "evidence/evidence_store.h"
 #include "ootci_process.h"
 
@@ -37,6 +43,14 @@ std::map<std::string, std::string> proposal(const std::string& dir) {
   for (const auto& p : fs::directory_iterator(dir))
     out[p.path().filename().string()] = read_file_bytes(p.path().string()).value_or("");
   return out;
+}
+
+// One digest of every file a proposal wrote and of its variant list, to compare proposals made in
+// different sittings.
+std::string proposal_digest(const std::string& dir, const std::string& variants) {
+  std::string all;
+  for (const auto& [name, text] : proposal(dir)) all += name + '\0' + text + '\0';
+  return sha256_hex(all + read_file_bytes(variants).value_or(""));
 }
 
 struct Counts {
@@ -100,7 +114,12 @@ class Steps {
 
 int bench(const std::string& backend_dir, const std::string& python_root,
           const std::string& torch_root, const std::vector<std::string>& files, int shards,
-          int workers, int probe_inputs, bool balanced, std::string dir) {
+          int workers, int probe_inputs, bool balanced, const std::string& part, std::string dir) {
+  bool run_unsharded = part != "shards", run_shards = part != "unsharded";
+  if (balanced && !run_unsharded)
+    throw Error(
+        "--balanced places the shards by the unsharded run's durations: not with --part "
+        "shards");
   if (dir.empty()) dir = make_temp_dir();
   fs::create_directories(dir);
   // A copy outside any git checkout: its revision is a digest of its files, which an ootci commit
@@ -178,7 +197,28 @@ int bench(const std::string& backend_dir, const std::string& python_root,
                            balanced ? " placed by the unsharded run's durations (--timings)"
                                     : " split by the hash of each variant's id",
                            workers, dir);
-  double whole = discover("unsharded", {});
+  auto propose = [&](const std::string& name) {
+    timed_ootci(
+        dir + "/propose-" + name + ".log",
+        {"select", "propose", "--config", config, "--evidence", fmt::format("{}/{}.db", dir, name),
+         "--out", fmt::format("{}/proposed-{}", dir, name), "--variants",
+         fmt::format("{}/proposed-{}.json", dir, name)});
+    std::string digest = proposal_digest(fmt::format("{}/proposed-{}", dir, name),
+                                         fmt::format("{}/proposed-{}.json", dir, name));
+    Counts c = counts(fmt::format("{}/{}.db", dir, name));
+    std::cout << fmt::format("{}: {} variants ({} crashed, {} hung); proposal sha256 {}\n", name,
+                             c.variants, c.crashed, c.hung, digest);
+    return digest;
+  };
+  double whole = 0;
+  std::string unsharded_digest;
+  if (run_unsharded) {
+    whole = discover("unsharded", {});
+    unsharded_digest = propose("unsharded");
+    std::cout << fmt::format("unsharded {:.1f} s ({:.2f} variants/s)\n", whole,
+                             counts(dir + "/unsharded.db").variants / whole);
+  }
+  if (!run_shards) return 0;
   std::vector<std::string> dbs;
   double slowest = 0, sum = 0;
   for (int k = 1; k <= shards; ++k) {
@@ -195,26 +235,15 @@ int bench(const std::string& backend_dir, const std::string& python_root,
   merge.insert(merge.end(), dbs.begin(), dbs.end());
   merge.insert(merge.end(), {"--out", dir + "/merged.db"});
   double merge_s = timed_ootci(dir + "/merge.log", merge);
-  for (const char* name : {"unsharded", "merged"})
-    timed_ootci(
-        dir + "/propose-" + name + ".log",
-        {"select", "propose", "--config", config, "--evidence", fmt::format("{}/{}.db", dir, name),
-         "--out", fmt::format("{}/proposed-{}", dir, name), "--variants",
-         fmt::format("{}/proposed-{}.json", dir, name)});
-
-  Counts c = counts(dir + "/unsharded.db");
-  Counts m = counts(dir + "/merged.db");
-  bool same = proposal(dir + "/proposed-unsharded") == proposal(dir + "/proposed-merged") &&
-              read_file_bytes(dir + "/proposed-unsharded.json") ==
-                  read_file_bytes(dir + "/proposed-merged.json");
-  std::cout << fmt::format("variants: {} unsharded ({:.1f}/s; {} crashed, {} hung), {} merged\n",
-                           c.variants, c.variants / whole, c.crashed, c.hung, m.variants);
+  std::string merged_digest = propose("merged");
+  std::cout << fmt::format("shards: slowest {:.1f} s, sum {:.1f} s; merge {:.1f} s\n", slowest, sum,
+                           merge_s);
+  if (!run_unsharded) return 0;
   std::cout << fmt::format(
-      "unsharded {:.1f} s; shards: slowest {:.1f} s, sum {:.1f} s (the cost of collecting each "
-      "file in every shard: {:+.1f} s); merge {:.1f} s\n",
-      whole, slowest, sum, sum - whole, merge_s);
-  std::cout << fmt::format("slowest shard / unsharded: {:.2f} (target <= 0.3 for 4 shards)\n",
-                           slowest / whole);
+      "the cost of collecting each file in every shard: {:+.1f} s\n"
+      "slowest shard / unsharded: {:.2f} (target <= 0.3 for 4 shards)\n",
+      sum - whole, slowest / whole);
+  bool same = merged_digest == unsharded_digest;
   std::cout << fmt::format("select propose from the merge: {} (target: byte-identical)\n",
                            same ? "byte-identical" : "DIFFERENT");
   return same ? 0 : 1;
@@ -226,7 +255,7 @@ int main(int argc, char** argv) {
   int shards = 4, workers = 1, probe_inputs = 0;
   bool balanced = false;
   std::string torch_root = std::getenv("TORCH_ROOT") ? std::getenv("TORCH_ROOT") : "";
-  std::string python_root, workdir, backend_dir = "examples/reference-backend";
+  std::string part = "all", python_root, workdir, backend_dir = "examples/reference-backend";
   app.add_option("--files", files, "upstream test files, relative to --torch-root");
   app.add_option("--shards", shards, "shards (N)")->check(CLI::Range(2, 64));
   app.add_option("--workers", workers, "workers per machine (one device each)")
@@ -239,6 +268,10 @@ int main(int argc, char** argv) {
   app.add_flag("--balanced", balanced,
                "place the shards' variants by the unsharded run's durations (--timings), as a "
                "second discovery does");
+  app.add_option("--part", part,
+                 "measure both halves (all), or one: the unsharded run or the shards, each "
+                 "printing its proposal's sha256 for a comparison made later")
+      ->check(CLI::IsMember({"all", "unsharded", "shards"}));
   app.add_option("--workdir", workdir, "keep everything here (default: a temporary folder)");
   CLI11_PARSE(app, argc, argv);
   if (torch_root.empty()) {
@@ -247,7 +280,7 @@ int main(int argc, char** argv) {
   }
   try {
     return bench(backend_dir, python_root, torch_root, files, shards, workers, probe_inputs,
-                 balanced, workdir);
+                 balanced, part, workdir);
   } catch (const std::exception& e) {
     std::cerr << "discovery-shards: " << e.what() << "\n";
     return 1;
