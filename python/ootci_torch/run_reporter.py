@@ -23,7 +23,9 @@ OOTCI_RUN_PART="K/N" (a sharded discovery, `ootci discover --shard K/N`) keeps p
 variants: those OOTCI_RUN_PART_PLACED (lines "id<TAB>part", from recorded durations) places there,
 and of the rest those whose id's CRC-32 is K-1 modulo N, so that every machine that collects the
 same file splits it alike with no list to share. OOTCI_RUN_SUBPART="J/W" (discovery's workers
-sharing a file) keeps, of that, the variants whose CRC-32 divided by N is J-1 modulo W.
+sharing a file) keeps, of that, those OOTCI_RUN_SUBPART_PLACED (lines "id<TAB>worker", the
+variants placed in part K, placed again among the W workers by their durations) places at J, and
+of the rest those whose CRC-32 divided by N is J-1 modulo W.
 OOTCI_RUN_MULTI_DEVICE=defer (a device pool, run.devices): tests that need more than one device
 (deviceCountAtLeast) do not run here; the "collected" event lists them as "multi_device", and the
 runner runs them alone with every device.
@@ -249,19 +251,26 @@ def _part_filter():
         return lambda tid: True
     k, n = (int(x) for x in (spec or "1/1").split("/"))
     j, w = (int(x) for x in (sub or "1/1").split("/"))
+    placed = _placement(os.environ.get("OOTCI_RUN_PART_PLACED"))
+    among_workers = _placement(os.environ.get("OOTCI_RUN_SUBPART_PLACED"))
+
+    def in_part(tid):
+        crc = zlib.crc32(tid.encode("utf-8"))
+        return (placed.get(tid, crc % n + 1) == k
+                and among_workers.get(tid, (crc // n) % w + 1) == j)
+    return in_part
+
+
+def _placement(path):
+    """{test id: part} from a file of "id<TAB>part" lines; {} without one."""
     placed = {}
-    path = os.environ.get("OOTCI_RUN_PART_PLACED")
     if path:
         with open(path, encoding="utf-8") as f:
             for line in f.read().split("\n"):
                 if line:
                     tid, part = line.rsplit("\t", 1)
                     placed[tid] = int(part)
-
-    def in_part(tid):
-        crc = zlib.crc32(tid.encode("utf-8"))
-        return placed.get(tid, crc % n + 1) == k and (crc // n) % w + 1 == j
-    return in_part
+    return placed
 
 
 def _wanted(tid, props, only, only_bases):

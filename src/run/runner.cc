@@ -886,6 +886,13 @@ std::map<std::string, std::string> run_environment(const RunRequest& req,
     for (const auto& [id, part] : req.part.placed) placed += fmt::format("{}\t{}\n", id, part);
     env["OOTCI_RUN_PART_PLACED"] = run_dir + "/part_placed.txt";
     write_file_atomically(env["OOTCI_RUN_PART_PLACED"], placed);
+    if (!req.part.placed_among_workers.empty()) {
+      std::string shares;
+      for (const auto& [id, worker] : req.part.placed_among_workers)
+        shares += fmt::format("{}\t{}\n", id, worker);
+      env["OOTCI_RUN_SUBPART_PLACED"] = run_dir + "/subpart_placed.txt";
+      write_file_atomically(env["OOTCI_RUN_SUBPART_PLACED"], shares);
+    }
   }
   if (req.record_ops) {
     env["OOTCI_RECORD_OPS"] = "1";

@@ -106,4 +106,18 @@ std::map<std::string, int> place_variants(const std::vector<std::string>& files,
   return placed;
 }
 
+std::map<std::string, int> place_among_workers(const std::map<std::string, int>& placed,
+                                               const std::map<std::string, double>& durations,
+                                               int k, int workers) {
+  std::map<std::string, int> out;
+  if (workers < 2) return out;
+  std::vector<ShardUnit> units;
+  for (const auto& [id, part] : placed)
+    if (part == k) units.push_back({id, durations.at(id)});
+  std::vector<Shard> shares = assign_shards(units, workers);
+  for (size_t i = 0; i < shares.size(); ++i)
+    for (const auto& id : shares[i].units) out[id] = static_cast<int>(i) + 1;
+  return out;
+}
+
 }  // namespace ootci

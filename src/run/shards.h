@@ -50,6 +50,9 @@ std::pair<int, int> parse_shard(const std::string& text, std::string_view flag =
 struct VariantPart {
   int k = 0, n = 0;                   // n == 0: whole files
   std::map<std::string, int> placed;  // test id -> part (1..N)
+  // Of the variants placed in part K: test id -> the worker (1..W) of this machine's run that
+  // runs it (OOTCI_RUN_SUBPART); the rest of a file's variants go by the hash.
+  std::map<std::string, int> placed_among_workers;
 };
 
 // Places the tests of `files` whose mean duration `durations` records (a previous discovery's
@@ -58,5 +61,12 @@ struct VariantPart {
 // split by count is the balance it can give.
 std::map<std::string, int> place_variants(const std::vector<std::string>& files,
                                           const std::map<std::string, double>& durations, int n);
+
+// The variants `placed` in part `k`, placed again among a machine's `workers` by the same rule,
+// so that the workers sharing a file (a discovery's) end together: split by the hash, a shard of
+// test_ops.py ended one worker's share minutes before the other's. Empty for one worker.
+std::map<std::string, int> place_among_workers(const std::map<std::string, int>& placed,
+                                               const std::map<std::string, double>& durations,
+                                               int k, int workers);
 
 }  // namespace ootci

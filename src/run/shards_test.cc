@@ -143,5 +143,19 @@ TEST(Shards, VariantsAreBalancedByTheirDurationsWithinOneFile) {
   EXPECT_TRUE(place_variants({"test/new.py"}, durations, 3).empty());
 }
 
+TEST(Shards, APartsVariantsArePlacedAgainAmongTheMachinesWorkers) {
+  std::map<std::string, double> durations = {{"t::slow", 9}, {"t::mid", 5}, {"t::q1", 2},
+                                             {"t::q2", 2},   {"t::q3", 1},  {"t::other", 30}};
+  std::map<std::string, int> placed = {{"t::slow", 1}, {"t::mid", 1}, {"t::q1", 1},
+                                       {"t::q2", 1},   {"t::q3", 1},  {"t::other", 2}};
+  // Part 1's 19 s between two workers, longest first: 9 | 5 + 2 + 2, then 1 to the first.
+  EXPECT_EQ(place_among_workers(placed, durations, 1, 2),
+            (std::map<std::string, int>{
+                {"t::slow", 1}, {"t::mid", 2}, {"t::q1", 2}, {"t::q2", 2}, {"t::q3", 1}}));
+  EXPECT_EQ(place_among_workers(placed, durations, 2, 2),
+            (std::map<std::string, int>{{"t::other", 1}}));
+  EXPECT_TRUE(place_among_workers(placed, durations, 1, 1).empty());  // one worker: no split
+}
+
 }  // namespace
 }  // namespace ootci

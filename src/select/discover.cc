@@ -321,8 +321,11 @@ DiscoverReport discover(const DiscoverRequest& req) {
       throw Error(fmt::format("--timings {}: no such evidence database", req.timings));
     std::vector<std::string> relpaths;
     for (const auto& f : split.to_run) relpaths.push_back(f.relpath);
-    plain.part.placed = place_variants(
-        relpaths, EvidenceStore::open(req.timings)->completed_durations(), req.part.n);
+    std::map<std::string, double> durations =
+        EvidenceStore::open(req.timings)->completed_durations();
+    plain.part.placed = place_variants(relpaths, durations, req.part.n);
+    plain.part.placed_among_workers =
+        place_among_workers(plain.part.placed, durations, req.part.k, run_workers(plain));
   }
   std::optional<RunInfo> plain_before =
       req.force ? std::nullopt : earlier_pass(req.evidence_path, plain, report.backend_rev, 0);

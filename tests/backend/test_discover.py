@@ -433,6 +433,33 @@ def test_a_discovery_sharded_three_ways_and_merged_is_the_unsharded_discovery(ws
     assert json.loads((ws.path / "proposed-merged.json").read_text()) == \
         json.loads((ws.path / "proposed-whole.json").read_text())
 
+    # Placed by the unsharded discovery's durations (--timings): each shard holds the variants
+    # part_placed.txt places in it, its two workers (run.workers) share them as
+    # subpart_placed.txt places them, and the two shards merged are the unsharded discovery.
+    def placement(path):
+        return {tid: int(part) for tid, part in
+                (line.rsplit("\t", 1) for line in path.read_text().splitlines())}
+
+    for k in (1, 2):
+        timed = discover(ws, *args, "--shard", f"{k}/2", "--timings", ".ootci/whole.db",
+                         "--evidence", f".ootci/timed{k}.db")
+        assert timed.returncode == 0, timed.output[-3000:]
+        run_dir = ws.path / ".ootci" / "runs" / timed.run_id
+        in_part = {t for t, part in placement(run_dir / "part_placed.txt").items() if part == k}
+        assert set(discovered_variants(ws.path / f".ootci/timed{k}.db")) == in_part, in_part
+        among = placement(run_dir / "subpart_placed.txt")
+        assert set(among) == in_part and set(among.values()) == {1, 2}, among
+        collected = set()
+        for events in (run_dir / "work").glob("*/events.jsonl"):
+            for line in events.read_text().splitlines():
+                event = json.loads(line)
+                if event["e"] == "collected" and event["tests"]:
+                    collected.add(frozenset(event["tests"]))
+        assert collected == {frozenset(t for t, j in among.items() if j == worker)
+                             for worker in (1, 2)}, (collected, among)
+    ws.ootci("evidence", "merge", ".ootci/timed1.db", ".ootci/timed2.db", "--out", ".ootci/timed.db")
+    assert discovered_variants(ws.path / ".ootci/timed.db") == expected
+
     # Bad input: a part beyond the count, part 0, an unsharded discovery among shards.
     for bad in ("0/3", "4/3"):
         refused = discover(ws, *args, "--shard", bad, "--evidence", ".ootci/bad.db")
