@@ -316,13 +316,15 @@ DiscoverReport discover(const DiscoverRequest& req) {
   plain.discovery = DiscoveryPass::kPlain;
   plain.plan_override = discovery_plan(req.backend, split.to_run);
   plain.part = req.part;
+  std::map<std::string, double> durations;  // from --timings
   if (req.part.n > 0 && !req.timings.empty()) {
     if (!fs::is_regular_file(req.timings))
       throw Error(fmt::format("--timings {}: no such evidence database", req.timings));
     std::vector<std::string> relpaths;
     for (const auto& f : split.to_run) relpaths.push_back(f.relpath);
-    std::map<std::string, double> durations =
-        EvidenceStore::open(req.timings)->completed_durations();
+    // Every result's duration, not only those that ran to an end: a variant that hung costs its
+    // limit again, and left to the hash, two 2-minute hangs on one worker were half its share.
+    durations = EvidenceStore::open(req.timings)->test_durations();
     plain.part.placed = place_variants(relpaths, durations, req.part.n);
     plain.part.placed_among_workers =
         place_among_workers(plain.part.placed, durations, req.part.k, run_workers(plain));
@@ -338,6 +340,17 @@ DiscoverReport discover(const DiscoverRequest& req) {
   recording.record_ops = true;
   recording.backend.run.reruns = 0;  // failures are the plain pass's business
   recording.selection = recording_selection(report.run->results);
+  // It runs no variant that crashed or hung in the plain pass: placed among the workers with
+  // them, the worker that had a 2-minute hang ended its share 2 minutes early.
+  if (!plain.part.placed_among_workers.empty()) {
+    std::map<std::string, int> runs_again;
+    for (const TestResult& r : report.run->results)
+      if (auto it = plain.part.placed.find(r.test_id);
+          r.outcome != Outcome::error && it != plain.part.placed.end())
+        runs_again.insert(*it);
+    recording.part.placed_among_workers =
+        place_among_workers(runs_again, durations, req.part.k, run_workers(recording));
+  }
   std::optional<RunInfo> recording_before;
   if (plain_before)  // only a pass that followed this plain pass belongs to it
     recording_before =
