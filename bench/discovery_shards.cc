@@ -208,15 +208,15 @@ int bench(const std::string& backend_dir, const std::string& python_root,
     Counts c = counts(fmt::format("{}/{}.db", dir, name));
     std::cout << fmt::format("{}: {} variants ({} crashed, {} hung); proposal sha256 {}\n", name,
                              c.variants, c.crashed, c.hung, digest);
-    return digest;
+    return std::pair{digest, c};
   };
   double whole = 0;
   std::string unsharded_digest;
   if (run_unsharded) {
     whole = discover("unsharded", {});
-    unsharded_digest = propose("unsharded");
-    std::cout << fmt::format("unsharded {:.1f} s ({:.2f} variants/s)\n", whole,
-                             counts(dir + "/unsharded.db").variants / whole);
+    Counts c;
+    std::tie(unsharded_digest, c) = propose("unsharded");
+    std::cout << fmt::format("unsharded {:.1f} s ({:.2f} variants/s)\n", whole, c.variants / whole);
   }
   if (!run_shards) return 0;
   std::vector<std::string> dbs;
@@ -235,7 +235,7 @@ int bench(const std::string& backend_dir, const std::string& python_root,
   merge.insert(merge.end(), dbs.begin(), dbs.end());
   merge.insert(merge.end(), {"--out", dir + "/merged.db"});
   double merge_s = timed_ootci(dir + "/merge.log", merge);
-  std::string merged_digest = propose("merged");
+  std::string merged_digest = propose("merged").first;
   std::cout << fmt::format("shards: slowest {:.1f} s, sum {:.1f} s; merge {:.1f} s\n", slowest, sum,
                            merge_s);
   if (!run_unsharded) return 0;

@@ -344,10 +344,10 @@ DiscoverReport discover(const DiscoverRequest& req) {
   // them, the worker that had a 2-minute hang ended its share 2 minutes early.
   if (!plain.part.placed_among_workers.empty()) {
     std::map<std::string, int> runs_again;
-    for (const TestResult& r : report.run->results)
-      if (auto it = plain.part.placed.find(r.test_id);
-          r.outcome != Outcome::error && it != plain.part.placed.end())
-        runs_again.insert(*it);
+    for (const auto& placed : plain.part.placed)
+      if (recording.selection->files.count(unit_file(placed.first)) ||
+          recording.selection->tests.count(placed.first))
+        runs_again.insert(placed);
     recording.part.placed_among_workers =
         place_among_workers(runs_again, durations, req.part.k, run_workers(recording));
   }
