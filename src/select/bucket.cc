@@ -7,6 +7,7 @@
 #include <regex>
 
 #include "base/text.h"
+#include "select/discover.h"
 
 // Evidence -> buckets: every variant's mode and the reason for it, from its recorded results
 // (docs/select.md, "Buckets"). bucket_entries.cc turns buckets into config entries.
@@ -270,6 +271,13 @@ Bucket bucket_one(const VariantEvidence& v, const Capabilities& caps, size_t fix
     return make(TestMode::skip, Cause::hang,
                 fmt::format("hangs (Timeout) in {}", in_runs(c.hang, n)));
   if (c.fail == 0 && c.rerun_pass == 0) {
+    // Its pass holds only for the values it draws: a device that is wrong for others would be
+    // green by the luck of the draw, and red once anything moves the inputs.
+    if (c.pass > 0 && input_probe_failed(v.input_probe))
+      return make(TestMode::xfail, Cause::input_dependent,
+                  fmt::format("passed in every run, but {}: it passes only for the values it "
+                              "draws (discovery's input probe)",
+                              v.input_probe));
     std::string text;
     if (c.upstream_xfail == 0)
       text = "passed in every run";

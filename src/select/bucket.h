@@ -28,21 +28,22 @@ struct Capabilities {
 
 // Why a variant is in its bucket.
 enum class Cause {
-  passed,          // passed in every run that ran it (or in the newest, after failing before)
-  regressed,       // passed in the older runs, failed in the newest: kept mandatory
-  never_ran,       // upstream skipped it every time, or no run ran it
-  not_admitted,    // outside global.supported_dtypes / supported_ops: never created
-  crash,           // killed the test process (SIG*)
-  hang,            // timed out
-  flaky,           // passed and failed across runs, or passed only on a rerun
-  missing_op,      // an error names an aten op the device does not implement
-  missing_dtype,   // an error names a dtype the device does not support
-  dtype_specific,  // fails only for this dtype; other dtypes of the same test pass
-  supported_ops,   // fails although every op it called has a device kernel: xfail_strict
-  tolerance,       // fails only by a numeric mismatch within the factor: a precision override
-  numeric,         // fails only by a numeric mismatch beyond the factor (or NaN)
-  failure,         // fails every time, for no reason selection can name
-  agent,           // an external agent's proposal, checked against the evidence
+  passed,           // passed in every run that ran it (or in the newest, after failing before)
+  regressed,        // passed in the older runs, failed in the newest: kept mandatory
+  never_ran,        // upstream skipped it every time, or no run ran it
+  not_admitted,     // outside global.supported_dtypes / supported_ops: never created
+  crash,            // killed the test process (SIG*)
+  hang,             // timed out
+  flaky,            // passed and failed across runs, or passed only on a rerun
+  input_dependent,  // passed, but discovery's input probe failed it with its inputs shifted
+  missing_op,       // an error names an aten op the device does not implement
+  missing_dtype,    // an error names a dtype the device does not support
+  dtype_specific,   // fails only for this dtype; other dtypes of the same test pass
+  supported_ops,    // fails although every op it called has a device kernel: xfail_strict
+  tolerance,        // fails only by a numeric mismatch within the factor: a precision override
+  numeric,          // fails only by a numeric mismatch beyond the factor (or NaN)
+  failure,          // fails every time, for no reason selection can name
+  agent,            // an external agent's proposal, checked against the evidence
 };
 
 struct Bucket {
@@ -68,11 +69,12 @@ struct Bucket {
 // newest: mandatory_success, a regression candidate; any crash: skip; any timeout: skip; passed
 // every time: mandatory_success; passed in the newest `fixed_after` or more runs after failing
 // before: mandatory_success (fixed); passed and failed otherwise, or passed only on a rerun: xfail
-// (flaky); failed every time: xfail naming the missing op or dtype, xfail_strict when every
-// recorded op has a device kernel, xfail naming the dtype when only that dtype fails, else xfail.
-// Before the fixed and flaky rules, failures that are all torch's numeric mismatch are judged by
-// `tolerance` (tolerance proposals): mandatory_success with a precision within its factor, else
-// xfail with the numbers.
+// (flaky); passed every time but failed with its inputs shifted (discovery's input probe): xfail,
+// a pass only for the values it draws; failed every time: xfail naming the missing op or dtype,
+// xfail_strict when every recorded op has a device kernel, xfail naming the dtype when only that
+// dtype fails, else xfail. Before the fixed and flaky rules, failures that are all torch's numeric
+// mismatch are judged by `tolerance` (tolerance proposals): mandatory_success with a precision
+// within its factor, else xfail with the numbers.
 std::vector<Bucket> bucket_variants(const BaseEvidence& base, const Capabilities& caps,
                                     size_t fixed_after = 2,
                                     const TolerancePolicy& tolerance = tolerance_policy());

@@ -242,6 +242,28 @@ TEST(Bucket, WithoutAFallbackRecordedOpsWithoutKernelsAreMissing) {
             "(RuntimeError: odd)");
 }
 
+// A pass the input probe undid (its inputs shifted, it failed) is a pass for the values it draws
+// only: never mandatory. A probe that held, or none, leaves a pass mandatory; a failure keeps
+// its own bucket.
+TEST(Bucket, APassThatFailedWithItsInputsShiftedIsNotMandatory) {
+  VariantEvidence shifted = variant("test_a_privateuseone", "", {{"passed", "", ""}}, {});
+  shifted.input_probe = "failed with its inputs shifted by 1.522: AssertionError";
+  VariantEvidence held = variant("test_b_privateuseone", "", {{"passed", "", ""}}, {});
+  held.input_probe = "held: 8 shifts of its inputs";
+  VariantEvidence failing =
+      variant("test_c_privateuseone", "", {{"failed", "RuntimeError", "odd"}}, {});
+  failing.input_probe = shifted.input_probe;  // not probed in practice; a failure stays one
+  BaseEvidence base{"TestX::test_a", {shifted, held, failing}};
+  std::vector<Bucket> b = bucket_variants(base, reference_caps());
+  EXPECT_EQ(b[0].mode, TestMode::xfail);
+  EXPECT_EQ(b[0].cause, Cause::input_dependent);
+  EXPECT_EQ(b[0].reason(),
+            "xfail: passed in every run, but failed with its inputs shifted by 1.522: "
+            "AssertionError: it passes only for the values it draws (discovery's input probe)");
+  EXPECT_EQ(b[1].mode, TestMode::mandatory_success);
+  EXPECT_EQ(b[2].cause, Cause::failure);
+}
+
 TEST(Bucket, GlobalCapabilitiesLeaveVariantsUnadmitted) {
   Capabilities caps = reference_caps();
   caps.supported_dtypes = std::set<std::string>{"float32"};

@@ -13,7 +13,8 @@ const BaseEvidence* FileEvidence::find(const std::string& base) const {
 }
 
 FileEvidence group_evidence(const std::string& relpath, const std::vector<TestResult>& results,
-                            const std::map<std::string, std::vector<std::string>>& ops) {
+                            const std::map<std::string, std::vector<std::string>>& ops,
+                            const std::map<std::string, std::string>& input_probes) {
   std::map<std::string, std::map<std::string, VariantEvidence>> by_base;
   for (const TestResult& r : results) {
     if (r.base.empty() || r.file != relpath) continue;
@@ -26,6 +27,7 @@ FileEvidence group_evidence(const std::string& relpath, const std::vector<TestRe
       auto it = ops.find(r.test_id);
       if (it != ops.end()) v.ops = it->second;
       std::sort(v.ops.begin(), v.ops.end());
+      if (auto p = input_probes.find(r.test_id); p != input_probes.end()) v.input_probe = p->second;
     }
     v.results.push_back(r);
   }
@@ -50,6 +52,7 @@ std::vector<FileEvidence> load_file_evidence(EvidenceStore& store,
     return it->second;
   };
   std::map<std::string, std::map<std::string, std::vector<std::string>>> ops_of;
+  std::map<std::string, std::map<std::string, std::string>> probes_of;
   std::vector<FileEvidence> out;
   for (const DiscoveredFile& d : files) {
     std::optional<RunInfo> discovery = store.run(d.run_id);
@@ -75,8 +78,11 @@ std::vector<FileEvidence> load_file_evidence(EvidenceStore& store,
         ordered.push_back(r);
         ordered.back().base = it->second;  // runs before schema 2 stored no base
       }
-    if (!ops_of.count(d.run_id)) ops_of[d.run_id] = store.ops_of_run(d.run_id);
-    FileEvidence f = group_evidence(d.relpath, ordered, ops_of[d.run_id]);
+    if (!ops_of.count(d.run_id)) {
+      ops_of[d.run_id] = store.ops_of_run(d.run_id);
+      probes_of[d.run_id] = store.input_probes_of_run(d.run_id);
+    }
+    FileEvidence f = group_evidence(d.relpath, ordered, ops_of[d.run_id], probes_of[d.run_id]);
     f.run_ids = run_ids;
     out.push_back(std::move(f));
   }

@@ -17,6 +17,9 @@ struct VariantEvidence {
   std::string dtype;    // "float32", "float32,int64" for multi-dtype variants, else ""
   std::vector<TestResult> results;  // one per run, newest first; the last is the discovery's
   std::vector<std::string> ops;     // aten ops it called on the device (discovery), sorted
+  // What discovery's input probe found (test_ops.input_probe): "failed with its inputs shifted
+  // by 1.522: AssertionError", "held: 8 shifts of its inputs", or "" (not probed).
+  std::string input_probe;
 };
 
 // The variants of one config name.
@@ -40,9 +43,10 @@ std::vector<FileEvidence> load_file_evidence(EvidenceStore& store,
                                              const std::vector<DiscoveredFile>& files,
                                              size_t max_later_runs);
 
-// Groups results (and their ops, by test id) into bases; results of one test id from several
-// runs must come newest first. Results without a base are left out.
+// Groups results (and their ops and input probe findings, by test id) into bases; results of one
+// test id from several runs must come newest first. Results without a base are left out.
 FileEvidence group_evidence(const std::string& relpath, const std::vector<TestResult>& results,
-                            const std::map<std::string, std::vector<std::string>>& ops);
+                            const std::map<std::string, std::vector<std::string>>& ops,
+                            const std::map<std::string, std::string>& input_probes = {});
 
 }  // namespace ootci

@@ -13,6 +13,7 @@ import zlib
 import pytest
 
 from conftest import BACKEND_DIR, OOTCI, SOURCE_DIR, torch_root
+from test_select import entries
 
 VIEW_OPS = "test/test_view_ops.py"
 FIXTURE = SOURCE_DIR / "tests" / "backend" / "fixtures" / "test_runner_fixture.py"
@@ -528,6 +529,20 @@ def test_the_input_probe_finds_the_tests_that_depend_on_the_values_they_draw(ws)
     again = discover(ws, "--files", str(tests), "--probe-inputs", "2")
     assert "input probe: 0 tests" in again.stdout, again.stdout
     assert runs_in(ws) == [first.run_id]
+
+    # A proposal reads the probe: a pass only for the values a test draws is no mandatory test;
+    # the test that compares the device with the CPU on any values stays one.
+    ws.ootci("select", "propose", "--config", "ootci.yaml", "--out", "proposed",
+             "--variants", "variants.json")
+    decided = {t.split("::")[-1]: m for t, m in
+               json.loads((ws.path / "variants.json").read_text())["variants"].items()}
+    assert decided["test_in_range_privateuseone"] == "xfail", decided
+    assert decided["test_against_cpu_privateuseone"] == "mandatory_success", decided
+    reasons = [r for p in (ws.path / "proposed").glob("*.yaml") for names, _, r in entries(p.read_text())
+               if "TestInputValues::test_in_range" in names]
+    assert reasons == ["xfail: passed in every run, but failed with its inputs shifted by 1.522: "
+                       "AssertionError: it passes only for the values it draws (discovery's input "
+                       "probe)"], reasons
 
 
 RECORDER_PROBE = textwrap.dedent("""
