@@ -32,7 +32,7 @@ class RelayIntegration : public RelayFixture {
       other->write("hold the write lock", [&](SqlTx&) { f(); });
       return;
     }
-    auto db = open_postgres_db(store_uri_, 1);
+    auto db = open_postgres_db(store_uri_, 1, 5000);
     db->write("disk full", [](SqlTx& tx) {
       tx.script(
           "CREATE FUNCTION disk_full() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION "
@@ -128,6 +128,44 @@ TEST_P(RelayIntegration, AStoreThatRefusesWritesGets503KeepsNothingAndRecovers) 
   ASSERT_EQ(again.status, 200) << again.body;
   EXPECT_FALSE(nlohmann::json::parse(again.body).contains("duplicate"));
   EXPECT_EQ(settle(4).size(), 4u);
+}
+
+// A store locked by another connection past the relay's 2 s wait: webhooks arriving at once each
+// get their 503 with Retry-After within GitHub's 10 s delivery timeout, not one wait after
+// another, and none of them is kept. SQLite: another connection holds the write lock. PostgreSQL:
+// another connection holds the outbox table against writes (lock_timeout ends the wait).
+TEST_P(RelayIntegration, WebhooksWaitingForALockedStoreEachGet503WithinGitHubsTimeout) {
+  start_relay();
+  std::string body = fixture("pull_request.opened.json");
+  std::vector<std::pair<HttpResult, int64_t>> answers(4);
+  auto send_all = [&] {
+    std::vector<std::thread> senders;
+    for (size_t i = 0; i < answers.size(); ++i)
+      senders.emplace_back([&, i] {
+        int64_t start = now_ms();
+        answers[i].first = send("pull_request", fmt::format("locked-{}", i), body);
+        answers[i].second = now_ms() - start;
+      });
+    for (auto& t : senders) t.join();
+  };
+  if (GetParam() == "sqlite") {
+    auto other = open_sqlite_db(store_uri_.substr(7), 1000);
+    other->write("hold the write lock", [&](SqlTx&) { send_all(); });
+  } else {
+    auto other = open_postgres_db(store_uri_, 1, 5000);
+    other->write("hold the outbox", [&](SqlTx& tx) {
+      tx.exec("LOCK TABLE outbox IN EXCLUSIVE MODE");
+      send_all();
+    });
+  }
+  auto store = open_store(store_uri_);
+  for (size_t i = 0; i < answers.size(); ++i) {
+    const auto& [answer, ms] = answers[i];
+    EXPECT_EQ(answer.status, 503) << answer.body;
+    EXPECT_EQ(answer.header("Retry-After"), "5");
+    EXPECT_LT(ms, 10000) << "answered after GitHub's delivery timeout";
+    EXPECT_FALSE(store->get_delivery(fmt::format("locked-{}", i)));
+  }
 }
 
 // No webhook lost to a 503: GitHub only lists the delivery the relay refused; the relay finds it

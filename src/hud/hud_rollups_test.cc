@@ -29,7 +29,7 @@ constexpr int64_t kNow = 1800000000000 + 17 * 60000 + 4321;
 // The job rows behind a store URI, read directly.
 std::unique_ptr<SqlDb> raw_db(const std::string& uri) {
   return uri.rfind("sqlite:", 0) == 0 ? open_sqlite_db(uri.substr(7), 5000)
-                                      : open_postgres_db(uri, 1);
+                                      : open_postgres_db(uri, 1, 5000);
 }
 
 using StatsRow = std::vector<std::string>;

@@ -100,7 +100,7 @@ class LevelStatusOnStore : public ::testing::TestWithParam<std::string> {
   };
   Scan scan(const std::string& repo, int64_t since) {
     auto db = uri_.rfind("sqlite:", 0) == 0 ? open_sqlite_db(uri_.substr(7), 5000)
-                                            : open_postgres_db(uri_, 1);
+                                            : open_postgres_db(uri_, 1, 5000);
     Scan s;
     db->read("scan", [&](SqlTx& tx) {
       tx.each(

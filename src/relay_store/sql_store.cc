@@ -21,6 +21,10 @@ namespace {
 // Enough for the dispatcher threads and a few concurrent HTTP handlers; more would only hold
 // server slots that sit idle.
 constexpr size_t kPostgresPoolSize = 4;
+// The most one transaction waits, for a connection and for locks, before it fails and the
+// request gets its 503 (README, "Reliability"): short enough that the answer comes well within
+// GitHub's 10 s delivery timeout.
+constexpr int kTransactionWaitMs = 2000;
 
 // Serializes task claims, and task inserts against claims (see insert_tasks and claim_tasks).
 constexpr int64_t kTaskLockKey = 0x6f6f74636974;  // "ootcit"
@@ -1128,13 +1132,10 @@ std::vector<TaskItem> tasks_of_kind(Store& store, const std::string& kind) {
 }
 
 std::unique_ptr<Store> open_store(const std::string& uri) {
-  // One connection serializes this process's transactions, so a webhook may wait behind other
-  // threads' waits for a lock another process holds: each wait is kept short enough that the
-  // answer (a 503 when the store stays locked) comes within GitHub's 10 s delivery timeout.
   if (uri.rfind("sqlite:", 0) == 0)
-    return std::make_unique<SqlStore>(open_sqlite_db(uri.substr(7), 2000));
+    return std::make_unique<SqlStore>(open_sqlite_db(uri.substr(7), kTransactionWaitMs));
   if (uri.rfind("postgresql://", 0) == 0 || uri.rfind("postgres://", 0) == 0)
-    return std::make_unique<SqlStore>(open_postgres_db(uri, kPostgresPoolSize));
+    return std::make_unique<SqlStore>(open_postgres_db(uri, kPostgresPoolSize, kTransactionWaitMs));
   throw Error("store: expected sqlite:PATH or a postgresql:// URI, got '" + uri + "'");
 }
 

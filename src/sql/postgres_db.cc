@@ -1,6 +1,7 @@
 // The PostgreSQL driver of the SQL layer: a small pool of connections, a transaction per call.
 #include <fmt/format.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <pqxx/pqxx>
@@ -26,10 +27,17 @@ std::string redact(const std::string& uri) {
 
 // SQLSTATEs that say the server, not the statement, is at fault: connection exceptions (08), a
 // read-only transaction (25006), insufficient resources such as a full disk (53), operator
-// intervention such as a shutdown (57P), system errors such as I/O (58).
+// intervention such as a shutdown (57P), system errors such as I/O (58), and a lock still held
+// by another transaction when this one's deadline came (55P03, lock_timeout).
 bool server_unavailable(const std::string& state) {
   return state.starts_with("08") || state == "25006" || state.starts_with("53") ||
-         state.starts_with("57P") || state.starts_with("58");
+         state.starts_with("57P") || state.starts_with("58") || state == "55P03";
+}
+
+using Clock = std::chrono::steady_clock;
+
+int64_t ms_left(Clock::time_point deadline) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
 }
 
 class PostgresRow : public SqlRow {
@@ -54,13 +62,21 @@ class PostgresRow : public SqlRow {
   const pqxx::row& r_;
 };
 
+// The statements of one transaction, whose waits for locks end at its deadline: lock_timeout is
+// set to what is left of it when the transaction starts, and set again before a statement once a
+// quarter of the wait has gone by since, so several waits in one transaction overrun the deadline
+// by at most a quarter of the wait (one SET per statement would double the round trips).
 class PostgresTx : public SqlTx {
  public:
-  explicit PostgresTx(pqxx::work& w) : w_(w) {}
+  PostgresTx(pqxx::work& w, Clock::time_point deadline, std::chrono::milliseconds wait)
+      : w_(w), deadline_(deadline), wait_(wait) {
+    bound_lock_waits();
+  }
   SqlDialect dialect() const override { return SqlDialect::kPostgres; }
 
   int64_t run(std::string_view sql, const SqlParam* params, size_t count,
               const std::function<void(const SqlRow&)>& on_row) override {
+    before_statement();
     // Every parameter travels as text (NULL as a null pointer); the server infers its type.
     std::vector<std::string> numbers;
     numbers.reserve(count);
@@ -92,27 +108,48 @@ class PostgresTx : public SqlTx {
     return static_cast<int64_t>(r.affected_rows());
   }
 
-  void script(const std::string& sql) override { w_.exec(sql); }
+  void script(const std::string& sql) override {
+    before_statement();
+    w_.exec(sql);
+  }
 
-  void lock(int64_t key) override { w_.exec_params("SELECT pg_advisory_xact_lock($1)", key); }
+  void lock(int64_t key) override {
+    before_statement();
+    w_.exec_params("SELECT pg_advisory_xact_lock($1)", key);
+  }
 
  private:
+  void before_statement() {
+    if (Clock::now() - set_at_ > wait_ / 4) bound_lock_waits();
+  }
+  // A deadline already past still sets 1 ms: a free lock is taken at once, a held one fails.
+  void bound_lock_waits() {
+    set_at_ = Clock::now();
+    w_.exec(fmt::format("SET LOCAL lock_timeout = {}", std::max<int64_t>(ms_left(deadline_), 1)));
+  }
+
   pqxx::work& w_;
+  Clock::time_point deadline_;
+  std::chrono::milliseconds wait_;
+  Clock::time_point set_at_;
 };
 
 class PostgresDb : public SqlDb {
  public:
-  PostgresDb(std::string uri, size_t pool_size) : uri_(std::move(uri)), pool_size_(pool_size) {}
+  PostgresDb(std::string uri, size_t pool_size, int wait_ms)
+      : uri_(std::move(uri)), pool_size_(pool_size), wait_(wait_ms) {}
   SqlDialect dialect() const override { return SqlDialect::kPostgres; }
 
  protected:
   // Every libpqxx failure becomes an Error naming the operation. A lost connection is dropped,
-  // so the next operation opens a fresh one.
+  // so the next operation opens a fresh one. The wait bounds the transaction's waits in all: for
+  // a pooled connection, then for the locks its statements take (as on SQLite).
   void transact(bool, const char* op, const std::function<void(SqlTx&)>& body) override {
-    Lease lease{this, acquire()};
+    auto deadline = Clock::now() + wait_;
+    Lease lease{this, acquire(op, deadline)};
     try {
       pqxx::work w(*lease.conn);
-      PostgresTx tx(w);
+      PostgresTx tx(w, deadline, wait_);
       body(tx);
       w.commit();
     } catch (const pqxx::broken_connection& e) {
@@ -138,11 +175,16 @@ class PostgresDb : public SqlDb {
  private:
   using Conn = std::unique_ptr<pqxx::connection>;
 
-  // Takes an idle connection, or opens one while fewer than pool_size_ exist, or waits.
-  Conn acquire() {
+  // Takes an idle connection, or opens one while fewer than pool_size_ exist, or waits until the
+  // deadline.
+  Conn acquire(const char* op, Clock::time_point deadline) {
     {
       std::unique_lock lock(mu_);
-      cv_.wait(lock, [&] { return !idle_.empty() || open_ < pool_size_; });
+      if (!cv_.wait_until(lock, deadline, [&] { return !idle_.empty() || open_ < pool_size_; }))
+        throw SqlUnavailable(fmt::format(
+            "postgres: {}: no connection free within {} ms (this process's other transactions "
+            "held all {})",
+            op, wait_.count(), pool_size_));
       if (!idle_.empty()) {
         Conn c = std::move(idle_.back());
         idle_.pop_back();
@@ -181,6 +223,7 @@ class PostgresDb : public SqlDb {
 
   std::string uri_;
   size_t pool_size_;
+  std::chrono::milliseconds wait_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::vector<Conn> idle_;
@@ -189,8 +232,8 @@ class PostgresDb : public SqlDb {
 
 }  // namespace
 
-std::unique_ptr<SqlDb> open_postgres_db(const std::string& uri, size_t pool_size) {
-  return std::make_unique<PostgresDb>(uri, pool_size);
+std::unique_ptr<SqlDb> open_postgres_db(const std::string& uri, size_t pool_size, int wait_ms) {
+  return std::make_unique<PostgresDb>(uri, pool_size, wait_ms);
 }
 
 }  // namespace ootci

@@ -154,11 +154,19 @@ class SqlDb {
   }
 };
 
-// Opens (creating) a SQLite database; see sqlite_open for the connection's settings. `pragmas`
-// run once on the new connection.
-std::unique_ptr<SqlDb> open_sqlite_db(const std::string& path, int busy_timeout_ms,
+// Each database is opened with a wait: the most one transaction waits in all, for this
+// process's connection (held by its other threads) and then for the locks other connections
+// hold. Past it the transaction fails as SqlUnavailable with nothing committed, so a server
+// answers its 503 in time instead of queueing requests behind a lock. Running the statements is
+// not bounded: a long migration finishes.
+
+// Opens (creating) a SQLite database: one connection, taken by one transaction at a time.
+// `pragmas` run once on the new connection.
+std::unique_ptr<SqlDb> open_sqlite_db(const std::string& path, int wait_ms,
                                       const std::string& pragmas = "");
 // A pool of up to `pool_size` connections to a postgresql:// URI, opened as they are needed.
-std::unique_ptr<SqlDb> open_postgres_db(const std::string& uri, size_t pool_size);
+// The wait covers a free connection of the pool, then every lock wait (lock_timeout, advisory
+// locks included).
+std::unique_ptr<SqlDb> open_postgres_db(const std::string& uri, size_t pool_size, int wait_ms);
 
 }  // namespace ootci

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <future>
 #include <thread>
+#include <vector>
 
 #include "base/error.h"
 #include "sql/migrate.h"
@@ -20,7 +21,7 @@ class SqlDbTest : public ::testing::TestWithParam<std::string> {
   void SetUp() override { uri_ = fresh_store_uri(GetParam()); }
   std::unique_ptr<SqlDb> open() {
     return GetParam() == "sqlite" ? open_sqlite_db(uri_.substr(7), 5000)
-                                  : open_postgres_db(uri_, 2);
+                                  : open_postgres_db(uri_, 2, 5000);
   }
   std::string uri_;
 };
@@ -199,7 +200,7 @@ TEST_P(SqlDbTest, ADatabaseThatRefusesWritesIsUnavailableAndABadStatementIsNot) 
             0);
   if (GetParam() == "postgres") {
     // A server that cannot be reached is unavailable too.
-    auto gone = open_postgres_db("postgresql://127.0.0.1:1/none?connect_timeout=2", 1);
+    auto gone = open_postgres_db("postgresql://127.0.0.1:1/none?connect_timeout=2", 1, 5000);
     EXPECT_THROW(gone->read("r", [](SqlTx& tx) { tx.exec("SELECT 1"); }), SqlUnavailable);
   }
 }
@@ -224,6 +225,57 @@ TEST(SqliteDb, AConnectionHeldByAnotherThreadPastTheBusyTimeoutIsUnavailable) {
   EXPECT_THROW(db->write("insert", [](SqlTx& tx) { tx.exec("INSERT INTO t (s) VALUES ('b')"); }),
                SqlUnavailable);
   done.set_value();
+  holder.join();
+  EXPECT_EQ(db->read("count",
+                     [](SqlTx& tx) {
+                       return tx.first("SELECT COUNT(*) FROM t", {},
+                                       [](const SqlRow& r) { return r.i64(0); });
+                     }),
+            1);
+}
+
+// The wait is one deadline per transaction, kept for every thread of a process: four threads
+// writing while another connection holds the write lock each fail as unavailable once their own
+// wait is over, not one wait after another (the fourth after four waits), and commit nothing.
+// The bound is twice the wait, so a loaded machine's scheduling does not fail it; queued waits
+// would take up to four times it.
+TEST_P(SqlDbTest, ThreadsWaitingForALockHeldElsewhereEachGiveUpAtTheirOwnDeadline) {
+  constexpr int kWaitMs = 1000;
+  auto db = GetParam() == "sqlite" ? open_sqlite_db(uri_.substr(7), kWaitMs)
+                                   : open_postgres_db(uri_, 2, kWaitMs);
+  db->write("create", [](SqlTx& tx) { tx.script("CREATE TABLE t (s TEXT NOT NULL);"); });
+  auto other = GetParam() == "sqlite" ? open_sqlite_db(uri_.substr(7), 5000)
+                                      : open_postgres_db(uri_, 1, 5000);
+  std::promise<void> inside, release;
+  std::thread holder([&] {
+    other->write("hold", [&](SqlTx& tx) {
+      if (GetParam() == "postgres") tx.exec("LOCK TABLE t IN EXCLUSIVE MODE");
+      tx.exec("INSERT INTO t (s) VALUES ('held')");
+      inside.set_value();
+      release.get_future().wait_for(std::chrono::seconds(30));
+    });
+  });
+  inside.get_future().wait();
+  std::vector<std::future<std::pair<bool, int64_t>>> writers;
+  for (int i = 0; i < 4; ++i)
+    writers.push_back(std::async(std::launch::async, [&] {
+      auto start = std::chrono::steady_clock::now();
+      bool unavailable = false;
+      try {
+        db->write("insert", [](SqlTx& tx) { tx.exec("INSERT INTO t (s) VALUES ('late')"); });
+      } catch (const SqlUnavailable&) {
+        unavailable = true;
+      }
+      return std::pair(unavailable, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                        std::chrono::steady_clock::now() - start)
+                                        .count());
+    }));
+  for (auto& w : writers) {
+    auto [unavailable, ms] = w.get();
+    EXPECT_TRUE(unavailable);
+    EXPECT_LT(ms, 2 * kWaitMs);
+  }
+  release.set_value();
   holder.join();
   EXPECT_EQ(db->read("count",
                      [](SqlTx& tx) {
