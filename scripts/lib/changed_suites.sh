@@ -71,12 +71,13 @@ changed_suites() {  # BASE
       tests/backend/test_*.py)
         suite=$(python_suite_of "${f#tests/backend/}")
         if [[ -n $suite ]]; then changed_add "py:$suite"; else changed_add py:all; fi ;;
-      python/* | examples/* | tests/backend/* | tests/fixtures/*) changed_add py:all ;;
+      python/* | examples/* | tests/backend/*) changed_add py:all ;;
       tests/browser/*) changed_add stage:browser ;;
       tests/workflows/*) changed_add stage:workflows ;;
       tests/package/* | packaging/*) changed_add stage:package ;;
       fuzz/*) changed_add stage:fuzz ;;
       *.md | docs/* | LICENSE | bench/*) ;;  # nothing to run (bench/ is built by the full suite)
+      tests/standalone/changed_suites_test.sh | scripts/lib/changed_suites.sh) changed_add scripts ;;
       *) changed_whole+=("$f") ;;
     esac
   done < <(changed_files "$1")

@@ -30,6 +30,12 @@ std::string text0(const SqlRow& r) {
   return r.text(0);
 }
 
+int64_t rows_in_t(SqlDb& db) {
+  return db.read("count", [](SqlTx& tx) {
+    return *tx.first("SELECT COUNT(*) FROM t", {}, [](const SqlRow& r) { return r.i64(0); });
+  });
+}
+
 TEST_P(SqlDbTest, ParametersOfEveryKindRoundTripAndWritesCountChangedRows) {
   auto db = open();
   db->write("create", [](SqlTx& tx) {
@@ -192,12 +198,7 @@ TEST_P(SqlDbTest, ADatabaseThatRefusesWritesIsUnavailableAndABadStatementIsNot) 
     FAIL() << "a bad statement read as unavailable: " << e.what();
   } catch (const Error&) {
   }
-  EXPECT_EQ(db->read("count",
-                     [](SqlTx& tx) {
-                       return tx.first("SELECT COUNT(*) FROM t", {},
-                                       [](const SqlRow& r) { return r.i64(0); });
-                     }),
-            0);
+  EXPECT_EQ(rows_in_t(*db), 0);
   if (GetParam() == "postgres") {
     // A server that cannot be reached is unavailable too.
     auto gone = open_postgres_db("postgresql://127.0.0.1:1/none?connect_timeout=2", 1, 5000);
@@ -226,12 +227,7 @@ TEST(SqliteDb, AConnectionHeldByAnotherThreadPastTheBusyTimeoutIsUnavailable) {
                SqlUnavailable);
   done.set_value();
   holder.join();
-  EXPECT_EQ(db->read("count",
-                     [](SqlTx& tx) {
-                       return tx.first("SELECT COUNT(*) FROM t", {},
-                                       [](const SqlRow& r) { return r.i64(0); });
-                     }),
-            1);
+  EXPECT_EQ(rows_in_t(*db), 1);
 }
 
 // The wait is one deadline per transaction, kept for every thread of a process: four threads
@@ -277,12 +273,7 @@ TEST_P(SqlDbTest, ThreadsWaitingForALockHeldElsewhereEachGiveUpAtTheirOwnDeadlin
   }
   release.set_value();
   holder.join();
-  EXPECT_EQ(db->read("count",
-                     [](SqlTx& tx) {
-                       return tx.first("SELECT COUNT(*) FROM t", {},
-                                       [](const SqlRow& r) { return r.i64(0); });
-                     }),
-            1);
+  EXPECT_EQ(rows_in_t(*db), 1);
 }
 
 INSTANTIATE_TEST_SUITE_P(Dialects, SqlDbTest, ::testing::ValuesIn(test_store_kinds()),
