@@ -23,12 +23,18 @@ const std::vector<std::string> kTargets = {"acme/four", "acme/one", "acme/three"
 
 class RelayIntegration : public RelayFixture {
  protected:
+  // Another connection to the relay's SQLite file, to hold its write lock. It may wait long for
+  // it: the relay's threads take the lock one after another while they settle earlier work, and
+  // SQLite's busy handler is not fair, so under ASan on a loaded machine a 1 s wait was sometimes
+  // not enough to get in (the test then failed in its own setup, "database is locked").
+  std::unique_ptr<SqlDb> holder() { return open_sqlite_db(store_uri_.substr(7), 30000); }
+
   // Runs `f` while the store cannot commit. SQLite: another process holds the write lock past the
   // relay's busy timeout. PostgreSQL: the outbox insert fails as a full disk does (SQLSTATE
   // 53100), after the delivery row was written in the same transaction.
   void while_the_store_refuses_writes(const std::function<void()>& f) {
     if (GetParam() == "sqlite") {
-      auto other = open_sqlite_db(store_uri_.substr(7), 1000);
+      auto other = holder();
       other->write("hold the write lock", [&](SqlTx&) { f(); });
       return;
     }
@@ -149,7 +155,7 @@ TEST_P(RelayIntegration, WebhooksWaitingForALockedStoreEachGet503WithinGitHubsTi
     for (auto& t : senders) t.join();
   };
   if (GetParam() == "sqlite") {
-    auto other = open_sqlite_db(store_uri_.substr(7), 1000);
+    auto other = holder();
     other->write("hold the write lock", [&](SqlTx&) { send_all(); });
   } else {
     auto other = open_postgres_db(store_uri_, 1, 5000);
