@@ -27,12 +27,14 @@ std::string redact(const std::string& uri) {
 
 // SQLSTATEs that say the server, not the statement, is at fault: connection exceptions (08), a
 // read-only transaction (25006), insufficient resources such as a full disk (53), operator
-// intervention such as a shutdown (57P), system errors such as I/O (58), and a lock still held
-// by another transaction when this one's deadline came (55P03, lock_timeout).
+// intervention such as a shutdown (57P), system errors such as I/O (58).
 bool server_unavailable(const std::string& state) {
   return state.starts_with("08") || state == "25006" || state.starts_with("53") ||
-         state.starts_with("57P") || state.starts_with("58") || state == "55P03";
+         state.starts_with("57P") || state.starts_with("58");
 }
+
+// lock_not_available: lock_timeout ended a wait for a lock another transaction holds.
+constexpr std::string_view kLockNotAvailable = "55P03";
 
 using Clock = std::chrono::steady_clock;
 
@@ -162,6 +164,10 @@ class PostgresDb : public SqlDb {
           fmt::format("postgres: {}: connection lost during commit, outcome unknown: {}", op,
                       one_line(e.what())));
     } catch (const pqxx::sql_error& e) {
+      if (e.sqlstate() == kLockNotAvailable)  // the connection is fine: it stays in the pool
+        throw SqlUnavailable(
+            fmt::format("postgres: {}: a lock was still held elsewhere after {} ms: {}", op,
+                        wait_.count(), one_line(e.what())));
       if (server_unavailable(e.sqlstate())) {
         lease.conn.reset();  // a server shutting down or out of resources: start afresh
         throw SqlUnavailable(fmt::format("postgres: {}: {}", op, one_line(e.what())));
