@@ -449,7 +449,11 @@ def test_a_discovery_sharded_three_ways_and_merged_is_the_unsharded_discovery(ws
         in_part = {t for t, part in placement(run_dir / "part_placed.txt").items() if part == k}
         assert set(discovered_variants(ws.path / f".ootci/timed{k}.db")) == in_part, in_part
         among = placement(run_dir / "subpart_placed.txt")
-        assert set(among) == in_part and set(among.values()) == {1, 2}, among
+        # Both workers get a share unless the part holds one variant: placed by duration, a part
+        # can be a single variant that took longer than all the others (on torch 2.6 the first
+        # variant a process runs pays for its warm-up, seen in CI).
+        assert set(among) == in_part, among
+        assert set(among.values()) == ({1, 2} if len(in_part) > 1 else {1}), among
         collected = set()
         for events in (run_dir / "work").glob("*/events.jsonl"):
             for line in events.read_text().splitlines():
@@ -457,7 +461,7 @@ def test_a_discovery_sharded_three_ways_and_merged_is_the_unsharded_discovery(ws
                 if event["e"] == "collected" and event["tests"]:
                     collected.add(frozenset(event["tests"]))
         assert collected == {frozenset(t for t, j in among.items() if j == worker)
-                             for worker in (1, 2)}, (collected, among)
+                             for worker in set(among.values())}, (collected, among)
     ws.ootci("evidence", "merge", ".ootci/timed1.db", ".ootci/timed2.db", "--out", ".ootci/timed.db")
     assert discovered_variants(ws.path / ".ootci/timed.db") == expected
 
