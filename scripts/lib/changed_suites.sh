@@ -2,8 +2,8 @@
 # Source this file; `changed_suites BASE` sets these arrays from the files changed since BASE
 # (committed since the merge base, staged, unstaged or new):
 #   changed_labels   ctest labels: a folder of src/ ("sql"), a tests/*_test.cc without _test
-#                    ("relay_integration"); each src/ folder also brings the integration and CLI
-#                    suites that drive it (below)
+#                    ("relay_integration"), "scripts" for --changed's own test; each src/
+#                    folder also brings the integration and CLI suites that drive it (below)
 #   changed_python   python-heavy ctest entries (tests/CMakeLists.txt names them)
 #   changed_stages   other stages of scripts/test: browser, workflows, package, fuzz
 #   changed_whole    files that can change anything (the build, the scripts): run scripts/test
