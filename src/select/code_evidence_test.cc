@@ -21,17 +21,26 @@ const OpRegistration* fallback(const CodeEvidence& e) {
   return nullptr;
 }
 
-TEST(CodeEvidence, TheReferenceBackendsEightKernelsAndItsFallback) {
+TEST(CodeEvidence, TheReferenceBackendsTenKernelsAndItsFallback) {
   CodeEvidence e =
       scan_backend_sources(source_dir() + "/examples/reference-backend", "PrivateUse1");
-  EXPECT_EQ(e.supported_ops,
-            (Ops{"aten::empty.memory_format", "aten::empty_strided", "aten::_copy_from",
-                 "aten::_copy_from_and_resize", "aten::resize_", "aten::as_strided", "aten::view",
-                 "aten::_reshape_alias"}));
-  ASSERT_EQ(e.registrations.size(), 9u);
+  const Ops in_kernels_cpp = {"aten::empty.memory_format",
+                              "aten::empty_strided",
+                              "aten::_copy_from",
+                              "aten::_copy_from_and_resize",
+                              "aten::resize_",
+                              "aten::as_strided",
+                              "aten::view",
+                              "aten::_reshape_alias"};
+  const Ops in_views_cpp = {"aten::view_as_real", "aten::view_as_complex"};
+  Ops all = in_kernels_cpp;
+  all.insert(in_views_cpp.begin(), in_views_cpp.end());
+  EXPECT_EQ(e.supported_ops, all);
+  ASSERT_EQ(e.registrations.size(), 11u);
   EXPECT_TRUE(e.has_fallback);
   EXPECT_EQ(e.fallback_files, std::vector<std::string>{"csrc/kernels.cpp"});
-  EXPECT_EQ(e.ops_by_file.at("csrc/kernels.cpp"), e.supported_ops);
+  EXPECT_EQ(e.ops_by_file.at("csrc/kernels.cpp"), in_kernels_cpp);
+  EXPECT_EQ(e.ops_by_file.at("csrc/views.cpp"), in_views_cpp);
 
   // Kernels defined in the file: from the declaration's first line to the closing brace.
   const OpRegistration* empty = find(e, "aten::empty.memory_format");

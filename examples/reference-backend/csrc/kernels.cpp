@@ -6,8 +6,6 @@
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/as_strided_native.h>
 #include <ATen/ops/resize_native.h>
-#include <ATen/ops/view_as_complex_native.h>
-#include <ATen/ops/view_as_real_native.h>
 #include <ATen/ops/view_native.h>
 #include <torch/library.h>
 
@@ -80,11 +78,6 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("view", TORCH_FN(at::native::view));
   // reshape() goes through _reshape_alias; as a view it must not fall back to a CPU copy.
   m.impl("_reshape_alias", TORCH_FN(at::native::_reshape_alias));
-  // The same for the complex views: torch 2.x's make_tensor draws a complex tensor through
-  // view_as_real, and a CPU copy in its place left the tensor's memory as it was (the draw went
-  // to the copy), so complex tests ran on whatever bytes the allocator gave.
-  m.impl("view_as_real", TORCH_FN(at::native::view_as_real));
-  m.impl("view_as_complex", TORCH_FN(at::native::view_as_complex));
 }
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
