@@ -30,12 +30,17 @@ OOTCI_RUN_MULTI_DEVICE=defer (a device pool, run.devices): tests that need more 
 (deviceCountAtLeast) do not run here; the "collected" event lists them as "multi_device", and the
 runner runs them alone with every device.
 
+Once pytest is done, the process leaves with its exit status and skips the interpreter's teardown,
+as a forked child does (end_process): nothing it reports comes later, and a death there would be
+pinned on a file whose tests all passed.
+
 State lives where pytest's own plugins keep it: the process's on a Reporter object registered as
 a plugin at configure (config.stash[REPORTER]), each test's on its item's stash.
 """
 import json
 import os
 import re
+import sys
 import zlib
 
 import pytest
@@ -110,6 +115,7 @@ class Reporter:
     def __init__(self):
         self.events = None
         self.record_ops = False
+        self.exit_status = None  # pytest's, once its session has finished
 
     def start(self):
         """Opens $OOTCI_RUN_EVENTS; at configure, or in a fork server's child (fork_server.py)."""
@@ -211,6 +217,19 @@ class Reporter:
             self.emit(self._finished(test, "result", test.reports))
             item.stash[_TEST] = _Test(test.id, test.props)  # its reports and ops are done with
 
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_sessionfinish(self, session):
+        yield
+        self.exit_status = int(session.exitstatus)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_unconfigure(self, config):
+        """A process the runner started ends once pytest is done, as a forked child does
+        (fork_server.py): everything it reports is written by then, and the interpreter's teardown
+        could only kill it by chance (see end_process)."""
+        if self.events is not None and self.exit_status is not None:
+            end_process(self.exit_status)
+
     # Outermost: the report is final here, after every other wrapper (skipping's xfail) is done.
     @pytest.hookimpl(hookwrapper=True, tryfirst=True)
     def pytest_runtest_makereport(self, item, call):
@@ -224,6 +243,18 @@ class Reporter:
             test.reports.append(report)
             if report.when == "call":
                 self.emit(self._finished(test, "called", test.reports))
+
+
+def end_process(status):
+    """Leaves with pytest's exit status, its output flushed, without tearing the interpreter down.
+    Every event, the JUnit file and the summary are written by now; what the teardown adds is
+    chance: torch's autograd device threads, started by the process's first backward on the
+    device, may still wait for the GIL when the interpreter finalizes, which aborts the process
+    ("terminate called without an active exception", pytorch/pytorch#38230), and the runner
+    would report that death against a file whose tests all passed. atexit handlers do not run."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
 
 
 def _raised(error):

@@ -605,7 +605,11 @@ RECORDER_PROBE = textwrap.dedent("""
         with op_recorder.Recording() as rec:
             value = torch.ones(2, device=device).mul(3).sum().item()
         out["broken"] = [rec.ops, value]
-    print(json.dumps(out))
+    print(json.dumps(out), flush=True)
+    # Leaves as the runner's processes do (run_reporter.end_process): the backward above started
+    # torch's autograd device threads, and one still waiting for the GIL when the interpreter
+    # finalizes aborts the process (pytorch/pytorch#38230).
+    os._exit(0)
 """)
 
 RECORDERS = ("observer", "mode")

@@ -243,6 +243,24 @@ def test_a_crash_in_class_teardown_blames_no_test(ws, state):
     assert "outside any test's call phase" in file_rows[0][5]
 
 
+def test_a_death_in_the_interpreters_teardown_after_pytest_is_done_blames_nothing(ws, tmp_path):
+    # Every test passed and pytest finished; then the interpreter's teardown aborts (an atexit
+    # handler here, torch's autograd device threads in the field). Spawned or forked, the file
+    # keeps its passes and no whole-file error turns the run red.
+    ws.config(fixture_config("TestRunnerFixture::test_pass_a", "TestRunnerFixture::test_pass_b"))
+    for isolation in ("spawn", "fork"):
+        d = tmp_path / isolation
+        d.mkdir()
+        state = {"OOTCI_FIXTURE_STATE": str(d), "OOTCI_FIXTURE_LOG": str(d / "ran.log"),
+                 "OOTCI_FIXTURE_ABORT_AT_EXIT": "1"}
+        ran = run(ws, "--isolation", isolation, env=state)
+        assert {k.split("::")[-1]: v[:2] for k, v in ran.results().items()} == {
+            "test_pass_a_privateuseone": ("passed", ""),
+            "test_pass_b_privateuseone": ("passed", "")}, (isolation, ran.output[-3000:])
+        assert ran.returncode == 0 and ran.run_row()[:2] == ("finished", "success"), isolation
+        assert executions(state)["import"] == 1, isolation  # one process, no file rerun
+
+
 def test_a_test_that_fails_then_passes_is_flaky(ws, state):
     ws.config(fixture_config("TestRunnerFixture::test_flaky", "TestRunnerFixture::test_pass_a"))
     ran = run(ws, env=state)
