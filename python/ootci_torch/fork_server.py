@@ -164,7 +164,6 @@ class ForkServer:
         self.collect_errors = []  # collection errors, for each child's events file
         self.fault_file = None    # faulthandler's file in a child (kept open)
         self.in_child = False
-        self.exit_status = 0      # the child's pytest exit status, once the session is over
         from ootci_torch import op_observer, recording_config
         if recording_config.enabled() and recording_config.recorder_kind() == "observer":
             op_observer.available()  # loaded once here, not in every child
@@ -218,15 +217,12 @@ class ForkServer:
             os._exit(3)
         return None
 
-    @pytest.hookimpl(hookwrapper=True)
-    def pytest_sessionfinish(self, session):
-        yield
-        self.exit_status = int(session.exitstatus)
-
     @pytest.hookimpl(trylast=True)
     def pytest_unconfigure(self, config):
         """A child ends here, with pytest's exit status, without tearing the interpreter down:
-        torch's teardown takes about 0.6 s, and the server's copy of it is still alive."""
+        torch's teardown takes about 0.6 s, and the server's copy of it is still alive. (The
+        reporter ends it the same way when it has an events file; this covers one without.)"""
         if self.in_child:
             from ootci_torch import run_reporter
-            run_reporter.end_process(self.exit_status)
+            status = run_reporter.reporter(config).exit_status
+            run_reporter.end_process(0 if status is None else status)
