@@ -1,6 +1,10 @@
 #include "sql/migrate.h"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <thread>
 
 #include "base/error.h"
 #include "sql/sql_dialect.h"
@@ -24,9 +28,7 @@ int recorded_version(SqlTx& tx) {
   return version;
 }
 
-}  // namespace
-
-void migrate(SqlDb& db, const SchemaHistory& history) {
+void migrate_once(SqlDb& db, const SchemaHistory& history) {
   const int latest = static_cast<int>(history.steps.size());
   bool current = db.read("migrate", [&](SqlTx& tx) {
     return has_version_table(tx) && recorded_version(tx) == latest;
@@ -47,6 +49,28 @@ void migrate(SqlDb& db, const SchemaHistory& history) {
     tx.exec("DELETE FROM schema_version");
     tx.exec("INSERT INTO schema_version (version) VALUES (?)", {latest});
   });
+}
+
+}  // namespace
+
+void migrate(SqlDb& db, const SchemaHistory& history, int patience_ms) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(patience_ms);
+  for (bool said = false;; said = true) {
+    try {
+      migrate_once(db, history);
+      return;
+    } catch (const SqlUnavailable& e) {
+      // Another process migrating holds the lock (or the server is not up yet). Trying again is
+      // safe: the steps run under the lock, after reading the version it left.
+      if (std::chrono::steady_clock::now() >= deadline) throw;
+      if (!said)
+        spdlog::warn(
+            "{} database unavailable ({}); trying again for up to {} s, as another "
+            "process may be migrating it",
+            history.name, e.what(), patience_ms / 1000);
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+  }
 }
 
 int schema_version(SqlDb& db) {

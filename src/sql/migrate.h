@@ -19,10 +19,17 @@ struct SchemaHistory {
   std::function<int(SqlTx&)> legacy_version;
 };
 
+// How long a process waits for another one's migration: each transaction still gives up at the
+// database's own wait (sql_db.h), and migrate tries again until this much time has passed, so a
+// relay replica that starts beside one migrating the shared store waits for it rather than
+// failing its start.
+constexpr int kMigrationPatienceMs = 120000;
+
 // Applies the steps the database lacks in one transaction, serialized against every process
 // that migrates the same database. An up-to-date database is only read, so a reader never
-// waits for another process's write. Throws Error when the database is newer than `history`.
-void migrate(SqlDb& db, const SchemaHistory& history);
+// waits for another process's write. Throws Error when the database is newer than `history`,
+// SqlUnavailable when it stayed unavailable for `patience_ms`.
+void migrate(SqlDb& db, const SchemaHistory& history, int patience_ms = kMigrationPatienceMs);
 
 // The recorded version; 0 before the first migration.
 int schema_version(SqlDb& db);

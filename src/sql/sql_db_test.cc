@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <future>
 #include <thread>
@@ -273,6 +274,41 @@ TEST_P(SqlDbTest, ThreadsWaitingForALockHeldElsewhereEachGiveUpAtTheirOwnDeadlin
   }
   release.set_value();
   holder.join();
+  EXPECT_EQ(rows_in_t(*db), 1);
+}
+
+// A process that starts while another one holds the database past its wait (migrating it, in
+// the field) waits for it: each transaction gives up at the wait, and migrate tries again within
+// its patience. Without patience it fails as unavailable, and nothing of it is committed.
+TEST_P(SqlDbTest, AMigrationWaitsPastTheDatabasesWaitForAnotherProcessHoldingIt) {
+  constexpr int kWaitMs = 300;
+  auto db = GetParam() == "sqlite" ? open_sqlite_db(uri_.substr(7), kWaitMs)
+                                   : open_postgres_db(uri_, 1, kWaitMs);
+  SchemaHistory v1{"test", {"CREATE TABLE t (s TEXT NOT NULL);"}, nullptr};
+  SchemaHistory v2{"test", {v1.steps[0], "CREATE TABLE u (n INT);"}, nullptr};
+  migrate(*db, v1);
+  auto other = open();
+  std::promise<void> inside, release;
+  std::atomic<bool> released{false};
+  std::thread holder([&] {
+    other->write("hold", [&](SqlTx& tx) {
+      // The version check reads schema_version; PostgreSQL's reads wait only for this lock.
+      if (GetParam() == "postgres") tx.exec("LOCK TABLE schema_version IN ACCESS EXCLUSIVE MODE");
+      tx.exec("INSERT INTO t (s) VALUES ('held')");
+      inside.set_value();
+      release.get_future().wait_for(std::chrono::seconds(30));
+      released = true;
+    });
+  });
+  inside.get_future().wait();
+  EXPECT_THROW(migrate(*db, v2, 0), SqlUnavailable);
+  auto patient = std::async(std::launch::async, [&] { migrate(*db, v2, 60000); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(3 * kWaitMs));  // past a wait or two
+  release.set_value();
+  patient.get();  // no SqlUnavailable: it waited for the holder
+  EXPECT_TRUE(released);
+  holder.join();
+  EXPECT_EQ(schema_version(*db), 2);
   EXPECT_EQ(rows_in_t(*db), 1);
 }
 
