@@ -9,7 +9,7 @@ In the seed-2 fault-injection draw, `sub:float32` failed `test_ref_extremal_valu
 float32 `rsub`), and `--staged` left them in its second stage. This measures whether any evidence
 could have told: how often those tests fail with no fault at all, only another seed, how often
 with seed 1234 (upstream's) and the inputs shifted, and how many of the shifts of
-`ootci discover --probe-inputs` (src/select/discover.h) fail them.
+`ootci discover --probe-inputs` (src/discover/discover.h) fail them.
 
 Run on purpose (seconds), never from scripts/test:
   PYTHONPATH=examples/reference-backend /usr/bin/python3 bench/seed_fragility.py \

@@ -11,6 +11,10 @@ constexpr std::string_view kSpace = " \t\r\n\f\v";
 
 }  // namespace
 
+bool is_ascii_space(char c) {
+  return kSpace.find(c) != std::string_view::npos;
+}
+
 std::string trim(std::string_view s) {
   size_t b = s.find_first_not_of(kSpace);
   if (b == std::string_view::npos) return "";
@@ -26,7 +30,7 @@ std::string one_line(std::string_view s) {
   std::string out;
   out.reserve(s.size());
   for (char c : s) {
-    if (kSpace.find(c) == std::string_view::npos)
+    if (!is_ascii_space(c))
       out += c;
     else if (!out.empty() && out.back() != ' ')
       out += ' ';

@@ -6,6 +6,10 @@
 
 namespace ootci {
 
+// ' ', tab, newline, carriage return, form feed or vertical tab: the ASCII whitespace that trim()
+// drops (std::isspace without a locale).
+bool is_ascii_space(char c);
+
 // `s` without leading and trailing ASCII whitespace.
 std::string trim(std::string_view s);
 

@@ -9,10 +9,10 @@
 #include "base/time.h"
 #include "cli/commands.h"
 #include "cli/stop_signals.h"
+#include "discover/discover.h"
 #include "evidence/evidence_path.h"
 #include "run/runner.h"
 #include "run/shards.h"
-#include "select/discover.h"
 
 namespace ootci {
 namespace {

@@ -13,13 +13,13 @@
 #include "base/text.h"
 #include "base/time.h"
 #include "cli/commands.h"
+#include "discover/discovery_merge.h"
 #include "evidence/baseline.h"
 #include "evidence/evidence_path.h"
 #include "evidence/evidence_store.h"
 #include "evidence/judge.h"
 #include "evidence/junit_ingest.h"
 #include "plan/backend_config.h"
-#include "select/discovery_merge.h"
 
 namespace ootci {
 namespace {

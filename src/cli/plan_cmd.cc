@@ -14,9 +14,9 @@
 #include "plan/backend_config.h"
 #include "plan/plan_env.h"
 #include "plan/plan_json.h"
+#include "plan/plan_lint.h"
 #include "plan/plan_resolve.h"
 #include "plan/suite_config.h"
-#include "select/plan_lint.h"
 #include "select/test_hashes.h"
 
 namespace ootci {

@@ -2,9 +2,9 @@
 // buckets from a run of them (docs/select.md).
 #include <iostream>
 
+#include "adapt/propose.h"
 #include "cli/commands.h"
 #include "evidence/evidence_path.h"
-#include "select/propose.h"
 
 namespace ootci {
 namespace {

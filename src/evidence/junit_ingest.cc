@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/text.h"
 #include "base/utf8.h"
 
 namespace ootci {
@@ -26,9 +27,6 @@ bool is_ident_char(char c) {
 // Class names start with a capital letter; module names, by PEP 8, do not.
 bool starts_upper(std::string_view s) {
   return !s.empty() && s[0] >= 'A' && s[0] <= 'Z';
-}
-bool is_space(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r';
 }
 
 std::vector<std::string_view> split_dots(std::string_view s) {
@@ -142,7 +140,7 @@ class TestcaseScanner {
       return;
     }
     size_t name_end = begin + 1;
-    while (name_end < end && !is_space(buf[name_end]) && buf[name_end] != '/' &&
+    while (name_end < end && !is_ascii_space(buf[name_end]) && buf[name_end] != '/' &&
            buf[name_end] != '>')
       ++name_end;
     std::string_view name = buf.substr(begin + 1, name_end - begin - 1);

@@ -1,6 +1,7 @@
 #include "plan/dtype_names.h"
 
 #include <array>
+#include <map>
 #include <string_view>
 
 namespace ootci {
@@ -28,6 +29,27 @@ std::string accepted_dtype_names() {
     out += d;
   }
   return out;
+}
+
+std::string dtype_of_scalar_type(const std::string& t) {
+  static const std::map<std::string, std::string> kNames = {{"Bool", "bool"},
+                                                            {"Byte", "uint8"},
+                                                            {"Char", "int8"},
+                                                            {"Short", "int16"},
+                                                            {"Int", "int32"},
+                                                            {"Long", "int64"},
+                                                            {"Half", "float16"},
+                                                            {"Float", "float32"},
+                                                            {"Double", "float64"},
+                                                            {"BFloat16", "bfloat16"},
+                                                            {"ComplexHalf", "complex32"},
+                                                            {"ComplexFloat", "complex64"},
+                                                            {"ComplexDouble", "complex128"},
+                                                            {"UInt16", "uint16"},
+                                                            {"UInt32", "uint32"},
+                                                            {"UInt64", "uint64"}};
+  auto it = kNames.find(t);
+  return it == kNames.end() ? "" : it->second;
 }
 
 }  // namespace ootci

@@ -5,11 +5,11 @@
 #include <filesystem>
 
 #include "base/text.h"
+#include "evidence/code_evidence.h"
+#include "evidence/source_text.h"
 #include "select/changed.h"
-#include "select/code_evidence.h"
 #include "select/dtype_scope.h"
 #include "select/git.h"
-#include "select/source_text.h"
 
 namespace fs = std::filesystem;
 
@@ -18,7 +18,7 @@ namespace {
 
 // Files whose change cannot alter a test's result on the device. Anything not listed here and
 // not a scanned source forces the full plan.
-std::string ignored_because(const std::string& path) {
+std::string backend_file_ignored_because(const std::string& path) {
   fs::path p(path);
   std::string first = p.begin() != p.end() ? p.begin()->string() : "";
   std::string name = lower(p.filename().string());
@@ -161,7 +161,7 @@ ChangeFacts backend_changes(const std::string& repo, const std::string& range,
       entry["effect"] = "full plan";
       entry["reason"] = why;
     };
-    if (std::string why = ignored_because(path); !why.empty()) {
+    if (std::string why = backend_file_ignored_because(path); !why.empty()) {
       entry["effect"] = "ignored";
       entry["reason"] = why;
     } else if (d.binary || !is_scanned_source(path)) {

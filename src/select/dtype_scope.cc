@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "base/text.h"
-#include "select/bucket.h"
+#include "plan/dtype_names.h"
 
 namespace ootci {
 namespace dtype_scan {
@@ -22,10 +22,6 @@ const std::set<std::string> kComplex = {"complex64", "complex128"};
 std::set<std::string> unite(std::set<std::string> a, const std::set<std::string>& b) {
   a.insert(b.begin(), b.end());
   return a;
-}
-
-bool blank(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
 }
 
 // The dtype constants named in `text` ("at::kFloat" in "x.scalar_type() == at::kFloat").
@@ -68,7 +64,7 @@ struct Body {
   bool ok() const { return open != std::string::npos; }
 
   size_t skip(size_t i) const {
-    while (i < m.size() && blank(m[i])) ++i;
+    while (i < m.size() && is_ascii_space(m[i])) ++i;
     return i;
   }
   bool word_at(size_t i, const std::string& w) const {
@@ -391,8 +387,8 @@ DtypeScope dtype_scope_at(const SourceText& source, int first, int last, int lin
   if (!b.ok() || line < first || line > last) return {};
   // The line's code: its first and last non-blank characters in the masked text.
   size_t from = source.line_start(line), to = source.line_start(line + 1);
-  while (from < to && blank(b.m[from])) ++from;
-  while (to > from && blank(b.m[to - 1])) --to;
+  while (from < to && is_ascii_space(b.m[from])) ++from;
+  while (to > from && is_ascii_space(b.m[to - 1])) --to;
   if (from >= to || from <= b.open || to - 1 >= b.close) return {};
   size_t ls = from, le = to - 1;
   DtypeScope scope;

@@ -7,7 +7,7 @@
 #include <set>
 #include <string>
 
-#include "select/source_text.h"
+#include "evidence/source_text.h"
 
 namespace ootci {
 

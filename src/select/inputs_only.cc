@@ -7,7 +7,7 @@
 #include <set>
 
 #include "base/error.h"
-#include "select/discover.h"
+#include "discover/discover.h"
 
 namespace ootci {
 namespace {

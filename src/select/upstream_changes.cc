@@ -7,11 +7,11 @@
 #include <regex>
 #include <sstream>
 
+#include "evidence/source_text.h"
 #include "select/changed.h"
 #include "select/dtype_scope.h"
 #include "select/git.h"
 #include "select/native_functions.h"
-#include "select/source_text.h"
 
 namespace fs = std::filesystem;
 
@@ -31,7 +31,7 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 }
 
 // Upstream files whose change cannot alter a test's result on an out-of-tree device.
-std::string ignored_because(const std::string& path) {
+std::string upstream_file_ignored_because(const std::string& path) {
   fs::path p(path);
   std::string first = p.begin() != p.end() ? p.begin()->string() : "";
   std::string ext = p.extension().string();
@@ -226,7 +226,7 @@ ChangeFacts upstream_changes(const std::string& repo, const std::string& range,
         entry["effect"] = "ignored";
         entry["reason"] = "test file not in the plan";
       }
-    } else if (std::string why = ignored_because(path); !why.empty()) {
+    } else if (std::string why = upstream_file_ignored_because(path); !why.empty()) {
       entry["effect"] = "ignored";
       entry["reason"] = why;
     } else if (path == kNativeFunctions || is_native_source(path)) {
