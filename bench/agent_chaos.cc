@@ -268,7 +268,7 @@ struct Kill {
   // settled yet) | mid-run | after run (the run finished: verdict, completed callback) |
   // in_progress unanswered, completed unanswered (the relay applied it; the agent awaited it)
   std::string phase;
-  std::string run_status;
+  std::optional<RunStatus> run_status;
   int64_t run_ended_ms = 0;
   size_t results = 0;
   // Variants settled before the kill: test id -> finish time. A resumed run keeps them.
@@ -555,7 +555,9 @@ class Chaos {
       bool settled = !is_failure(r.outcome);
       if (settled && !r.name.empty()) k.settled[r.test_id] = r.finished_ms;
     }
-    k.phase = info->status == "finished" ? "after run" : k.results ? "mid-run" : "run starting";
+    k.phase = info->status == RunStatus::kFinished ? "after run"
+              : k.results                          ? "mid-run"
+                                                   : "run starting";
   }
 
   std::vector<AgentJobView> wait_all_done() {
@@ -638,13 +640,12 @@ class Chaos {
                                 : fmt::format("{} (job {}): no record", d, j->id));
       auto info = j->run_id.empty() ? std::nullopt : evidence->run(j->run_id);
       size_t n = info ? evidence->results(j->run_id).size() : 0;
-      if (info && info->status == "finished" && info->verdict == "success" &&
-          n == size_t(kVariants))
+      if (info && info->green() && n == size_t(kVariants))
         ++runs_ok;
       else
         bad_runs.push_back(fmt::format("{} run {}: {} {} {} results", d, j->run_id,
-                                       info ? info->status : "missing", info ? info->verdict : "",
-                                       n));
+                                       info ? to_string(info->status) : "missing",
+                                       info ? to_string(info->verdict) : "", n));
     }
 
     // Resume: per kill of a job whose run had started.
@@ -685,7 +686,7 @@ class Chaos {
             fmt::format("trial {}: job {}: {} settled variants rerun, {} lost", k.trial + 1, j.id,
                         k_rerun, k_lost));
       if (k.phase == "mid-run" && k_kept > 0 && !k_rerun && !k_lost) ++resumed;
-      if (k.run_status == "finished") {
+      if (k.run_status == RunStatus::kFinished) {
         auto info = evidence->run(k.run_id);
         if (!info || info->ended_ms != k.run_ended_ms) {
           ++finished_rerun;

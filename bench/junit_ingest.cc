@@ -247,7 +247,7 @@ Summary cpp_parse_and_insert(const std::string& report, size_t chunk_bytes, cons
   RunInfo run;
   run.id = "r-bench";
   run.backend = "bench";
-  run.status = "running";
+  run.status = RunStatus::kRunning;
   run.started_ms = now_ms();
   store->begin_run(run);
   std::vector<TestResult> batch;
@@ -264,7 +264,7 @@ Summary cpp_parse_and_insert(const std::string& report, size_t chunk_bytes, cons
       },
       chunk_bytes);
   store->record_batch(run.id, batch);
-  store->finish_run(run.id, now_ms(), "finished", "success", {});
+  store->finish_run(run.id, now_ms(), RunStatus::kFinished, Conclusion::kSuccess, {});
   s.seconds = (steady_us() - start) / 1e6;
   return s;
 }

@@ -67,12 +67,12 @@ int bench(int count, int history) {
     r.id = fmt::format("r-{:03}", run);
     r.backend = "bench";
     r.config_hash = "h";
-    r.status = "running";
+    r.status = RunStatus::kRunning;
     r.started_ms = 1'000'000 + run * 3'600'000;
     store->begin_run(r);
     store->record_batch(r.id, variants(count, run));
-    store->finish_run(r.id, r.started_ms + 1'800'000, "finished", run % 3 ? "failure" : "success",
-                      {{"run_id", r.id}});
+    store->finish_run(r.id, r.started_ms + 1'800'000, RunStatus::kFinished,
+                      run % 3 ? Conclusion::kFailure : Conclusion::kSuccess, {{"run_id", r.id}});
     run_id = r.id;
   }
 

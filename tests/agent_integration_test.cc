@@ -423,7 +423,7 @@ class AgentWaves : public AgentIntegration {
     RunInfo run;
     run.id = "r-discover";
     run.backend = "reference";
-    run.status = "running";
+    run.status = RunStatus::kRunning;
     run.started_ms = 1;
     store->begin_run(run);
     std::vector<TestResult> results;
@@ -443,7 +443,7 @@ class AgentWaves : public AgentIntegration {
     for (const auto& id : kWave1) variant(id, false);
     for (const auto& id : kWave2) variant(id, true);
     store->record_batch("r-discover", results);
-    store->finish_run("r-discover", 5, "finished", "success", {});
+    store->finish_run("r-discover", 5, RunStatus::kFinished, Conclusion::kSuccess, {});
     store->mark_discovered(
         {kViewOps, sha256_hex(read_file(upstream_ + "/" + kViewOps)), "rev", "r-discover", 2});
   }

@@ -122,11 +122,11 @@ class ReportIntegration : public RelayFixture {
     r.id = id;
     r.backend = "dev";
     r.config_hash = "cfg";
-    r.status = "running";
+    r.status = RunStatus::kRunning;
     r.started_ms = 1000;
     store.begin_run(r);
     store.record_batch(id, results);
-    store.finish_run(id, 2000, "finished", verdict, json::object());
+    store.finish_run(id, 2000, RunStatus::kFinished, parse_conclusion(verdict), json::object());
   }
 
   static TestResult result(const std::string& name, const std::string& mode,

@@ -82,7 +82,7 @@ class SelectChangedCli : public ::testing::Test {
     RunInfo run;
     run.id = "r-discover";
     run.backend = "reference";
-    run.status = "running";
+    run.status = RunStatus::kRunning;
     run.started_ms = 1;
     store->begin_run(run);
     store->record_batch("r-discover",
@@ -90,7 +90,7 @@ class SelectChangedCli : public ::testing::Test {
                          variant("test/test_a.py", "test_copy_float32", {"aten::_copy_from"}),
                          variant("test/test_b.py", "test_reshape_float32",
                                  {"aten::_reshape_alias", "aten::view"})});
-    store->finish_run("r-discover", 2, "finished", "success", {});
+    store->finish_run("r-discover", 2, RunStatus::kFinished, Conclusion::kSuccess, {});
     for (const char* f : {"test/test_a.py", "test/test_b.py"})
       store->mark_discovered({f, sha256_hex(read_file(torch_ + "/" + f)), "rev", "r-discover", 2});
   }

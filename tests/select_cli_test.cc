@@ -152,12 +152,13 @@ void add_run(EvidenceStore& store, const std::string& id, int64_t started_ms,
   RunInfo run;
   run.id = id;
   run.backend = "reference";
-  run.status = "running";
+  run.status = RunStatus::kRunning;
   run.started_ms = started_ms;
   store.begin_run(run);
   // One by one, as the runner records: record_batch mixes up rows when several carry ops.
   for (const TestResult& r : results) store.record(id, r);
-  store.finish_run(id, started_ms + 100, "finished", "failure", nlohmann::json::object());
+  store.finish_run(id, started_ms + 100, RunStatus::kFinished, Conclusion::kFailure,
+                   nlohmann::json::object());
 }
 
 class SelectCli : public ::testing::Test {

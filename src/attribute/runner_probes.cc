@@ -290,7 +290,7 @@ ProbeOutcome RunnerProbes::run(const Combination& c, const std::vector<std::stri
     (id.find("::") == std::string::npos ? sel.files : sel.tests).insert(id);
   req.selection = sel;
   RunReport report = run_plan(req);
-  if (report.status != "finished") {
+  if (report.status != RunStatus::kFinished) {
     out.ran = false;
     out.problem = "the probe run was interrupted";
     return out;

@@ -36,8 +36,7 @@ struct AttributeArgs {
 std::optional<RunInfo> green_before(EvidenceStore& store, const RunInfo& run) {
   std::optional<RunInfo> any_config;
   for (const RunInfo& r : store.runs(run.backend)) {  // newest first
-    if (r.id == run.id || r.started_ms >= run.started_ms || r.status != "finished" ||
-        r.verdict != "success" || !r.shard.empty())
+    if (r.id == run.id || r.started_ms >= run.started_ms || !r.green() || !r.shard.empty())
       continue;
     if (r.config_hash == run.config_hash) return r;
     if (!any_config) any_config = r;
@@ -65,8 +64,9 @@ void attribute_command(const AttributeArgs& a) {
   auto store = EvidenceStore::open(db);
   std::optional<RunInfo> run = store->run(a.run);
   if (!run) throw Error(fmt::format("run {} not found in {}", a.run, db));
-  if (run->status != "finished")
-    throw Error(fmt::format("run {} is {}: attribute a finished run", run->id, run->status));
+  if (run->status != RunStatus::kFinished)
+    throw Error(
+        fmt::format("run {} is {}: attribute a finished run", run->id, to_string(run->status)));
 
   std::vector<TestResult> results = store->results(run->id);
   std::optional<RunInfo> green = green_before(*store, *run);

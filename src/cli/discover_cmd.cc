@@ -60,13 +60,14 @@ void discover_command(const DiscoverArgs& a) {
   DiscoverReport report = discover(req);
   std::cout << fmt::format("backend revision: {}\n", report.backend_rev);
   for (const auto& c : report.continued) {
-    if (c.status == "finished")
+    if (c.status == RunStatus::kFinished)
       std::cout << fmt::format("{} pass: run {} finished it before ({} variants); taken as it is\n",
                                c.pass, c.run_id, c.settled);
     else
       std::cout << fmt::format(
           "{} pass: continuing run {} ({} when it stopped{}; {} variants settled)\n", c.pass,
-          c.run_id, c.status, c.status == "running" ? ", as a killed run is left" : "", c.settled);
+          c.run_id, to_string(c.status),
+          c.status == RunStatus::kRunning ? ", as a killed run is left" : "", c.settled);
   }
   for (const auto& f : report.up_to_date)
     std::cout << fmt::format("up to date: {} (run {}, {})\n", f.relpath, f.run_id,
@@ -96,7 +97,7 @@ void discover_command(const DiscoverArgs& a) {
   }
   std::cout << fmt::format("evidence: {}{}\n", req.evidence_path,
                            a.shard.empty() ? "" : fmt::format(" (shard {})", a.shard));
-  if (report.run->status == "interrupted") {
+  if (report.run->status == RunStatus::kInterrupted) {
     std::cout << fmt::format("discover: run {} interrupted; its files stay undiscovered\n",
                              report.run->run_id);
     throw ExitStatus{130};

@@ -81,7 +81,7 @@ void ingest(const IngestArgs& a) {
   run.id = a.run.empty() ? new_run_id(now_ms()) : a.run;
   if (store->run(run.id)) throw Error(fmt::format("run {} already exists in {}", run.id, db));
   run.backend = !a.backend.empty() ? a.backend : config ? config->name : "unknown";
-  run.status = "running";
+  run.status = RunStatus::kRunning;
   run.started_ms = now_ms();
   nlohmann::json reports = nlohmann::json::array();
   for (const auto& f : a.files) reports.push_back(std::filesystem::absolute(f).string());
@@ -119,7 +119,7 @@ void ingest(const IngestArgs& a) {
     try {
       flush();
       run.manifest["ended"] = iso8601_utc(now_ms());
-      store->finish_run(run.id, now_ms(), "interrupted", "", run.manifest);
+      store->finish_run(run.id, now_ms(), RunStatus::kInterrupted, std::nullopt, run.manifest);
     } catch (const Error&) {
     }
     throw Error(fmt::format("{} (run {} kept as interrupted, {} results)", e.what(), run.id,
@@ -130,7 +130,7 @@ void ingest(const IngestArgs& a) {
   Verdict verdict = judge(results, baseline_of(*store, run).results_or_null());
   int64_t ended = now_ms();
   run.manifest["ended"] = iso8601_utc(ended);
-  store->finish_run(run.id, ended, "finished", verdict.conclusion, run.manifest);
+  store->finish_run(run.id, ended, RunStatus::kFinished, verdict.conclusion, run.manifest);
 
   std::cout << run.id << "\n";
   std::string replaced =
@@ -139,7 +139,7 @@ void ingest(const IngestArgs& a) {
           : fmt::format(" ({} testcases; a repeated test id keeps its last)", testcases);
   std::cout << fmt::format("{} results from {} file{}{}: {}\n", results.size(), a.files.size(),
                            a.files.size() == 1 ? "" : "s", replaced, counts_line(results));
-  std::cout << fmt::format("verdict: {}\n", verdict.conclusion);
+  std::cout << fmt::format("verdict: {}\n", to_string(verdict.conclusion));
 }
 
 struct HistoryArgs {
@@ -179,15 +179,16 @@ void judge_run(const JudgeArgs& a) {
   Verdict verdict = judge(results, green.results_or_null());
   // A run that stopped early (or is still going, or was killed) did not run what it had to,
   // whatever it recorded so far.
-  if (run->status != "finished") {
-    verdict.reasons.push_back(fmt::format("the run is {}, not finished", run->status));
-    verdict.conclusion = "failure";
+  if (run->status != RunStatus::kFinished) {
+    verdict.reasons.push_back(fmt::format("the run is {}, not finished", to_string(run->status)));
+    verdict.conclusion = Conclusion::kFailure;
   }
 
   std::cout << fmt::format("run {}: backend {}, {}{}, {} results{}\n", run->id, run->backend,
-                           run->status, run->shard.empty() ? "" : ", shard " + run->shard,
-                           results.size(), green.run ? ", last green run " + green.run->id : "");
-  if (run->status == "running") std::cout << "note: the run is still running\n";
+                           to_string(run->status),
+                           run->shard.empty() ? "" : ", shard " + run->shard, results.size(),
+                           green.run ? ", last green run " + green.run->id : "");
+  if (run->status == RunStatus::kRunning) std::cout << "note: the run is still running\n";
   std::cout << format_verdict(verdict);
   if (!verdict.success()) throw ExitStatus{1};
 }

@@ -24,10 +24,6 @@
 namespace ootci {
 namespace {
 
-// The conclusions GitHub accepts for a check run: the relay passes ours on as is.
-const std::vector<std::string> kConclusions = {"success", "failure", "cancelled",       "timed_out",
-                                               "neutral", "skipped", "action_required", "stale"};
-
 struct ReportArgs {
   std::string status, payload, config, run, evidence, conclusion, triage;
   std::string callback_url, token_file, audience, relay;
@@ -102,10 +98,11 @@ std::optional<RunOutcome> completed_outcome(const ReportArgs& a,
   }
   if (a.run.empty() && a.conclusion.empty())
     throw Error("--status completed needs --run RUN (its verdict) or --conclusion");
-  if (!a.conclusion.empty() &&
-      std::find(kConclusions.begin(), kConclusions.end(), a.conclusion) == kConclusions.end())
-    throw Error(fmt::format("--conclusion {}: expected one of {}", a.conclusion,
-                            fmt::join(kConclusions, ", ")));
+  // The conclusions GitHub accepts for a check run: the relay passes ours on as is.
+  std::optional<Conclusion> conclusion = parse_conclusion(a.conclusion);
+  if (!a.conclusion.empty() && !conclusion)
+    throw Error(
+        fmt::format("--conclusion {}: expected one of {}", a.conclusion, conclusion_names()));
   RunOutcome o;
   std::string triage = a.triage;
   if (!a.run.empty()) {
@@ -116,7 +113,7 @@ std::optional<RunOutcome> completed_outcome(const ReportArgs& a,
     std::string beside = config ? run_folder(*config, a.run) + "/triage_verdict.json" : "";
     if (triage.empty() && !beside.empty() && std::filesystem::exists(beside)) triage = beside;
   }
-  if (!a.conclusion.empty()) o.conclusion = a.conclusion;
+  if (conclusion) o.conclusion = *conclusion;
   if (!triage.empty()) o.triage_verdict = read_triage(triage);
   return o;
 }

@@ -46,18 +46,19 @@ void run_command(const RunArgs& a) {
   stop_runs_on_signal();
 
   RunReport report = run_plan(req);
-  std::cout << fmt::format("run {} {}{}: {} results\n", report.run_id, report.status,
-                           report.verdict.empty() ? "" : " (" + report.verdict + ")",
+  std::cout << fmt::format("run {} {}{}: {} results\n", report.run_id, to_string(report.status),
+                           report.verdict ? " (" + to_string(*report.verdict) + ")" : "",
                            report.results.size());
-  if (report.status == "finished") std::cout << format_verdict(judge(report.results, nullptr));
+  if (report.status == RunStatus::kFinished)
+    std::cout << format_verdict(judge(report.results, nullptr));
   std::cout << fmt::format("junit: {}\nmanifest: {}\nreport: {}\nevidence: {}\n", report.junit_path,
                            report.manifest_path, report.html_path, req.evidence_path);
-  if (report.status == "interrupted") {
+  if (report.status == RunStatus::kInterrupted) {
     std::cout << fmt::format("interrupted; continue with: ootci run --config {} --resume {}\n",
                              a.config, report.run_id);
     throw ExitStatus{130};
   }
-  if (report.verdict != "success") throw ExitStatus{1};
+  if (report.verdict != Conclusion::kSuccess) throw ExitStatus{1};
 }
 
 }  // namespace

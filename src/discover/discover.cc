@@ -197,7 +197,7 @@ InputProbeReport probe_inputs(const DiscoverRequest& req,
     store->delete_run(ran.run_id);
     std::error_code ignored;
     std::filesystem::remove_all(run_folder(req.backend, ran.run_id), ignored);
-    if (ran.status != "finished") {
+    if (ran.status != RunStatus::kFinished) {
       report.interrupted = true;  // the tests left stay unprobed
       pending.clear();
     }
@@ -256,7 +256,7 @@ std::optional<RunInfo> earlier_pass(const std::string& evidence_path, const RunR
 std::optional<RunReport> continue_pass(const std::string& evidence_path, RunRequest pass,
                                        const std::optional<RunInfo>& before,
                                        std::vector<ContinuedPass>* continued) {
-  if (before && before->status == "finished") {
+  if (before && before->status == RunStatus::kFinished) {
     RunReport done;
     done.run_id = before->id;
     done.status = before->status;
@@ -273,7 +273,7 @@ std::optional<RunReport> continue_pass(const std::string& evidence_path, RunRequ
     // Said now, not only in the summary: the pass may take hours from here.
     std::cerr << fmt::format(
         "ootci discover: continuing the {} pass of run {} ({}; {} variants settled)\n",
-        discovery_pass_name(pass.discovery), before->id, before->status, settled);
+        discovery_pass_name(pass.discovery), before->id, to_string(before->status), settled);
     pass.resume_run = before->id;
     pass.selection.reset();  // the run's manifest keeps what it covers
   }
@@ -332,7 +332,8 @@ DiscoverReport discover(const DiscoverRequest& req) {
   std::optional<RunInfo> plain_before =
       req.force ? std::nullopt : earlier_pass(req.evidence_path, plain, report.backend_rev, 0);
   report.run = continue_pass(req.evidence_path, plain, plain_before, &report.continued);
-  if (report.run->status != "finished") return report;  // interrupted: nothing is discovered
+  if (report.run->status != RunStatus::kFinished)
+    return report;  // interrupted: nothing is discovered
 
   RunRequest recording = plain;
   recording.resume_run.clear();
@@ -358,7 +359,7 @@ DiscoverReport discover(const DiscoverRequest& req) {
   RunReport ops_run =
       *continue_pass(req.evidence_path, recording, recording_before, &report.continued);
   // Stopped: its run stays as it is, so the next discover continues it where it stopped.
-  if (ops_run.status != "finished") {
+  if (ops_run.status != RunStatus::kFinished) {
     report.stopped_recording = ops_run.run_id;
     return report;
   }

@@ -103,8 +103,8 @@ struct InputProbeReport {
 struct ContinuedPass {
   std::string pass;    // plain | recording
   std::string run_id;  // the earlier attempt's run, which this discovery goes on with
-  std::string status;  // what the attempt had left it as: interrupted, running (killed), finished
-  size_t settled = 0;  // its variants already settled
+  RunStatus status = RunStatus::kRunning;  // as the attempt left it: running means killed
+  size_t settled = 0;                      // its variants already settled
 };
 
 struct DiscoverReport {

@@ -29,7 +29,7 @@ TEST_F(DiscoverTest, SkipsOnlyFilesDiscoveredForThisContentAndRevision) {
   RunInfo run;
   run.id = "r-1";
   run.backend = "reference";
-  run.status = "finished";
+  run.status = RunStatus::kFinished;
   store_->begin_run(run);
   store_->mark_discovered({"test/test_a.py", "hash-a", "rev-1", "r-1", 100});
   store_->mark_discovered({"test/test_b.py", "hash-b-old", "rev-1", "r-1", 100});
@@ -60,7 +60,7 @@ TEST_F(DiscoverTest, AShardsDiscoveryCountsOnlyForThatShard) {
   run.id = "r-2of3";
   run.backend = "reference";
   run.shard = "2/3";
-  run.status = "finished";
+  run.status = RunStatus::kFinished;
   store_->begin_run(run);
   store_->mark_discovered({"test/test_a.py", "hash-a", "rev-1", "r-2of3", 100});
   std::vector<DiscoveryCandidate> files = {candidate("test/test_a.py", "hash-a")};

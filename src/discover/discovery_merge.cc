@@ -260,7 +260,7 @@ RunInfo merged_run(const MergeDecision& d, size_t results) {
   info.backend = first.run.backend;
   info.config_hash = first.run.config_hash;
   info.shard = shard_parts_text(d.parts);
-  info.status = "finished";
+  info.status = RunStatus::kFinished;
   info.started_ms = first.run.started_ms;
   info.verdict = first.run.verdict;
   nlohmann::json from = nlohmann::json::array();
@@ -268,7 +268,7 @@ RunInfo merged_run(const MergeDecision& d, size_t results) {
   for (const MergePiece& p : d.kept) {
     info.started_ms = std::min(info.started_ms, p.run.started_ms);
     info.ended_ms = std::max(info.ended_ms, p.run.ended_ms);
-    if (p.run.verdict == "failure") info.verdict = "failure";
+    if (p.run.verdict == Conclusion::kFailure) info.verdict = Conclusion::kFailure;
     if (ended_before(*newest, p)) newest = &p;
     const auto& inner = p.run.manifest.value("merged_from", nlohmann::json::array());
     if (inner.empty()) from.push_back({{"db", p.db}, {"run", p.run.id}, {"shard", p.run.shard}});
@@ -307,7 +307,7 @@ MergeReport merge_discoveries(const std::vector<std::string>& inputs, const std:
   {
     auto store = EvidenceStore::open(tmp);
     RunInfo running = info;
-    running.status = "running";
+    running.status = RunStatus::kRunning;
     running.ended_ms = 0;
     store->begin_run(running);
     std::vector<TestResult> results;

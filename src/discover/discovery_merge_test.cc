@@ -52,12 +52,13 @@ class DiscoveryMergeTest : public ::testing::Test {
     run.backend = s.backend;
     run.config_hash = s.config_hash;
     run.shard = s.shard;
-    run.status = "running";
+    run.status = RunStatus::kRunning;
     run.started_ms = s.ended_ms - 500;
     store->begin_run(run);
     store->record_batch(s.run, s.results);
     store->set_input_probes(s.run, s.probes);
-    store->finish_run(s.run, s.ended_ms, "finished", "failure", {{"plan_hash", "p"}});
+    store->finish_run(s.run, s.ended_ms, RunStatus::kFinished, Conclusion::kFailure,
+                      {{"plan_hash", "p"}});
     store->mark_discovered({"test/a.py", s.file_hash, "rev-1", s.run, s.ended_ms});
     return path;
   }
@@ -111,7 +112,7 @@ TEST_F(DiscoveryMergeTest, ThreeShardsMergeIntoOneDiscoveryWithOpsAndProbes) {
   std::optional<RunInfo> run = store->run(r.run_id);
   ASSERT_TRUE(run);
   EXPECT_EQ(run->shard, "");  // complete: what an unsharded discovery is
-  EXPECT_EQ(run->status, "finished");
+  EXPECT_EQ(run->status, RunStatus::kFinished);
   EXPECT_EQ(run->manifest["merged_from"].size(), 3u);
   auto results = store->results(r.run_id);
   ASSERT_EQ(results.size(), 3u);

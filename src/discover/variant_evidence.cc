@@ -60,7 +60,8 @@ std::vector<FileEvidence> load_file_evidence(EvidenceStore& store,
     std::vector<std::string> run_ids;
     for (const RunInfo& r : store.runs(discovery->backend)) {
       if (run_ids.size() == max_later_runs) break;
-      if (r.id == d.run_id || r.status == "running" || r.started_ms < discovery->started_ms)
+      if (r.id == d.run_id || r.status == RunStatus::kRunning ||
+          r.started_ms < discovery->started_ms)
         continue;
       run_ids.push_back(r.id);
     }

@@ -8,8 +8,7 @@ Baseline baseline_of(EvidenceStore& store, const RunInfo& run) {
   if (b.run && b.run->id == run.id) {
     b.run.reset();
     for (const RunInfo& r : store.runs(run.backend))  // newest first
-      if (r.id != run.id && r.config_hash == run.config_hash && r.status == "finished" &&
-          r.verdict == "success") {
+      if (r.id != run.id && r.config_hash == run.config_hash && r.green()) {
         b.run = r;
         break;
       }

@@ -134,8 +134,18 @@ RunInfo read_run(const SqlRow& s) {
   r.backend = s.text(1);
   r.config_hash = s.text(2);
   r.shard = s.text(3);
-  r.status = s.text(4);
-  r.verdict = s.text(5);
+  std::string status = s.text(4), verdict = s.text(5);
+  auto parsed_status = parse_run_status(status);
+  if (!parsed_status)
+    throw Error(
+        fmt::format("run {}: status '{}' is not running, finished or interrupted", r.id, status));
+  r.status = *parsed_status;
+  if (!verdict.empty()) {
+    r.verdict = parse_conclusion(verdict);
+    if (!r.verdict)
+      throw Error(
+          fmt::format("run {}: verdict '{}' is not one of {}", r.id, verdict, conclusion_names()));
+  }
   r.started_ms = s.i64(6);
   r.ended_ms = s.i64(7);
   std::string manifest = s.text(8);
@@ -236,8 +246,8 @@ class SqliteEvidenceStore : public EvidenceStore {
               "backend = excluded.backend, config_hash = excluded.config_hash, "
               "shard = excluded.shard, status = excluded.status, verdict = excluded.verdict, "
               "ended_ms = excluded.ended_ms, manifest = excluded.manifest",
-              {run.id, run.backend, run.config_hash, null_if_empty(run.shard), run.status,
-               null_if_empty(run.verdict), run.started_ms,
+              {run.id, run.backend, run.config_hash, null_if_empty(run.shard),
+               to_string(run.status), null_if_empty(to_string(run.verdict)), run.started_ms,
                run.ended_ms ? SqlParam(run.ended_ms) : SqlParam(nullptr), run.manifest.dump()});
         });
   }
@@ -274,15 +284,16 @@ class SqliteEvidenceStore : public EvidenceStore {
     }
   }
 
-  void finish_run(const std::string& run_id, int64_t ended_ms, const std::string& status,
-                  const std::string& verdict, const nlohmann::json& manifest) override {
+  void finish_run(const std::string& run_id, int64_t ended_ms, RunStatus status,
+                  std::optional<Conclusion> verdict, const nlohmann::json& manifest) override {
     int64_t changed = write(
         "finish run", [&] { return run_id; },
         [&](SqlTx& tx) {
           return tx.exec(
               "UPDATE runs SET ended_ms = ?, status = ?, verdict = ?, manifest = ? "
               "WHERE id = ?",
-              {ended_ms, status, null_if_empty(verdict), manifest.dump(), run_id});
+              {ended_ms, to_string(status), null_if_empty(to_string(verdict)), manifest.dump(),
+               run_id});
         });
     if (changed == 0) throw Error(fmt::format("{}: finish run {}: no such run", path_, run_id));
   }

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "evidence/run_status.h"
 #include "evidence/test_result.h"
 
 namespace ootci {
@@ -32,12 +33,14 @@ struct RunInfo {
   std::string id;
   std::string backend;
   std::string config_hash;
-  std::string shard;    // "K/N" or ""
-  std::string status;   // running | finished | interrupted
-  std::string verdict;  // success | failure | ""
+  std::string shard;  // "K/N" or ""
+  RunStatus status = RunStatus::kRunning;
+  std::optional<Conclusion> verdict;  // success or failure once finished
   int64_t started_ms = 0;
   int64_t ended_ms = 0;  // 0 while running
   nlohmann::json manifest = nlohmann::json::object();
+  // Finished with a success verdict: what a baseline and a bisection's good end are made of.
+  bool green() const { return status == RunStatus::kFinished && verdict == Conclusion::kSuccess; }
 };
 
 class EvidenceStore {
@@ -54,8 +57,8 @@ class EvidenceStore {
   virtual void forget(const std::string& run_id, const std::string& test_id) = 0;
   // Many results in one transaction (ingest).
   virtual void record_batch(const std::string& run_id, const std::vector<TestResult>& results) = 0;
-  virtual void finish_run(const std::string& run_id, int64_t ended_ms, const std::string& status,
-                          const std::string& verdict, const nlohmann::json& manifest) = 0;
+  virtual void finish_run(const std::string& run_id, int64_t ended_ms, RunStatus status,
+                          std::optional<Conclusion> verdict, const nlohmann::json& manifest) = 0;
 
   virtual std::optional<RunInfo> run(const std::string& run_id) = 0;
   // Removes a run with its results and ops (a helper run whose outcomes must not count, such as

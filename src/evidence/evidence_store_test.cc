@@ -33,7 +33,7 @@ RunInfo run_info(const std::string& id, int64_t started_ms, const std::string& b
   r.id = id;
   r.backend = backend;
   r.config_hash = config_hash;
-  r.status = "running";
+  r.status = RunStatus::kRunning;
   r.started_ms = started_ms;
   return r;
 }
@@ -69,7 +69,8 @@ class EvidenceTest : public ::testing::Test {
                     const std::string& config_hash = "h1") {
     store_->begin_run(run_info(id, started_ms, backend, config_hash));
     store_->record_batch(id, results);
-    store_->finish_run(id, started_ms + 10, "finished", verdict, {{"run_id", id}});
+    store_->finish_run(id, started_ms + 10, RunStatus::kFinished, parse_conclusion(verdict),
+                       {{"run_id", id}});
   }
 
   // Closes the store, runs `sql` on its file (to make it look like an older schema), and opens
@@ -113,8 +114,8 @@ TEST_F(EvidenceTest, RoundTripsEveryField) {
   EXPECT_EQ(got->backend, "ref");
   EXPECT_EQ(got->config_hash, "h1");
   EXPECT_EQ(got->shard, "2/4");
-  EXPECT_EQ(got->status, "running");
-  EXPECT_EQ(got->verdict, "");
+  EXPECT_EQ(got->status, RunStatus::kRunning);
+  EXPECT_EQ(got->verdict, std::nullopt);
   EXPECT_EQ(got->started_ms, 1234);
   EXPECT_EQ(got->ended_ms, 0);
   EXPECT_EQ(got->manifest, run.manifest);
@@ -123,10 +124,10 @@ TEST_F(EvidenceTest, RoundTripsEveryField) {
   expect_same(results[0], t);
 
   nlohmann::json final_manifest = {{"run_id", "r-1"}, {"ended", "2026-11-29T19:20:00Z"}};
-  store_->finish_run("r-1", 5678, "finished", "failure", final_manifest);
+  store_->finish_run("r-1", 5678, RunStatus::kFinished, Conclusion::kFailure, final_manifest);
   got = store_->run("r-1");
-  EXPECT_EQ(got->status, "finished");
-  EXPECT_EQ(got->verdict, "failure");
+  EXPECT_EQ(got->status, RunStatus::kFinished);
+  EXPECT_EQ(got->verdict, Conclusion::kFailure);
   EXPECT_EQ(got->ended_ms, 5678);
   EXPECT_EQ(got->manifest, final_manifest);
   EXPECT_FALSE(store_->run("r-nope"));
@@ -170,7 +171,8 @@ TEST_F(EvidenceTest, ResultsNeedAnExistingRun) {
               std::string::npos)
         << e.what();
   }
-  EXPECT_THROW(store_->finish_run("r-missing", 1, "finished", "success", {}), Error);
+  EXPECT_THROW(store_->finish_run("r-missing", 1, RunStatus::kFinished, Conclusion::kSuccess, {}),
+               Error);
 }
 
 TEST_F(EvidenceTest, ABatchIsAllOrNothing) {
@@ -205,10 +207,10 @@ TEST_F(EvidenceTest, FinishedTestsAreTheIdsRecordedInThatRun) {
 TEST_F(EvidenceTest, BeginningARunAgainResumesItAndKeepsItsResults) {
   store_->begin_run(run_info("r-1", 100));
   store_->record("r-1", result("a.py::t", "passed"));
-  store_->finish_run("r-1", 150, "interrupted", "", {});
+  store_->finish_run("r-1", 150, RunStatus::kInterrupted, std::nullopt, {});
   store_->begin_run(run_info("r-1", 200));
   std::optional<RunInfo> got = store_->run("r-1");
-  EXPECT_EQ(got->status, "running");
+  EXPECT_EQ(got->status, RunStatus::kRunning);
   EXPECT_EQ(got->started_ms, 100);
   EXPECT_EQ(got->ended_ms, 0);
   EXPECT_EQ(store_->finished_tests("r-1"), std::set<std::string>{"a.py::t"});
@@ -233,7 +235,7 @@ TEST_F(EvidenceTest, LastGreenRunIsTheNewestFinishedSuccessForBackendAndConfig) 
   finished_run("r-other-backend", 500, {}, "success", "other", "h1");
   RunInfo interrupted = run_info("r-interrupted", 600);
   store_->begin_run(interrupted);
-  store_->finish_run("r-interrupted", 610, "interrupted", "success", {});
+  store_->finish_run("r-interrupted", 610, RunStatus::kInterrupted, Conclusion::kSuccess, {});
   store_->begin_run(run_info("r-running", 700));
 
   std::optional<RunInfo> green = store_->last_green_run("ref", "h1");
@@ -285,7 +287,7 @@ TEST_F(EvidenceTest, DurationsAreMeansOverTheLastResultsInFinishedRuns) {
   store_->record("r-running", result("b.py::only_running", "passed", 7, 5000));
   store_->begin_run(run_info("r-killed", 2000));
   store_->record("r-killed", result("b.py::v", "passed", 9, 6000));
-  store_->finish_run("r-killed", 2100, "interrupted", "", {});
+  store_->finish_run("r-killed", 2100, RunStatus::kInterrupted, std::nullopt, {});
   finished_run("r-b", 3000, {result("b.py::w", "skipped", 0.5, 7000)});
 
   std::map<std::string, double> tests = store_->test_durations(5);
@@ -323,7 +325,7 @@ TEST_F(EvidenceTest, DurationsPreferWholeRunsOverShardRuns) {
   store_->begin_run(shard);
   store_->record("r-shard", result("a.py::t", "passed", 50, 300));
   store_->record("r-shard", result("b.py::u", "passed", 7, 300));
-  store_->finish_run("r-shard", 400, "finished", "success", {});
+  store_->finish_run("r-shard", 400, RunStatus::kFinished, Conclusion::kSuccess, {});
   EXPECT_EQ(store_->test_durations(5),
             (std::map<std::string, double>{{"a.py::t", 2}, {"b.py::u", 7}}));
 }
@@ -344,7 +346,7 @@ TEST_F(EvidenceTest, DataSurvivesClosingAndReopening) {
   finished_run("r-1", 100, {result("a.py::t", "failed", 2)}, "failure");
   store_.reset();
   store_ = EvidenceStore::open(path_);
-  EXPECT_EQ(store_->run("r-1")->verdict, "failure");
+  EXPECT_EQ(store_->run("r-1")->verdict, Conclusion::kFailure);
   ASSERT_EQ(store_->results("r-1").size(), 1u);
   EXPECT_EQ(store_->results("r-1")[0].outcome, Outcome::failed);
 }
@@ -586,7 +588,7 @@ TEST_F(EvidenceTest, TwoProcessesCanWriteAtOnce) {
     for (int i = 0; i < kPerRun; ++i)
       store->record(run, result("a.py::t" + std::to_string(i), "passed", i, i));
     store->record_batch(run, {result("z.py::batch1", "passed"), result("z.py::batch2", "passed")});
-    store->finish_run(run, 2, "finished", "success", {});
+    store->finish_run(run, 2, RunStatus::kFinished, Conclusion::kSuccess, {});
   };
   pid_t child = fork();
   ASSERT_GE(child, 0);
@@ -607,7 +609,7 @@ TEST_F(EvidenceTest, TwoProcessesCanWriteAtOnce) {
   EXPECT_EQ(WEXITSTATUS(status), 0);
   EXPECT_EQ(store_->finished_tests("r-child").size(), kPerRun + 2u);
   EXPECT_EQ(store_->finished_tests("r-parent").size(), kPerRun + 2u);
-  EXPECT_EQ(store_->run("r-child")->status, "finished");
+  EXPECT_EQ(store_->run("r-child")->status, RunStatus::kFinished);
 }
 
 }  // namespace

@@ -67,7 +67,7 @@ Verdict judge(const std::vector<TestResult>& results, const std::vector<TestResu
   if (strict_passed)
     v.reasons.push_back(
         fmt::format("{} of mode xfail_strict passed", plural(strict_passed, "variant")));
-  v.conclusion = v.reasons.empty() ? "success" : "failure";
+  v.conclusion = v.reasons.empty() ? Conclusion::kSuccess : Conclusion::kFailure;
 
   std::sort(v.failing.begin(), v.failing.end(), [](const FailingTest& a, const FailingTest& b) {
     if (a.newly != b.newly) return a.newly;
@@ -78,7 +78,7 @@ Verdict judge(const std::vector<TestResult>& results, const std::vector<TestResu
 }
 
 std::string format_verdict(const Verdict& v) {
-  std::string out = fmt::format("verdict: {}\n", v.conclusion);
+  std::string out = fmt::format("verdict: {}\n", to_string(v.conclusion));
   for (const auto& r : v.reasons) out += fmt::format("  {}\n", r);
 
   // Rows: the modes present, in their order, unknown last; columns: every outcome, then total.

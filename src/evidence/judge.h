@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "evidence/run_status.h"
 #include "evidence/test_result.h"
 
 namespace ootci {
@@ -21,13 +22,13 @@ struct FailingTest {
 };
 
 struct Verdict {
-  std::string conclusion;            // success | failure
-  std::vector<std::string> reasons;  // one line per violated clause; empty on success
+  Conclusion conclusion = Conclusion::kSuccess;  // success or failure
+  std::vector<std::string> reasons;              // one line per violated clause; empty on success
   std::map<std::pair<std::optional<TestMode>, Outcome>, int> counts;  // (mode, outcome) -> results
   std::vector<FailingTest> failing;  // newly failing first, then by test id
   std::vector<std::string> flaky;    // passed on a rerun, by test id
   bool compared_to_green = false;    // a last green run was given, so `newly` means something
-  bool success() const { return conclusion == "success"; }
+  bool success() const { return conclusion == Conclusion::kSuccess; }
 };
 
 // `last_green` is the last green run's results for the same backend and config_hash, or null.

@@ -86,7 +86,7 @@ TEST(Judge, EachClauseOfTheRule) {
        }) {
     SCOPED_TRACE(c.clause);
     Verdict v = judge(c.results, nullptr);
-    EXPECT_EQ(v.conclusion, c.conclusion);
+    EXPECT_EQ(to_string(v.conclusion), c.conclusion);
     EXPECT_EQ(v.success(), c.conclusion == "success");
     EXPECT_EQ(v.reasons.empty(), v.success());
     std::vector<std::string> failing;

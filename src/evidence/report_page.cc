@@ -568,12 +568,12 @@ ReportPage gather_report_page(EvidenceStore& store, const RunInfo& run,
 
 std::string render_report_page(const ReportPage& r) {
   // An interrupted or running run has no verdict: one on part of a run would mislead.
-  const std::string& verdict = r.run.verdict.empty() ? r.run.status : r.run.verdict;
+  std::string verdict = r.run.verdict ? to_string(*r.run.verdict) : to_string(r.run.status);
   std::string body = fmt::format(
       "<h1>ootci run {}</h1><p><span class=\"chip {}\" id=\"verdict\">{}</span> backend <b>{}</b>"
       " &middot; {} &middot; started {} &middot; {}</p>",
-      esc(r.run.id), verdict == "success" ? "success" : "failure", esc(verdict), esc(r.run.backend),
-      esc(r.run.status), esc(iso8601_utc(r.run.started_ms)),
+      esc(r.run.id), r.run.verdict == Conclusion::kSuccess ? "success" : "failure", esc(verdict),
+      esc(r.run.backend), esc(to_string(r.run.status)), esc(iso8601_utc(r.run.started_ms)),
       r.run.ended_ms ? "took " + seconds_text((r.run.ended_ms - r.run.started_ms) / 1000.0)
                      : "not finished");
   body += counts_section(r);
@@ -597,7 +597,7 @@ DevicePage gather_device_page(EvidenceStore& store, const std::string& backend, 
   std::map<std::string, std::set<std::string>> files_of_run;
   int scanned = 0;
   for (const auto& run : store.runs(backend)) {
-    if (run.status == "running") continue;
+    if (run.status == RunStatus::kRunning) continue;
     if (++scanned > max_runs) break;
     for (const auto& [file, outcomes] : store.file_outcomes(run.id))
       if (d.run_of_file.emplace(file, run.id).second) files_of_run[run.id].insert(file);

@@ -39,7 +39,7 @@ class ReportPageTest : public ::testing::Test {
     r.id = id;
     r.backend = "ref";
     r.config_hash = "h";
-    r.status = "running";
+    r.status = RunStatus::kRunning;
     r.started_ms = started_ms;
     store_->begin_run(r);
     store_->record_batch(id, results);
@@ -48,7 +48,8 @@ class ReportPageTest : public ::testing::Test {
   void run(const std::string& id, int64_t started_ms, const std::vector<TestResult>& results,
            const std::string& verdict) {
     begin(id, started_ms, results);
-    store_->finish_run(id, started_ms + 5000, "finished", verdict, {{"run_id", id}});
+    store_->finish_run(id, started_ms + 5000, RunStatus::kFinished, parse_conclusion(verdict),
+                       {{"run_id", id}});
   }
 
   // The number a data attribute marks, e.g. data-count="failed">3<.
@@ -227,7 +228,7 @@ TEST_F(ReportPageTest, TheDevicePageMapsTheLatestFinishedRunOfEveryFile) {
 
 TEST_F(ReportPageTest, ARunWithoutAVerdictShowsItsStatusInstead) {
   begin("r-i", 1000, {variant("a.py::test_a", "passed")});
-  store_->finish_run("r-i", 2000, "interrupted", "", {});
+  store_->finish_run("r-i", 2000, RunStatus::kInterrupted, std::nullopt, {});
   std::string html = render_report_page(gather_report_page(*store_, "r-i"));
   EXPECT_NE(html.find("id=\"verdict\">interrupted</span>"), std::string::npos);
 }

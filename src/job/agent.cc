@@ -42,7 +42,7 @@ nlohmann::json job_json(const AgentJob& j) {
   return {{"id", j.id},
           {"delivery_id", j.delivery_id},
           {"event_type", j.event_type},
-          {"state", j.state},
+          {"state", to_string(j.state)},
           {"should_build", j.should_build},
           {"reason", j.reason},
           {"upstream_sha", j.upstream_sha},
@@ -52,7 +52,7 @@ nlohmann::json job_json(const AgentJob& j) {
           {"attempt", j.attempt},
           {"run_id", j.run_id},
           {"in_progress_reported", j.in_progress_reported},
-          {"conclusion", j.conclusion},
+          {"conclusion", to_string(j.conclusion)},
           {"error", j.error},
           {"received_at", ms(j.received_ms)},
           {"started_at", ms(j.started_ms)},
@@ -115,8 +115,8 @@ struct Agent::Impl {
       cancel_running(queue.supersede(gate.supersede_key, id, now_ms()), id);
     metrics.inc("ootci_agent_dispatches_total",
                 gate.should_build ? "result=\"queued\"" : "result=\"skipped\"");
-    spdlog::info("dispatch {} ({}): job {} {}: {}", job.delivery_id, job.event_type, id, job.state,
-                 gate.reason);
+    spdlog::info("dispatch {} ({}): job {} {}: {}", job.delivery_id, job.event_type, id,
+                 to_string(job.state), gate.reason);
     wake.notify_all();
     return json_reply(
         202,
@@ -157,7 +157,7 @@ struct Agent::Impl {
         execute(*job);
       } catch (const std::exception& e) {
         spdlog::error("job {}: {}", job->id, e.what());
-        queue.finish(job->id, "done", "failure", e.what(), now_ms());
+        queue.finish(job->id, JobState::kDone, Conclusion::kFailure, e.what(), now_ms());
       }
     }
   }
@@ -276,7 +276,7 @@ struct Agent::Impl {
       queue.set_run(job.id, job.run_id);
     }
     std::optional<RunInfo> prior = store->run(job.run_id);
-    if (!prior || prior->status != "finished") {
+    if (!prior || prior->status != RunStatus::kFinished) {
       std::vector<std::string> argv = {
           ootci_binary, "run", "--config", backend.path, prior ? "--resume" : "--run-id",
           job.run_id};
@@ -298,8 +298,8 @@ struct Agent::Impl {
     }
     std::optional<RunOutcome> outcome;
     if (store->run(job.run_id)) outcome = outcome_of_run(*store, job.run_id);
-    if (outcome && outcome->conclusion == "failure" && config.attribute && !is_cancelled(job.id) &&
-        !stopped())
+    if (outcome && outcome->conclusion == Conclusion::kFailure && config.attribute &&
+        !is_cancelled(job.id) && !stopped())
       outcome->triage_verdict = attribute(job, log_path);
     return outcome;
   }
@@ -347,9 +347,9 @@ struct Agent::Impl {
     bool cancelled_now = is_cancelled(job.id);
     if (!outcome) {
       outcome = RunOutcome{};
-      outcome->conclusion = cancelled_now ? "cancelled" : "failure";
+      outcome->conclusion = cancelled_now ? Conclusion::kCancelled : Conclusion::kFailure;
     }
-    if (cancelled_now) outcome->conclusion = "cancelled";
+    if (cancelled_now) outcome->conclusion = Conclusion::kCancelled;
     // The completed callback needs a matching in_progress; without one the relay refuses it. An
     // in_progress that failed at the start (no token, the relay down) is sent again first, with
     // the same identity and started_at, so a transient failure does not lose the result.
@@ -357,15 +357,16 @@ struct Agent::Impl {
     if (job.in_progress_reported) note(errors, report(job, "completed", outcome));
     std::string error;
     for (const auto& e : errors) error += (error.empty() ? "" : "; ") + e;
-    queue.finish(job.id, cancelled_now ? "cancelled" : "done", outcome->conclusion, error,
-                 now_ms());
+    queue.finish(job.id, cancelled_now ? JobState::kCancelled : JobState::kDone,
+                 outcome->conclusion, error, now_ms());
     {
       std::lock_guard lock(mu);
       cancelled.erase(job.id);
     }
-    metrics.inc("ootci_agent_jobs_total", fmt::format("conclusion=\"{}\"", outcome->conclusion));
+    metrics.inc("ootci_agent_jobs_total",
+                fmt::format("conclusion=\"{}\"", to_string(outcome->conclusion)));
     metrics.observe("ootci_agent_job_seconds", (now_ms() - start_ms) / 1000.0);
-    spdlog::info("job {}: {}{}", job.id, outcome->conclusion,
+    spdlog::info("job {}: {}{}", job.id, to_string(outcome->conclusion),
                  error.empty() ? "" : " (" + error + ")");
   }
 

@@ -79,7 +79,7 @@ AgentDispatch parse_agent_dispatch(const std::string& secret, const std::string&
   job.upstream_sha = d.gate.upstream_sha;
   job.pr_number = d.gate.pr_number;
   job.base_sha = d.gate.base_sha;
-  job.state = d.gate.should_build ? "queued" : "skipped";
+  job.state = d.gate.should_build ? JobState::kQueued : JobState::kSkipped;
   return d;
 }
 

@@ -51,7 +51,7 @@ TEST(AgentDispatch, TheRelaysBodyBecomesAJobWithTheGatesDecision) {
   EXPECT_EQ(d.job.event_type, "pull_request");
   EXPECT_EQ(json::parse(d.job.client_payload), payload);
   EXPECT_EQ(d.job.should_build, true);
-  EXPECT_EQ(d.job.state, "queued");
+  EXPECT_EQ(d.job.state, JobState::kQueued);
   EXPECT_EQ(d.job.upstream_sha, gate.upstream_sha);
   EXPECT_EQ(d.job.pr_number, 2);
   EXPECT_EQ(d.job.supersede_key, gate.supersede_key);
@@ -65,7 +65,7 @@ TEST(AgentDispatch, TheRelaysBodyBecomesAJobWithTheGatesDecision) {
   d = dispatch(body.dump());
   ASSERT_TRUE(d.ok()) << d.detail;
   EXPECT_FALSE(d.job.should_build);
-  EXPECT_EQ(d.job.state, "skipped");
+  EXPECT_EQ(d.job.state, JobState::kSkipped);
   EXPECT_EQ(d.job.event_type, "pull_request");
 }
 

@@ -1,10 +1,24 @@
 #include "job/agent_queue.h"
 
+#include <fmt/format.h>
+
+#include "base/enum_names.h"
 #include "base/error.h"
 #include "sql/migrate.h"
 
 namespace ootci {
 namespace {
+
+constexpr EnumName<JobState> kJobStateNames[] = {
+    {JobState::kQueued, "queued"},       {JobState::kRunning, "running"}, {JobState::kDone, "done"},
+    {JobState::kCancelled, "cancelled"}, {JobState::kSkipped, "skipped"},
+};
+
+JobState parse_state(const std::string& text, int64_t id) {
+  if (auto s = enum_parse(kJobStateNames, text)) return *s;
+  throw Error(
+      fmt::format("agent queue: job {} has state '{}', which this ootci does not know", id, text));
+}
 
 constexpr const char* kSchema = R"sql(
 CREATE TABLE IF NOT EXISTS jobs (
@@ -52,11 +66,17 @@ AgentJob read_job(const SqlRow& s) {
   j.reason = s.text(i++);
   j.upstream_sha = s.text(i++);
   j.pr_number = s.i64(i++);
-  j.state = s.text(i++);
+  j.state = parse_state(s.text(i++), j.id);
   j.attempt = static_cast<int>(s.i64(i++));
   j.run_id = s.text(i++);
   j.in_progress_reported = s.i64(i++) != 0;
-  j.conclusion = s.text(i++);
+  std::string conclusion = s.text(i++);
+  if (!conclusion.empty()) {
+    j.conclusion = parse_conclusion(conclusion);
+    if (!j.conclusion)
+      throw Error(fmt::format("agent queue: job {} has conclusion '{}', not one of {}", j.id,
+                              conclusion, conclusion_names()));
+  }
   j.error = s.text(i++);
   j.received_ms = s.i64(i++);
   j.started_ms = s.i64(i++);
@@ -74,6 +94,10 @@ int64_t read_id(const SqlRow& r) {
 }
 
 }  // namespace
+
+std::string to_string(JobState state) {
+  return std::string(enum_text(kJobStateNames, state));
+}
 
 // The first schema used CREATE ... IF NOT EXISTS and recorded no version: a queue from then is
 // at version 0 and its step 1 finds the tables already there.
@@ -93,8 +117,8 @@ std::pair<int64_t, bool> AgentQueue::add(const AgentJob& job) {
         "should_build, reason, upstream_sha, pr_number, state, received_ms, ended_ms, base_sha) "
         "VALUES (?,?,?,?,?,?,?,?,?,?,?,?) RETURNING id",
         {job.delivery_id, job.event_type, job.client_payload, job.supersede_key, job.should_build,
-         job.reason, job.upstream_sha, job.pr_number, job.state, job.received_ms, job.ended_ms,
-         job.base_sha},
+         job.reason, job.upstream_sha, job.pr_number, to_string(job.state), job.received_ms,
+         job.ended_ms, job.base_sha},
         read_id);
     return {id.value_or(0), true};
   });
@@ -120,7 +144,7 @@ std::optional<AgentJob> AgentQueue::claim(int64_t now) {
         "UPDATE jobs SET state = 'running', started_ms = CASE WHEN started_ms = 0 THEN ? "
         "ELSE started_ms END WHERE id = ?",
         {now, job->id});
-    job->state = "running";
+    job->state = JobState::kRunning;
     if (job->started_ms == 0) job->started_ms = now;
     return job;
   });
@@ -144,17 +168,17 @@ void AgentQueue::set_in_progress_reported(int64_t id) {
   });
 }
 
-std::string AgentQueue::finish(int64_t id, const std::string& state, const std::string& conclusion,
-                               const std::string& error, int64_t now) {
+JobState AgentQueue::finish(int64_t id, JobState state, Conclusion conclusion,
+                            const std::string& error, int64_t now) {
   return db_->write("finish", [&](SqlTx& tx) {
     tx.exec(
         "UPDATE jobs SET state = ?, conclusion = ?, error = ?, ended_ms = ? "
         "WHERE id = ? AND state NOT IN ('cancelled', 'done', 'skipped')",
-        {state, conclusion, error, now, id});
-    return tx
-        .first("SELECT state FROM jobs WHERE id = ?", {id},
-               [](const SqlRow& r) { return r.text(0); })
-        .value_or("");
+        {to_string(state), to_string(conclusion), error, now, id});
+    auto now_state = tx.first("SELECT state FROM jobs WHERE id = ?", {id},
+                              [](const SqlRow& r) { return r.text(0); });
+    if (!now_state) throw Error(fmt::format("agent queue: finish job {}: no such job", id));
+    return parse_state(*now_state, id);
   });
 }
 
@@ -172,8 +196,7 @@ std::vector<AgentJob> AgentQueue::recent(int limit) {
 std::map<std::string, int64_t> AgentQueue::count_by_state() {
   return db_->read("count_by_state", [&](SqlTx& tx) {
     std::map<std::string, int64_t> counts;
-    for (const char* state : {"queued", "running", "done", "cancelled", "skipped"})
-      counts[state] = 0;
+    for (const auto& [state, text] : kJobStateNames) counts[std::string(text)] = 0;
     tx.each("SELECT state, COUNT(*) FROM jobs GROUP BY state", {},
             [&](const SqlRow& r) { counts[r.text(0)] = r.i64(1); });
     return counts;

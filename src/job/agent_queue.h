@@ -8,11 +8,16 @@
 #include <string>
 #include <vector>
 
+#include "evidence/run_status.h"
 #include "sql/sql_db.h"
 
 namespace ootci {
 
-// queued -> running -> done | cancelled; skipped when the gate says no build.
+// queued -> running -> done | cancelled; skipped when the gate says no build. Stored and shown
+// as text (agent_queue.cc's table).
+enum class JobState { kQueued, kRunning, kDone, kCancelled, kSkipped };
+std::string to_string(JobState state);
+
 struct AgentJob {
   int64_t id = 0;
   std::string delivery_id;
@@ -23,12 +28,12 @@ struct AgentJob {
   std::string reason;  // the gate's
   std::string upstream_sha;
   int64_t pr_number = 0;
-  std::string state = "queued";
+  JobState state = JobState::kQueued;
   int attempt = 1;     // workflow.run_attempt; a retried job keeps its identity
   std::string run_id;  // the evidence run, chosen before it starts so a restart can resume it
   bool in_progress_reported = false;
-  std::string conclusion;  // success | failure | cancelled
-  std::string error;       // what went wrong outside the tests (prepare, report, spawn)
+  std::optional<Conclusion> conclusion;  // once ended: success, failure or cancelled
+  std::string error;  // what went wrong outside the tests (prepare, report, spawn)
   int64_t received_ms = 0;
   int64_t started_ms = 0;
   int64_t ended_ms = 0;
@@ -55,8 +60,8 @@ class AgentQueue {
   void set_run(int64_t id, const std::string& run_id);
   void set_in_progress_reported(int64_t id);
   // Ends a job unless it is already cancelled (a supersede won the race); returns its state.
-  std::string finish(int64_t id, const std::string& state, const std::string& conclusion,
-                     const std::string& error, int64_t now);
+  JobState finish(int64_t id, JobState state, Conclusion conclusion, const std::string& error,
+                  int64_t now);
   std::optional<AgentJob> get(int64_t id);
   std::vector<AgentJob> recent(int limit);
   std::map<std::string, int64_t> count_by_state();

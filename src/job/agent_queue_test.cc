@@ -15,7 +15,7 @@ AgentJob pr_job(const std::string& delivery, const std::string& key, bool build 
   j.client_payload = R"({"delivery_id":")" + delivery + "\"}";
   j.supersede_key = key;
   j.should_build = build;
-  j.state = build ? "queued" : "skipped";
+  j.state = build ? JobState::kQueued : JobState::kSkipped;
   j.reason = "test";
   j.received_ms = 1;
   return j;
@@ -74,7 +74,7 @@ TEST(AgentQueue, ClaimsOldestFirstAndSkipsSkippedJobs) {
   auto job = q.claim(100);
   ASSERT_TRUE(job);
   EXPECT_EQ(job->id, first);
-  EXPECT_EQ(job->state, "running");
+  EXPECT_EQ(job->state, JobState::kRunning);
   EXPECT_EQ(q.get(first)->started_ms, 100);
   EXPECT_EQ(q.claim(101)->delivery_id, "d2");
   EXPECT_FALSE(q.claim(102));
@@ -89,14 +89,15 @@ TEST(AgentQueue, SupersedeCancelsQueuedAndReturnsRunningOfTheSameKeyOnly) {
   auto [newer, r3] = q.add(pr_job("d4", "up#2"));
   std::vector<int64_t> stop = q.supersede("up#2", newer, 50);
   EXPECT_EQ(stop, std::vector<int64_t>{running});
-  EXPECT_EQ(q.get(queued)->state, "cancelled");
-  EXPECT_EQ(q.get(queued)->conclusion, "cancelled");
+  EXPECT_EQ(q.get(queued)->state, JobState::kCancelled);
+  EXPECT_EQ(q.get(queued)->conclusion, Conclusion::kCancelled);
   EXPECT_EQ(q.get(queued)->error, "superseded by job " + std::to_string(newer));
-  EXPECT_EQ(q.get(other)->state, "queued");
-  EXPECT_EQ(q.get(newer)->state, "queued");
+  EXPECT_EQ(q.get(other)->state, JobState::kQueued);
+  EXPECT_EQ(q.get(newer)->state, JobState::kQueued);
   // A finish after the cancel does not resurrect a cancelled job.
-  EXPECT_EQ(q.finish(queued, "done", "success", "", 60), "cancelled");
-  EXPECT_EQ(q.finish(running, "cancelled", "cancelled", "", 60), "cancelled");
+  EXPECT_EQ(q.finish(queued, JobState::kDone, Conclusion::kSuccess, "", 60), JobState::kCancelled);
+  EXPECT_EQ(q.finish(running, JobState::kCancelled, Conclusion::kCancelled, "", 60),
+            JobState::kCancelled);
 }
 
 TEST(AgentQueue, RunningJobsGoBackToTheQueueWithWhatTheyHadDone) {

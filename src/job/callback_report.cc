@@ -103,7 +103,7 @@ nlohmann::json workflow_object(const std::string& status, const WorkflowIdentity
   nlohmann::json wf = {
       {"schema_version", "1"},
       {"status", status},
-      {"conclusion", completed ? nlohmann::json(outcome->conclusion) : nlohmann::json()},
+      {"conclusion", completed ? nlohmann::json(to_string(outcome->conclusion)) : nlohmann::json()},
       {"name", w.name},
       {"url", or_null(w.url)},
       {"run_id", w.run_id},
@@ -166,10 +166,10 @@ RunOutcome outcome_of_run(EvidenceStore& store, const std::string& run_id) {
   Verdict verdict = judge(results, baseline_of(store, *run).results_or_null());
 
   RunOutcome o;
-  if (run->status == "interrupted")
-    o.conclusion = "cancelled";
-  else if (run->status != "finished")
-    o.conclusion = "failure";  // still "running": it died without finishing, as `ootci judge`
+  if (run->status == RunStatus::kInterrupted)
+    o.conclusion = Conclusion::kCancelled;
+  else if (run->status == RunStatus::kRunning)
+    o.conclusion = Conclusion::kFailure;  // it died without finishing, as `ootci judge` says
   else
     o.conclusion = verdict.conclusion;
   o.total = static_cast<int64_t>(results.size());

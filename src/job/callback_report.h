@@ -32,7 +32,7 @@ WorkflowIdentity workflow_from_environment(const EnvLookup& env);
 
 // What a finished run says, for a `completed` callback.
 struct RunOutcome {
-  std::string conclusion;  // success | failure | cancelled
+  Conclusion conclusion = Conclusion::kFailure;  // ootci's runs: success, failure or cancelled
   int64_t passed = 0, failed = 0, skipped = 0, total = 0;
   nlohmann::json failed_tests = nlohmann::json::array();  // within RFC-0054's caps
   nlohmann::json triage_verdict;                          // null when none

@@ -104,7 +104,7 @@ TEST(BuildCallbackBody, InProgressFieldByField) {
 
 TEST(BuildCallbackBody, CompletedFieldByField) {
   RunOutcome o;
-  o.conclusion = "failure";
+  o.conclusion = Conclusion::kFailure;
   o.passed = 10;
   o.failed = 2;
   o.skipped = 3;
@@ -144,7 +144,7 @@ TEST(BuildCallbackBody, CompletedFieldByField) {
 
 TEST(BuildCallbackBody, AConclusionWithoutResultsHasNoSummaryOrDetail) {
   RunOutcome o;
-  o.conclusion = "failure";  // e.g. the build broke before any test ran
+  o.conclusion = Conclusion::kFailure;  // e.g. the build broke before any test ran
   json b = build_callback_body(client_payload(), "completed", identity(), o, "", "ootci");
   EXPECT_EQ(b["workflow"]["conclusion"], "failure");
   EXPECT_TRUE(b["workflow"]["test_results"].is_null());
@@ -161,7 +161,7 @@ TEST(BuildCallbackBody, AConclusionWithoutResultsHasNoSummaryOrDetail) {
 
 TEST(BuildCallbackBody, BadInputNamesTheField) {
   RunOutcome o;
-  o.conclusion = "success";
+  o.conclusion = Conclusion::kSuccess;
   auto build = [&](json cp, std::string status, WorkflowIdentity w, std::optional<RunOutcome> out) {
     return error_of([&] { build_callback_body(cp, status, w, out, "", "ootci"); });
   };
@@ -203,7 +203,7 @@ TEST(BuildCallbackBody, BadInputNamesTheField) {
 
 TEST(BuildCallbackBody, FailedTestsDetailKeepsTheBodyWithinTwoMegabytes) {
   RunOutcome o;
-  o.conclusion = "failure";
+  o.conclusion = Conclusion::kFailure;
   o.failed = o.total = 1000;
   for (int i = 0; i < 1000; ++i)
     o.failed_tests.push_back(
@@ -232,11 +232,12 @@ class OutcomeOfRun : public ::testing::Test {
     r.id = id;
     r.backend = "dev";
     r.config_hash = "cfg-1";
-    r.status = "running";
+    r.status = RunStatus::kRunning;
     r.started_ms = started_ms;
     store_->begin_run(r);
     store_->record_batch(id, results);
-    store_->finish_run(id, started_ms + 1000, status, verdict, json::object());
+    store_->finish_run(id, started_ms + 1000, *parse_run_status(status), parse_conclusion(verdict),
+                       json::object());
   }
 
   static TestResult result(const std::string& name, const std::string& mode,
@@ -273,7 +274,7 @@ TEST_F(OutcomeOfRun, CountsAndFailingTestsNewlyFirst) {
            result("test_g", "xfail", "failed")},  // an expected failure: not failing the run
           5000);
   RunOutcome o = outcome_of_run(*store_, "r-red");
-  EXPECT_EQ(o.conclusion, "failure");
+  EXPECT_EQ(o.conclusion, Conclusion::kFailure);
   EXPECT_EQ(o.total, 7);
   EXPECT_EQ(o.failed, 3);
   EXPECT_EQ(o.skipped, 1);
@@ -297,7 +298,7 @@ TEST_F(OutcomeOfRun, CountsAndFailingTestsNewlyFirst) {
           {result("test_a", "mandatory_success", "passed"), result("test_c", "xfail", "failed")},
           9000);
   RunOutcome green = outcome_of_run(*store_, "r-green2");
-  EXPECT_EQ(green.conclusion, "success");
+  EXPECT_EQ(green.conclusion, Conclusion::kSuccess);
   EXPECT_EQ(green.total, 2);
   EXPECT_EQ(green.failed, 0);
   EXPECT_EQ(green.passed, 2);
@@ -306,7 +307,7 @@ TEST_F(OutcomeOfRun, CountsAndFailingTestsNewlyFirst) {
 
 TEST_F(OutcomeOfRun, AnInterruptedRunIsCancelledAndAnUnknownRunIsAnError) {
   add_run("r-stopped", "interrupted", "", {result("test_a", "mandatory_success", "passed")}, 1000);
-  EXPECT_EQ(outcome_of_run(*store_, "r-stopped").conclusion, "cancelled");
+  EXPECT_EQ(outcome_of_run(*store_, "r-stopped").conclusion, Conclusion::kCancelled);
   EXPECT_EQ(error_of([&] { outcome_of_run(*store_, "r-nope"); }),
             "run r-nope not found in the evidence store");
 }

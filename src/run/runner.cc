@@ -846,7 +846,7 @@ RunStart start_run(const RunRequest& req, EvidenceStore& store, const nlohmann::
   }
   RunStart run = req.resume_run.empty() ? new_run(req, store, plan, config_hash, second_stage)
                                         : resumed_run(req, store, plan, config_hash);
-  run.info.status = "running";
+  run.info.status = RunStatus::kRunning;
   return run;
 }
 
@@ -867,7 +867,7 @@ void open_run(const RunRequest& req, EvidenceStore& store, const nlohmann::json&
   if (req.resume_run.empty())
     store.begin_run(info);
   else
-    store.finish_run(info.id, 0, "running", "", info.manifest);
+    store.finish_run(info.id, 0, RunStatus::kRunning, std::nullopt, info.manifest);
   order_longest_first(run.files, store.file_durations());
 }
 
@@ -932,7 +932,7 @@ bool run_second_stage(Runner& runner, Progress& progress, EvidenceStore& store,
     std::cerr << fmt::format("ootci run: second stage, {} tests in {} files: {}\n",
                              stage["tests"].size(), more.size(), *why);
   }
-  store.finish_run(info.id, 0, "running", "", info.manifest);
+  store.finish_run(info.id, 0, RunStatus::kRunning, std::nullopt, info.manifest);
   if (more.empty()) return false;
   runner.run(more, progress);
   return g_run_stop && !runner.all_done();
@@ -945,10 +945,10 @@ RunReport close_run(const RunRequest& req, EvidenceStore& store, RunInfo& info, 
   RunReport report;
   report.run_id = info.id;
   report.results = store.results(info.id);
-  report.status = stopped ? "interrupted" : "finished";
+  report.status = stopped ? RunStatus::kInterrupted : RunStatus::kFinished;
   // A verdict on part of a run would mislead; an interrupted run gets one when resumed.
-  report.verdict =
-      stopped ? "" : judge(report.results, baseline_of(store, info).results_or_null()).conclusion;
+  if (!stopped)
+    report.verdict = judge(report.results, baseline_of(store, info).results_or_null()).conclusion;
   info.ended_ms = now_ms();
   finalize_manifest(info.manifest, info.ended_ms);
   store.finish_run(info.id, info.ended_ms, report.status, report.verdict, info.manifest);

@@ -53,8 +53,8 @@ std::vector<std::string> files_with_labels(const nlohmann::json& plan,
 
 struct RunReport {
   std::string run_id;
-  std::string status;   // finished | interrupted
-  std::string verdict;  // success | failure
+  RunStatus status = RunStatus::kFinished;  // finished or interrupted
+  std::optional<Conclusion> verdict;        // success or failure once finished
   std::string junit_path;
   std::string html_path;  // report.html: the run's self-contained report page
   std::string manifest_path;

@@ -37,7 +37,7 @@ std::optional<RunInfo> newest_plan_run(EvidenceStore& store, const PlanRun& plan
                                        const std::set<std::string>& plan_files) {
   if (plan_run.backend.empty()) return std::nullopt;
   for (const RunInfo& r : store.runs(plan_run.backend))
-    if (r.status == "finished" && r.config_hash == plan_run.config_hash &&
+    if (r.status == RunStatus::kFinished && r.config_hash == plan_run.config_hash &&
         ran_whole_plan(r, plan_files))
       return r;
   return std::nullopt;

@@ -59,7 +59,7 @@ TEST(Budget, CutsASelectionToItsShareAndReportsTheRecallAtRisk) {
     RunInfo run;
     run.id = fmt::format("r-{}", at);
     run.backend = "ref";
-    run.status = "running";
+    run.status = RunStatus::kRunning;
     run.started_ms = at;
     store->begin_run(run);
     std::vector<TestResult> results = {
@@ -68,7 +68,7 @@ TEST(Budget, CutsASelectionToItsShareAndReportsTheRecallAtRisk) {
         timed(a + "rest", "passed", 16)};
     for (auto& r : results) r.finished_ms = at;
     store->record_batch(run.id, results);
-    store->finish_run(run.id, at + 1, "finished", "success", {});
+    store->finish_run(run.id, at + 1, RunStatus::kFinished, Conclusion::kSuccess, {});
     ++at;
   }
   ChangedSelection s;
@@ -109,14 +109,14 @@ TEST(Budget, ThePlansNewestRunTimesIt) {
     r.id = id;
     r.backend = "ref";
     r.config_hash = hash;
-    r.status = "running";
+    r.status = RunStatus::kRunning;
     r.started_ms = at;
     store->begin_run(r);
     for (auto& t : results) t.finished_ms = at;
     store->record_batch(id, results);
     nlohmann::json file = {{"relpath", "test/test_a.py"}};
     if (id == "selected") file["tests"] = {a + "one"};
-    store->finish_run(id, at + 1, "finished", "success", {{"files", {file}}});
+    store->finish_run(id, at + 1, RunStatus::kFinished, Conclusion::kSuccess, {{"files", {file}}});
   };
   run("discovery", "h-discovery",
       {timed(a + "one", "passed", 1), timed(a + "two", "passed", 1),

@@ -75,7 +75,7 @@ class SelectChanged : public ::testing::Test {
     RunInfo run;
     run.id = "r-discover";
     run.backend = "reference";
-    run.status = "running";
+    run.status = RunStatus::kRunning;
     run.started_ms = 1;
     store_->begin_run(run);
     const std::string a = "test/test_a.py", b = "test/test_b.py";
@@ -88,7 +88,7 @@ class SelectChanged : public ::testing::Test {
          result(a, "test_crash", {}, "error"), result(a, "test_skipped", {}, "skipped"),
          result(b, "test_sum", {"aten::sum.dim_IntList"}),
          result(b, "test_add", {"aten::add.out"})});
-    store_->finish_run("r-discover", 2, "finished", "failure", {});
+    store_->finish_run("r-discover", 2, RunStatus::kFinished, Conclusion::kFailure, {});
     for (const auto& f : {a, b})
       store_->mark_discovered(
           {f, sha256_hex(read_file(dir_ + "/torch/" + f)), "rev", "r-discover", 2});
