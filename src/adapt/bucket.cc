@@ -196,48 +196,35 @@ Bucket failing_every_time(const VariantEvidence& v, const Capabilities& caps) {
   return make(TestMode::xfail, Cause::failure, "fails in every run", quote);
 }
 
-// The results that ran, newest first, as one letter each: P passed (or failed as upstream
-// expects), R passed on a rerun, F failed, C crashed, H hung.
-std::string sequence_of(const VariantEvidence& v) {
-  std::string out;
+// The results that ran, newest first, as classify() reads them; an upstream xfail counts as a pass
+// (it did what upstream expects), a skip did not run.
+std::vector<Seen> sequence_of(const VariantEvidence& v) {
+  std::vector<Seen> out;
   for (const TestResult& r : v.results) {
-    switch (classify(r)) {
-      case Seen::pass:
-      case Seen::upstream_xfail:
-        out += 'P';
-        break;
-      case Seen::rerun_pass:
-        out += 'R';
-        break;
-      case Seen::fail:
-        out += 'F';
-        break;
-      case Seen::crash:
-        out += 'C';
-        break;
-      case Seen::hang:
-        out += 'H';
-        break;
-      case Seen::skipped:
-        break;
-    }
+    Seen s = classify(r);
+    if (s == Seen::skipped) continue;
+    out.push_back(s == Seen::upstream_xfail ? Seen::pass : s);
   }
   return out;
+}
+
+bool is_broken(Seen s) {
+  return s == Seen::fail || s == Seen::crash || s == Seen::hang;
 }
 
 // Passes in every older run, then failures in the newest ones: something changed and broke it.
 // Selection never hides that: the variant stays mandatory, and rebucket lists it for attribution.
 // The oldest result is the discovery's, taken with the op recorder on: a pass there alone is not
 // a pass the device ever gave a real run, so it takes a second one.
-std::optional<Bucket> regression(const VariantEvidence& v, const std::string& seq) {
-  size_t broken = seq.find_first_not_of("FCH");
-  if (broken == 0 || broken == std::string::npos) return std::nullopt;
-  if (seq.find_first_not_of('P', broken) != std::string::npos) return std::nullopt;
-  size_t passed = seq.size() - broken;
-  if (passed < 2) return std::nullopt;
-  std::string how = seq.find('C') < broken   ? "crashed the test process with " + signals_of(v)
-                    : seq.find('H') < broken ? std::string("hung")
-                                             : std::string("failed");
+std::optional<Bucket> regression(const VariantEvidence& v, const std::vector<Seen>& seq) {
+  auto broken = std::find_if_not(seq.begin(), seq.end(), is_broken);  // the newest not broken
+  if (broken == seq.begin() || broken == seq.end()) return std::nullopt;
+  if (std::any_of(broken, seq.end(), [](Seen s) { return s != Seen::pass; })) return std::nullopt;
+  if (seq.end() - broken < 2) return std::nullopt;
+  std::string how = std::find(seq.begin(), broken, Seen::crash) != broken
+                        ? "crashed the test process with " + signals_of(v)
+                    : std::find(seq.begin(), broken, Seen::hang) != broken ? std::string("hung")
+                                                                           : std::string("failed");
   std::string quote;
   for (const TestResult& r : v.results)
     if (Seen s = classify(r); s == Seen::fail || s == Seen::crash || s == Seen::hang) {
@@ -262,7 +249,7 @@ Bucket bucket_one(const VariantEvidence& v, const Capabilities& caps, size_t fix
     return make(TestMode::skip, Cause::never_ran, "upstream skips it on this device",
                 newest_skip_message(v));
   }
-  std::string seq = sequence_of(v);
+  std::vector<Seen> seq = sequence_of(v);
   if (auto b = regression(v, seq)) return *b;
   if (c.crash)
     return make(
@@ -292,8 +279,9 @@ Bucket bucket_one(const VariantEvidence& v, const Capabilities& caps, size_t fix
   if (c.fail > 0)
     if (auto b = numeric_mismatch(v, policy, c.fail == n)) return *b;
   // Failures, then only passes in the newest runs: fixed, as rebucket would promote it.
-  size_t fixed = seq.find_first_not_of('P');
-  if (fixed >= fixed_after && seq.find_first_not_of('F', fixed) == std::string::npos)
+  auto fixed = std::find_if(seq.begin(), seq.end(), [](Seen s) { return s != Seen::pass; });
+  if ((fixed == seq.end() || size_t(fixed - seq.begin()) >= fixed_after) &&
+      std::all_of(fixed, seq.end(), [](Seen s) { return s == Seen::fail; }))
     return make(TestMode::mandatory_success, Cause::passed,
                 "passed in every run since it last failed");
   if (c.pass + c.rerun_pass + c.upstream_xfail > 0) {

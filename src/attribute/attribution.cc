@@ -4,9 +4,31 @@
 
 #include <algorithm>
 
+#include "base/enum_names.h"
 #include "base/text.h"
 
 namespace ootci {
+namespace {
+
+constexpr EnumName<Category> kCategoryNames[] = {
+    {Category::kUpstream, "upstream"}, {Category::kBackend, "backend"}, {Category::kInfra, "infra"},
+    {Category::kFlake, "flake"},       {Category::kUnknown, "unknown"},
+};
+constexpr EnumName<Confidence> kConfidenceNames[] = {
+    {Confidence::kHigh, "high"},
+    {Confidence::kMedium, "medium"},
+    {Confidence::kLow, "low"},
+};
+
+}  // namespace
+
+std::string to_string(Category category) {
+  return std::string(enum_text(kCategoryNames, category));
+}
+
+std::string to_string(Confidence confidence) {
+  return std::string(enum_text(kConfidenceNames, confidence));
+}
 
 const char* target_name(Target t) {
   switch (t) {
@@ -42,8 +64,8 @@ int bisection_bound(size_t n) {
 namespace {
 
 // The backend is the vendor's; the tests and core are upstream PyTorch's.
-std::string category_of(Target t) {
-  return t == Target::backend ? "backend" : "upstream";
+Category category_of(Target t) {
+  return t == Target::backend ? Category::kBackend : Category::kUpstream;
 }
 
 std::string describe(const Commit& c) {
@@ -91,8 +113,8 @@ class Attributor {
         a_.moved.push_back(t);
     if (a_.moved.empty()) {
       const ProbeStep& check = a_.steps.back();
-      a_.category = "infra";
-      a_.confidence = "medium";
+      a_.category = Category::kInfra;
+      a_.confidence = Confidence::kMedium;
       a_.summary = check.outcome.ran
                        ? fmt::format(
                              "{} fail at the same revisions that were green: "
@@ -106,8 +128,8 @@ class Attributor {
     }
     const ProbeStep& control = probe("control", green, "the last green run's revisions");
     if (control.failed()) {
-      a_.category = "infra";
-      a_.confidence = "high";
+      a_.category = Category::kInfra;
+      a_.confidence = Confidence::kHigh;
       a_.summary = control.outcome.ran
                        ? fmt::format(
                              "{} also fail at the last green run's "
@@ -138,8 +160,8 @@ class Attributor {
     for (const auto& id : ids)
       (step.outcome.failing.count(id) ? a_.failing : a_.flaky).push_back(id);
     if (!a_.failing.empty()) return true;
-    a_.category = "flake";
-    a_.confidence = in_.reruns >= 2 ? "high" : "medium";
+    a_.category = Category::kFlake;
+    a_.confidence = in_.reruns >= 2 ? Confidence::kHigh : Confidence::kMedium;
     a_.summary = fmt::format(
         "the newly failing {} passed when re-run at the same revisions: a flake", some_of(ids));
     return false;
@@ -168,7 +190,7 @@ class Attributor {
       std::string names;
       for (Target t : sufficient)
         names += fmt::format("{}{}", names.empty() ? "" : " and ", target_name(t));
-      a_.confidence = "medium";
+      a_.confidence = Confidence::kMedium;
       a_.summary =
           fmt::format("{} each reproduce the failures alone: more than one culprit", names);
       return;
@@ -197,7 +219,7 @@ class Attributor {
         interaction ? fmt::format(" (only together with the other moved targets)") : std::string();
     a_.range = probes_.commits_between(t, from, to);
     if (a_.range.empty()) {
-      a_.confidence = "medium";
+      a_.confidence = Confidence::kMedium;
       a_.summary =
           fmt::format("{} {}..{} breaks {}{}; its commits could not be listed", target_name(t),
                       short_sha(from), short_sha(to), some_of(a_.failing), why);
@@ -218,7 +240,7 @@ class Attributor {
     }
     if (bad - good > 1) {
       for (long i = good + 1; i <= bad; ++i) a_.remaining.push_back(a_.range[i].sha);
-      a_.confidence = "medium";
+      a_.confidence = Confidence::kMedium;
       a_.summary = fmt::format(
           "{} breaks {}{}; the probe budget ran out with {} "
           "candidate commits left",
@@ -226,14 +248,14 @@ class Attributor {
       return;
     }
     a_.culprit = a_.range[bad];
-    a_.confidence = interaction ? "medium" : "high";
+    a_.confidence = interaction ? Confidence::kMedium : Confidence::kHigh;
     a_.summary = fmt::format(
         "{} commit {} breaks {}{}: found among {} commits in {} bisection probes", target_name(t),
         describe(*a_.culprit), some_of(a_.failing), why, a_.range.size(), a_.bisection_probes);
   }
 
   void out_of_budget() {
-    a_.confidence = "low";
+    a_.confidence = Confidence::kLow;
     a_.summary = fmt::format("the probe budget ({}) ran out before a target could be blamed",
                              in_.max_probes);
   }

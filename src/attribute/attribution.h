@@ -13,6 +13,13 @@ enum class Target { backend, tests, core };
 const char* target_name(Target t);
 const std::vector<Target>& all_targets();
 
+// Where a failure comes from, in the words of CRCR's triage verdict (utils/triage_verdict.py in
+// pytorch/test-infra), and how sure the attribution is of it.
+enum class Category { kUpstream, kBackend, kInfra, kFlake, kUnknown };
+enum class Confidence { kHigh, kMedium, kLow };
+std::string to_string(Category category);
+std::string to_string(Confidence confidence);
+
 // One revision per target; "" means unknown.
 struct Combination {
   std::string backend, tests, core;
@@ -74,8 +81,8 @@ struct ProbeStep {
 };
 
 struct Attribution {
-  std::string category = "unknown";  // upstream | backend | infra | flake | unknown
-  std::string confidence = "low";    // high | medium | low
+  Category category = Category::kUnknown;
+  Confidence confidence = Confidence::kLow;
   std::string summary;
   std::optional<Target> target;  // the guilty target, when one is
   std::optional<Commit> culprit;

@@ -67,10 +67,10 @@ TEST(Attribution, OnlyTheBackendMovedFindsItsCommitWithinTheBound) {
       w.breaks = [&](const Combination& c) { return World::index(c.backend) >= culprit; };
       Attribution a = attribute_failures(
           input({"b0", "t0", "c0"}, {World::rev(Target::backend, n), "t0", "c0"}), w);
-      ASSERT_EQ(a.category, "backend") << n << " " << culprit << ": " << a.summary;
+      ASSERT_EQ(a.category, Category::kBackend) << n << " " << culprit << ": " << a.summary;
       ASSERT_TRUE(a.culprit);
       EXPECT_EQ(a.culprit->sha, World::rev(Target::backend, culprit));
-      EXPECT_EQ(a.confidence, "high");
+      EXPECT_EQ(a.confidence, Confidence::kHigh);
       EXPECT_LE(a.bisection_probes, bisection_bound(n)) << n << " " << culprit;
       EXPECT_EQ(a.range.size(), static_cast<size_t>(n));
     }
@@ -89,7 +89,7 @@ TEST(Attribution, CoreCulpritWhenBothMovedBlamesUpstreamNotTheBackend) {
   World w;
   w.breaks = [](const Combination& c) { return World::index(c.core) >= 4; };
   Attribution a = attribute_failures(input({"b0", "t0", "c0"}, {"b6", "t0", "c5"}), w);
-  EXPECT_EQ(a.category, "upstream") << a.summary;
+  EXPECT_EQ(a.category, Category::kUpstream) << a.summary;
   ASSERT_TRUE(a.target);
   EXPECT_EQ(*a.target, Target::core);
   ASSERT_TRUE(a.culprit);
@@ -110,7 +110,7 @@ TEST(Attribution, BackendCulpritWhenBothMoved) {
   World w;
   w.breaks = [](const Combination& c) { return World::index(c.backend) >= 2; };
   Attribution a = attribute_failures(input({"b0", "t0", "c0"}, {"b6", "t3", "c5"}), w);
-  EXPECT_EQ(a.category, "backend");
+  EXPECT_EQ(a.category, Category::kBackend);
   ASSERT_TRUE(a.culprit);
   EXPECT_EQ(a.culprit->sha, "b2");
 }
@@ -119,7 +119,7 @@ TEST(Attribution, TestsCulpritCarriesThePrNumber) {
   World w;
   w.breaks = [](const Combination& c) { return World::index(c.tests) >= 3; };
   Attribution a = attribute_failures(input({"b0", "t0", "c0"}, {"b0", "t4", "c0"}), w);
-  EXPECT_EQ(a.category, "upstream");
+  EXPECT_EQ(a.category, Category::kUpstream);
   ASSERT_TRUE(a.culprit);
   EXPECT_EQ(a.culprit->pr, 77);
   EXPECT_NE(a.summary.find("(PR #77)"), std::string::npos) << a.summary;
@@ -130,8 +130,8 @@ TEST(Attribution, FailuresThatPassOnARerunAreAFlake) {
   w.flaky = true;
   w.breaks = [](const Combination&) { return true; };
   Attribution a = attribute_failures(input({"b0", "t0", "c0"}, {"b3", "t0", "c0"}), w);
-  EXPECT_EQ(a.category, "flake");
-  EXPECT_EQ(a.confidence, "high");
+  EXPECT_EQ(a.category, Category::kFlake);
+  EXPECT_EQ(a.confidence, Confidence::kHigh);
   EXPECT_EQ(a.flaky.size(), 2u);
   EXPECT_EQ(w.probed.size(), 1u);  // no bisection for a flake
 }
@@ -140,8 +140,8 @@ TEST(Attribution, FailingAtTheGreenRevisionsIsInfra) {
   World w;
   w.breaks = [](const Combination&) { return true; };
   Attribution a = attribute_failures(input({"b0", "t0", "c0"}, {"b3", "t0", "c0"}), w);
-  EXPECT_EQ(a.category, "infra");
-  EXPECT_EQ(a.confidence, "high");
+  EXPECT_EQ(a.category, Category::kInfra);
+  EXPECT_EQ(a.confidence, Confidence::kHigh);
   EXPECT_EQ(a.steps.back().kind, "control");
 }
 
@@ -149,7 +149,7 @@ TEST(Attribution, NothingMovedAndStillFailingIsInfra) {
   World w;
   w.breaks = [](const Combination&) { return true; };
   Attribution a = attribute_failures(input({"b0", "t0", "c0"}, {"b0", "t0", "c0"}), w);
-  EXPECT_EQ(a.category, "infra");
+  EXPECT_EQ(a.category, Category::kInfra);
   EXPECT_EQ(w.probed.size(), 1u);
 }
 
@@ -158,7 +158,7 @@ TEST(Attribution, ABuildThatFailsAtEveryRevisionIsInfra) {
   w.breaks = [](const Combination&) { return false; };
   w.unbuildable = [](const Combination&) { return true; };
   Attribution a = attribute_failures(input({"b0", "t0", "c0"}, {"b2", "t0", "c0"}), w);
-  EXPECT_EQ(a.category, "infra");
+  EXPECT_EQ(a.category, Category::kInfra);
   EXPECT_NE(a.summary.find("backend build failed"), std::string::npos) << a.summary;
 }
 
@@ -167,7 +167,7 @@ TEST(Attribution, ABuildBrokenByACommitIsThatCommit) {
   w.breaks = [](const Combination&) { return false; };
   w.unbuildable = [](const Combination& c) { return World::index(c.backend) >= 5; };
   Attribution a = attribute_failures(input({"b0", "t0", "c0"}, {"b7", "t0", "c0"}), w);
-  EXPECT_EQ(a.category, "backend");
+  EXPECT_EQ(a.category, Category::kBackend);
   ASSERT_TRUE(a.culprit);
   EXPECT_EQ(a.culprit->sha, "b5");
 }
@@ -178,8 +178,8 @@ TEST(Attribution, AnInteractionBisectsTheTargetWhoseRevertFixesIt) {
     return World::index(c.backend) >= 3 && World::index(c.core) >= 1;
   };
   Attribution a = attribute_failures(input({"b0", "t0", "c0"}, {"b4", "t0", "c2"}), w);
-  EXPECT_EQ(a.category, "backend") << a.summary;
-  EXPECT_EQ(a.confidence, "medium");
+  EXPECT_EQ(a.category, Category::kBackend) << a.summary;
+  EXPECT_EQ(a.confidence, Confidence::kMedium);
   ASSERT_TRUE(a.culprit);
   EXPECT_EQ(a.culprit->sha, "b3");
 }
@@ -190,10 +190,10 @@ TEST(Attribution, TheBudgetLeavesTheRemainingCandidates) {
   AttributionInput in = input({"b0", "t0", "c0"}, {"b64", "t0", "c0"});
   in.max_probes = 3;  // control + 2 bisection probes: 64 -> 16 candidates
   Attribution a = attribute_failures(in, w);
-  EXPECT_EQ(a.category, "backend");
+  EXPECT_EQ(a.category, Category::kBackend);
   EXPECT_FALSE(a.culprit);
   EXPECT_EQ(a.remaining.size(), 16u);
-  EXPECT_EQ(a.confidence, "medium");
+  EXPECT_EQ(a.confidence, Confidence::kMedium);
 }
 
 TEST(Attribution, RunsWithoutRecordedRevisionsAreUnknownNotInfra) {
@@ -202,7 +202,7 @@ TEST(Attribution, RunsWithoutRecordedRevisionsAreUnknownNotInfra) {
   AttributionInput in = input({}, {});
   in.revisions_recorded = false;
   Attribution a = attribute_failures(in, w);
-  EXPECT_EQ(a.category, "unknown");
+  EXPECT_EQ(a.category, Category::kUnknown);
   EXPECT_NE(a.summary.find("do not record their target revisions"), std::string::npos);
   EXPECT_EQ(w.probed.size(), 1u);  // the flake check only
 }
@@ -212,11 +212,11 @@ TEST(Attribution, NothingNewlyFailingOrNoGreenRunIsUnknown) {
   w.breaks = [](const Combination&) { return true; };
   AttributionInput in = input({"b0", "t0", "c0"}, {"b1", "t0", "c0"});
   in.newly_failing.clear();
-  EXPECT_EQ(attribute_failures(in, w).category, "unknown");
+  EXPECT_EQ(attribute_failures(in, w).category, Category::kUnknown);
   in = input({"b0", "t0", "c0"}, {"b1", "t0", "c0"});
   in.green.reset();
   Attribution a = attribute_failures(in, w);
-  EXPECT_EQ(a.category, "unknown");
+  EXPECT_EQ(a.category, Category::kUnknown);
   EXPECT_EQ(a.failing.size(), 2u);
 }
 

@@ -139,8 +139,8 @@ nlohmann::json triage_verdict(const Attribution& a, const AttributionInput& in,
 
   nlohmann::json v = {
       {"schema_version", 1},
-      {"category", a.category},
-      {"confidence", a.confidence},
+      {"category", to_string(a.category)},
+      {"confidence", to_string(a.confidence)},
       {"summary", truncate_utf8_chars(with_wave2(a.summary, wave2), kMaxTriageSummaryChars)},
       {"suspected_upstream", nullptr},
       {"culprit", a.culprit && a.target ? commit_json(*a.culprit, *a.target) : nlohmann::json()},
@@ -151,7 +151,7 @@ nlohmann::json triage_verdict(const Attribution& a, const AttributionInput& in,
       {"executions", a.executions},
       {"primary_executions", ctx.primary_executions},
   };
-  if (a.category == "upstream" && a.target) {
+  if (a.category == Category::kUpstream && a.target) {
     nlohmann::json s = {
         {"target", target_name(*a.target)},
         {"range", fmt::format("{}..{}", in.green->at(*a.target), in.run.at(*a.target))}};
@@ -167,7 +167,8 @@ nlohmann::json triage_verdict(const Attribution& a, const AttributionInput& in,
 std::string triage_markdown(const Attribution& a, const AttributionInput& in,
                             const AttributionContext& ctx) {
   std::string out = fmt::format("# Attribution of run {}\n\n", ctx.run_id);
-  out += fmt::format("**{}** ({} confidence): {}\n\n", a.category, a.confidence, a.summary);
+  out += fmt::format("**{}** ({} confidence): {}\n\n", to_string(a.category),
+                     to_string(a.confidence), a.summary);
   if (std::optional<Wave2> wave2 = wave2_of(in, ctx)) out += wave2_sentence(*wave2) + "\n\n";
   if (in.green) {
     out += fmt::format(

@@ -10,8 +10,8 @@ namespace {
 
 Attribution core_culprit() {
   Attribution a;
-  a.category = "upstream";
-  a.confidence = "high";
+  a.category = Category::kUpstream;
+  a.confidence = Confidence::kHigh;
   a.summary = "core commit c4 breaks 2 variants";
   a.target = Target::core;
   a.culprit = Commit{"c4c4c4c4c4c4c4c4", "Make flip faster (#4242)", 4242};
@@ -67,7 +67,7 @@ TEST(TriageVerdict, CarriesCrcrFieldsTheCulpritAndTheCost) {
 TEST(TriageVerdict, StaysWithinTheRelaysCaps) {
   Attribution a = core_culprit();
   a.summary = std::string(5000, 'x');
-  a.category = "backend";
+  a.category = Category::kBackend;
   a.target = Target::backend;
   for (int i = 0; i < 40; ++i) {
     ProbeStep s{"expansion", {"b", "t", "c"}, std::string(900, 'n'), {}, 1};

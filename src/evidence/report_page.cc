@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <set>
 
+#include "base/enum_names.h"
 #include "base/error.h"
 #include "base/file_text.h"
 #include "base/html_escape.h"
@@ -44,20 +45,24 @@ std::string summary_line(const std::string& message) {
   return first_line(message, kPageGroupKeyChars);
 }
 
-// The outcome classes, in the order a trend bar stacks them and the device page lists them.
-const char* const kPageClasses[] = {"pass", "xfail", "skip", "fail"};
+constexpr EnumName<PageClass> kPageClassNames[] = {
+    {PageClass::kPass, "pass"},
+    {PageClass::kXfail, "xfail"},
+    {PageClass::kSkip, "skip"},
+    {PageClass::kFail, "fail"},
+};
 
 std::string seconds_text(double s) {
   return s >= 60 ? fmt::format("{:.1f} min", s / 60) : fmt::format("{:.2f} s", s);
 }
 
 struct Cell {
-  std::map<std::string, int> by_class;  // pass / fail / xfail / skip -> variants
+  std::map<PageClass, int> by_class;  // variants per class
   std::vector<const TestResult*> variants;
   // The colour: any failure shows, then xfail, then skip; pass only when all pass.
   std::string cls() const {
-    for (const char* c : {"fail", "xfail", "skip", "pass"})
-      if (by_class.count(c)) return c;
+    for (PageClass c : {PageClass::kFail, PageClass::kXfail, PageClass::kSkip, PageClass::kPass})
+      if (by_class.count(c)) return to_string(c);
     return "none";
   }
 };
@@ -215,7 +220,7 @@ std::string wave2_section(const ReportPage& r) {
     out += fmt::format(
         "<tr class=\"{}\" data-outcome=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td "
         "class=\"n\">{}</td></tr>",
-        outcome_class(t->outcome), esc(to_string(t->outcome)), esc(t->test_id),
+        to_string(outcome_class(t->outcome)), esc(to_string(t->outcome)), esc(t->test_id),
         esc(to_string(t->outcome)), esc(t->error_class), seconds_text(t->duration_s));
   return out + "</table>";
 }
@@ -355,7 +360,7 @@ std::string map_section(const std::vector<TestResult>& results) {
       }
       const Cell& c = it->second;
       std::string title;
-      for (const auto& [cls, n] : c.by_class) title += fmt::format("{} {}, ", n, cls);
+      for (const auto& [cls, n] : c.by_class) title += fmt::format("{} {}, ", n, to_string(cls));
       title.resize(title.size() - 2);
       std::string anchor = cell_anchor(op, d);
       out += fmt::format(
@@ -365,8 +370,9 @@ std::string map_section(const std::vector<TestResult>& results) {
       lists += fmt::format("<details id=\"{}\"><summary>{} {}: {}</summary><ul>", anchor, esc(op),
                            esc(d), esc(title));
       for (const TestResult* t : c.variants)
-        lists += fmt::format("<li class=\"{}\">{} &mdash; {}</li>", outcome_class(t->outcome),
-                             esc(t->test_id), esc(to_string(t->outcome)));
+        lists +=
+            fmt::format("<li class=\"{}\">{} &mdash; {}</li>", to_string(outcome_class(t->outcome)),
+                        esc(t->test_id), esc(to_string(t->outcome)));
       lists += "</ul></details>";
     }
     out += "</tr>";
@@ -388,14 +394,16 @@ std::string trend_svg(const std::vector<TrendPoint>& points) {
       "<svg class=\"trend\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" "
       "viewBox=\"0 0 {0} {1}\" role=\"img\">",
       width, height);
-  static const std::map<std::string, std::string> colour = {
-      {"pass", "#2da44e"}, {"fail", "#cf222e"}, {"xfail", "#d4a72c"}, {"skip", "#afb8c1"}};
+  static const std::map<PageClass, std::string> colour = {{PageClass::kPass, "#2da44e"},
+                                                          {PageClass::kFail, "#cf222e"},
+                                                          {PageClass::kXfail, "#d4a72c"},
+                                                          {PageClass::kSkip, "#afb8c1"}};
   for (size_t i = 0; i < points.size(); ++i) {
-    std::map<std::string, int> by_class;
+    std::map<PageClass, int> by_class;
     for (const auto& [o, n] : points[i].outcomes.counts) by_class[outcome_class(o)] += n;
     double y = height;
     std::string title = points[i].run_id + ":";
-    for (const char* cls : kPageClasses) {
+    for (const auto& [cls, text] : kPageClassNames) {
       auto it = by_class.find(cls);
       if (it == by_class.end()) continue;
       double h = static_cast<double>(it->second) * height / max_total;
@@ -403,8 +411,8 @@ std::string trend_svg(const std::vector<TrendPoint>& points) {
       out += fmt::format(
           "<rect x=\"{}\" y=\"{:.1f}\" width=\"{}\" height=\"{:.1f}\" fill=\"{}\" "
           "data-class=\"{}\" data-count=\"{}\"/>",
-          static_cast<int>(i) * (bar + gap), y, bar, h, colour.at(cls), cls, it->second);
-      title += fmt::format(" {} {}", it->second, cls);
+          static_cast<int>(i) * (bar + gap), y, bar, h, colour.at(cls), text, it->second);
+      title += fmt::format(" {} {}", it->second, text);
     }
     out += "<title>" + esc(title) + "</title>";
   }
@@ -501,20 +509,24 @@ std::string page_frame(const std::string& title, const std::string& body) {
 
 }  // namespace
 
-std::string outcome_class(Outcome outcome) {
+PageClass outcome_class(Outcome outcome) {
   switch (outcome) {
     case Outcome::passed:
     case Outcome::xpassed:
-      return "pass";
+      return PageClass::kPass;
     case Outcome::xfailed:
-      return "xfail";
+      return PageClass::kXfail;
     case Outcome::skipped:
-      return "skip";
+      return PageClass::kSkip;
     case Outcome::failed:
     case Outcome::error:
-      return "fail";
+      return PageClass::kFail;
   }
-  return "fail";
+  return PageClass::kFail;
+}
+
+std::string to_string(PageClass page_class) {
+  return std::string(enum_text(kPageClassNames, page_class));
 }
 
 ReportPage gather_report_page(EvidenceStore& store, const std::string& run_id,
@@ -609,7 +621,7 @@ DevicePage gather_device_page(EvidenceStore& store, const std::string& backend, 
 }
 
 std::string render_device_page(const DevicePage& d) {
-  std::map<std::string, std::map<std::string, int>> counts;
+  std::map<std::string, std::map<PageClass, int>> counts;
   for (const auto& t : d.results) ++counts[t.file][outcome_class(t.outcome)];
   std::string body = fmt::format(
       "<h1>ootci device: {}</h1><p class=\"muted\">The latest finished run of every upstream "
@@ -622,9 +634,8 @@ std::string render_device_page(const DevicePage& d) {
   for (const auto& [file, run_id] : d.run_of_file) {
     body += "<tr data-file=\"" + esc(file) + "\"><td>" + esc(file) + "</td><td>" + esc(run_id) +
             "</td>";
-    for (const char* cls : kPageClasses)
-      body += fmt::format("<td class=\"n\">{}</td>",
-                          counts[file].count(cls) ? counts[file].at(cls) : 0);
+    for (const auto& [cls, text] : kPageClassNames)
+      body += fmt::format("<td class=\"n\">{}</td>", counts[file][cls]);
     body += "</tr>";
   }
   body += "</table>";

@@ -61,7 +61,10 @@ DevicePage gather_device_page(EvidenceStore& store, const std::string& backend, 
 void add_bucket_changes(DevicePage& page, const std::string& path);
 std::string render_device_page(const DevicePage& page);
 
-// The outcome class a map cell and a trend bar colour by: pass, fail, xfail or skip.
-std::string outcome_class(Outcome outcome);
+// The outcome class a map cell and a trend bar colour by, in the order a trend bar stacks them and
+// the device page lists them; its text is the CSS class.
+enum class PageClass { kPass, kXfail, kSkip, kFail };
+PageClass outcome_class(Outcome outcome);
+std::string to_string(PageClass page_class);
 
 }  // namespace ootci

@@ -238,12 +238,12 @@ TEST_F(ReportPageTest, AnUnknownRunIsAnError) {
 }
 
 TEST(OutcomeClass, MapsEveryOutcome) {
-  EXPECT_EQ(outcome_class(Outcome::passed), "pass");
-  EXPECT_EQ(outcome_class(Outcome::xpassed), "pass");
-  EXPECT_EQ(outcome_class(Outcome::xfailed), "xfail");
-  EXPECT_EQ(outcome_class(Outcome::skipped), "skip");
-  EXPECT_EQ(outcome_class(Outcome::failed), "fail");
-  EXPECT_EQ(outcome_class(Outcome::error), "fail");
+  EXPECT_EQ(to_string(outcome_class(Outcome::passed)), "pass");
+  EXPECT_EQ(to_string(outcome_class(Outcome::xpassed)), "pass");
+  EXPECT_EQ(to_string(outcome_class(Outcome::xfailed)), "xfail");
+  EXPECT_EQ(to_string(outcome_class(Outcome::skipped)), "skip");
+  EXPECT_EQ(to_string(outcome_class(Outcome::failed)), "fail");
+  EXPECT_EQ(to_string(outcome_class(Outcome::error)), "fail");
 }
 
 }  // namespace

@@ -53,12 +53,6 @@ std::string lease_token() {
 // parameter limits (SQLite 32,766; PostgreSQL 65,535).
 constexpr size_t kBulkRows = 200;
 
-OutboxStatus parse_status(const std::string& s) {
-  if (s == "delivered") return OutboxStatus::kDelivered;
-  if (s == "failed") return OutboxStatus::kFailed;
-  return OutboxStatus::kPending;
-}
-
 constexpr const char* kOutboxColumns =
     "id, delivery_id, repo, event_type, callback_token, status, attempts, created_ms, "
     "next_attempt_ms, deadline_ms, delivered_ms, last_error, lease";
@@ -70,7 +64,7 @@ OutboxItem read_outbox(const SqlRow& r) {
   o.repo = r.text(2);
   o.event_type = r.text(3);
   o.callback_token = r.text(4);
-  o.status = parse_status(r.text(5));
+  o.status = parse_outbox_status(r.text(5));
   o.attempts = static_cast<int>(r.i64(6));
   o.created_ms = r.i64(7);
   o.next_attempt_ms = r.i64(8);
@@ -468,7 +462,7 @@ class SqlStore : public Store {
     return db_->read("outbox_counts", [&](SqlTx& tx) {
       OutboxCounts c;
       tx.each("SELECT status, COUNT(*) FROM outbox GROUP BY status", {}, [&](const SqlRow& r) {
-        OutboxStatus st = parse_status(r.text(0));
+        OutboxStatus st = parse_outbox_status(r.text(0));
         (st == OutboxStatus::kPending     ? c.pending
          : st == OutboxStatus::kDelivered ? c.delivered
                                           : c.failed) = r.i64(1);

@@ -1,17 +1,24 @@
 #include "relay_store/store.h"
 
+#include "base/enum_names.h"
+
 namespace ootci {
+namespace {
+
+constexpr EnumName<OutboxStatus> kOutboxStatusNames[] = {
+    {OutboxStatus::kPending, "pending"},
+    {OutboxStatus::kDelivered, "delivered"},
+    {OutboxStatus::kFailed, "failed"},
+};
+
+}  // namespace
 
 const char* to_string(OutboxStatus s) {
-  switch (s) {
-    case OutboxStatus::kPending:
-      return "pending";
-    case OutboxStatus::kDelivered:
-      return "delivered";
-    case OutboxStatus::kFailed:
-      return "failed";
-  }
-  return "pending";
+  return enum_text(kOutboxStatusNames, s).data();  // the table's literals end in NUL
+}
+
+OutboxStatus parse_outbox_status(std::string_view text) {
+  return enum_parse(kOutboxStatusNames, text).value_or(OutboxStatus::kPending);
 }
 
 bool upstream_caused(const JobRecord& job) {

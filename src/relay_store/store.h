@@ -4,6 +4,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ootci {
@@ -24,6 +25,9 @@ struct DeliveryRecord {
 
 enum class OutboxStatus { kPending, kDelivered, kFailed };
 const char* to_string(OutboxStatus s);
+// The stored text's status; text this relay does not know reads as pending, so the sender retries
+// it rather than losing it.
+OutboxStatus parse_outbox_status(std::string_view text);
 
 // One dispatch to one downstream repo. The row is the relay's DISPATCHED record.
 struct OutboxItem {
