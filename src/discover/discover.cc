@@ -138,25 +138,22 @@ std::vector<DiscoverySummary> summarize_discovery(
   return out;
 }
 
-InputProbeReport probe_inputs(const DiscoverRequest& req,
+InputProbeReport probe_inputs(const DiscoverRequest& req, EvidenceStore& store,
                               const std::vector<DiscoveryCandidate>& files,
                               const std::map<std::string, std::string>& run_of_file) {
   InputProbeReport report;
   // test id -> its discovery run, for the tests still to probe
   std::map<std::string, std::string> pending;
-  {
-    auto store = EvidenceStore::open(req.evidence_path);
-    std::set<std::string> runs;
-    for (const auto& [file, run] : run_of_file) runs.insert(run);
-    for (const auto& run : runs) {
-      auto inputs = store->input_op_dtypes_of_run(run);
-      auto probed = store->input_probes_of_run(run);
-      for (const auto& r : store->results(run)) {
-        auto file = run_of_file.find(r.file);
-        if (file == run_of_file.end() || file->second != run || r.outcome != Outcome::passed)
-          continue;
-        if (inputs.count(r.test_id) && !probed.count(r.test_id)) pending[r.test_id] = run;
-      }
+  std::set<std::string> runs;
+  for (const auto& [file, run] : run_of_file) runs.insert(run);
+  for (const auto& run : runs) {
+    auto inputs = store.input_op_dtypes_of_run(run);
+    auto probed = store.input_probes_of_run(run);
+    for (const auto& r : store.results(run)) {
+      auto file = run_of_file.find(r.file);
+      if (file == run_of_file.end() || file->second != run || r.outcome != Outcome::passed)
+        continue;
+      if (inputs.count(r.test_id) && !probed.count(r.test_id)) pending[r.test_id] = run;
     }
   }
   report.tests = pending.size();
@@ -183,7 +180,7 @@ InputProbeReport probe_inputs(const DiscoverRequest& req,
     pass.plan_override = discovery_plan(pass.backend, left);
     pass.selection = Selection{};
     for (const auto& [test, run] : pending) pass.selection->tests.insert(test);
-    RunReport ran = run_plan(pass);
+    RunReport ran = run_plan(pass, store);
     ++report.passes;
     for (const auto& r : ran.results) {
       auto it = pending.find(r.test_id);
@@ -193,8 +190,7 @@ InputProbeReport probe_inputs(const DiscoverRequest& req,
       ++report.failed;
       pending.erase(it);
     }
-    auto store = EvidenceStore::open(req.evidence_path);
-    store->delete_run(ran.run_id);
+    store.delete_run(ran.run_id);
     std::error_code ignored;
     std::filesystem::remove_all(run_folder(req.backend, ran.run_id), ignored);
     if (ran.status != RunStatus::kFinished) {
@@ -204,8 +200,7 @@ InputProbeReport probe_inputs(const DiscoverRequest& req,
   }
   for (const auto& [test, run] : pending)
     found[run][test] = fmt::format("held: {} shifts of its inputs", passes);
-  auto store = EvidenceStore::open(req.evidence_path);
-  for (const auto& [run, probes] : found) store->set_input_probes(run, probes);
+  for (const auto& [run, probes] : found) store.set_input_probes(run, probes);
   return report;
 }
 
@@ -236,11 +231,11 @@ namespace {
 // stop leaves it interrupted, a kill running). Its plan must be this one byte for byte (the files
 // and their content, the backend's environment and modules), and its shard and backend revision
 // the same.
-std::optional<RunInfo> earlier_pass(const std::string& evidence_path, const RunRequest& pass,
+std::optional<RunInfo> earlier_pass(EvidenceStore& store, const RunRequest& pass,
                                     const std::string& backend_rev, int64_t after_ms) {
   std::string plan_sha256 = sha256_hex(plan_text(*pass.plan_override));
   std::string shard = pass.part.n > 0 ? fmt::format("{}/{}", pass.part.k, pass.part.n) : "";
-  for (const RunInfo& r : EvidenceStore::open(evidence_path)->runs(pass.backend.name)) {
+  for (const RunInfo& r : store.runs(pass.backend.name)) {
     if (r.started_ms <= after_ms) break;  // newest first
     if (r.manifest.value("plan_sha256", "") == plan_sha256 && r.shard == shard &&
         r.manifest.value("discovery_pass", "") == discovery_pass_name(pass.discovery) &&
@@ -253,7 +248,7 @@ std::optional<RunInfo> earlier_pass(const std::string& evidence_path, const RunR
 // Runs a pass of the discovery, or continues it when an earlier attempt did not finish (a stop, a
 // kill, a machine lost): on a device whose crashes cost seconds each, a file's pass takes hours,
 // and starting it again would cost them all again. A pass that finished is taken as it is.
-std::optional<RunReport> continue_pass(const std::string& evidence_path, RunRequest pass,
+std::optional<RunReport> continue_pass(EvidenceStore& store, RunRequest pass,
                                        const std::optional<RunInfo>& before,
                                        std::vector<ContinuedPass>* continued) {
   if (before && before->status == RunStatus::kFinished) {
@@ -261,13 +256,13 @@ std::optional<RunReport> continue_pass(const std::string& evidence_path, RunRequ
     done.run_id = before->id;
     done.status = before->status;
     done.verdict = before->verdict;
-    done.results = EvidenceStore::open(evidence_path)->results(before->id);
+    done.results = store.results(before->id);
     continued->push_back(
         {discovery_pass_name(pass.discovery), before->id, before->status, done.results.size()});
     return done;
   }
   if (before) {
-    size_t settled = EvidenceStore::open(evidence_path)->finished_tests(before->id).size();
+    size_t settled = store.finished_tests(before->id).size();
     continued->push_back(
         {discovery_pass_name(pass.discovery), before->id, before->status, settled});
     // Said now, not only in the summary: the pass may take hours from here.
@@ -277,7 +272,7 @@ std::optional<RunReport> continue_pass(const std::string& evidence_path, RunRequ
     pass.resume_run = before->id;
     pass.selection.reset();  // the run's manifest keeps what it covers
   }
-  return run_plan(pass);
+  return run_plan(pass, store);
 }
 
 }  // namespace
@@ -287,16 +282,14 @@ DiscoverReport discover(const DiscoverRequest& req) {
   std::vector<DiscoveryCandidate> candidates = discovery_candidates(req.backend, req.file_globs);
   if (candidates.empty()) throw Error("discover: no test files (the plan lists none; use --files)");
   report.backend_rev = backend_revision(req.backend);
-  StaleSplit split;
-  {
-    auto store = EvidenceStore::open(req.evidence_path);
-    std::string shard = req.part.n > 0 ? fmt::format("{}/{}", req.part.k, req.part.n) : "";
-    split = split_stale(*store, candidates, report.backend_rev, shard, req.force);
-  }
+  // Opened once: every pass records into it, and reads what the one before left.
+  auto store = EvidenceStore::open(req.evidence_path);
+  std::string shard = req.part.n > 0 ? fmt::format("{}/{}", req.part.k, req.part.n) : "";
+  StaleSplit split = split_stale(*store, candidates, report.backend_rev, shard, req.force);
   report.up_to_date = split.up_to_date;
   // Files up to date are probed too when asked: a probe can be added to existing evidence.
   auto probe = [&](const std::map<std::string, std::string>& run_of_file) {
-    if (req.probe_inputs > 0) report.probe = probe_inputs(req, candidates, run_of_file);
+    if (req.probe_inputs > 0) report.probe = probe_inputs(req, *store, candidates, run_of_file);
   };
   std::map<std::string, std::string> run_of_file;
   for (const auto& f : split.up_to_date) run_of_file[f.relpath] = f.run_id;
@@ -330,8 +323,8 @@ DiscoverReport discover(const DiscoverRequest& req) {
         place_among_workers(plain.part.placed, durations, req.part.k, run_workers(plain));
   }
   std::optional<RunInfo> plain_before =
-      req.force ? std::nullopt : earlier_pass(req.evidence_path, plain, report.backend_rev, 0);
-  report.run = continue_pass(req.evidence_path, plain, plain_before, &report.continued);
+      req.force ? std::nullopt : earlier_pass(*store, plain, report.backend_rev, 0);
+  report.run = continue_pass(*store, plain, plain_before, &report.continued);
   if (report.run->status != RunStatus::kFinished)
     return report;  // interrupted: nothing is discovered
 
@@ -355,16 +348,14 @@ DiscoverReport discover(const DiscoverRequest& req) {
   std::optional<RunInfo> recording_before;
   if (plain_before)  // only a pass that followed this plain pass belongs to it
     recording_before =
-        earlier_pass(req.evidence_path, recording, report.backend_rev, plain_before->started_ms);
-  RunReport ops_run =
-      *continue_pass(req.evidence_path, recording, recording_before, &report.continued);
+        earlier_pass(*store, recording, report.backend_rev, plain_before->started_ms);
+  RunReport ops_run = *continue_pass(*store, recording, recording_before, &report.continued);
   // Stopped: its run stays as it is, so the next discover continues it where it stopped.
   if (ops_run.status != RunStatus::kFinished) {
     report.stopped_recording = ops_run.run_id;
     return report;
   }
 
-  auto store = EvidenceStore::open(req.evidence_path);
   std::map<std::string, std::vector<std::string>> ops = store->ops_of_run(ops_run.run_id);
   std::map<std::string, std::vector<std::string>> op_dtypes =
       store->op_dtypes_of_run(ops_run.run_id);
@@ -392,7 +383,6 @@ DiscoverReport discover(const DiscoverRequest& req) {
     store->mark_discovered({f.relpath, f.sha256, report.backend_rev, report.run->run_id, now});
     run_of_file[f.relpath] = report.run->run_id;
   }
-  store.reset();
   probe(run_of_file);
   return report;
 }

@@ -131,7 +131,7 @@ DiscoverReport discover(const DiscoverRequest& request);
 // tensor its input generation returns moved by the shift (OOTCI_PROBE_INPUTS, op_recorder.py),
 // until a shift fails it. Each gets the failing shift and error, or "held" after all passes.
 // Tests probed before are left alone. Each pass's run is deleted after it is read.
-InputProbeReport probe_inputs(const DiscoverRequest& request,
+InputProbeReport probe_inputs(const DiscoverRequest& request, EvidenceStore& store,
                               const std::vector<DiscoveryCandidate>& files,
                               const std::map<std::string, std::string>& run_of_file);
 

@@ -69,7 +69,7 @@ struct RelayConfig {
   std::string callback_token_secret_env;  // empty: derived from the webhook secret
   int64_t callback_token_ttl_s = 259200;  // CRCR_STATUS_TTL: 3 days
   int http_threads = 16;
-  struct {
+  struct Github {
     std::string api_url = "https://api.github.com";
     int64_t app_id = 0;
     std::string private_key_file;
@@ -81,7 +81,7 @@ struct RelayConfig {
   std::vector<OidcIssuer> oidc_issuers;  // default: GitHub Actions
   int64_t oidc_leeway_s = 60;
   std::string ci_providers;  // CRCR ci_providers.yml (Buildkite pipeline → repo), optional
-  struct {
+  struct Callback {
     int rate_limit_per_min = 100;
     bool require_callback_token = false;
     int64_t max_body_bytes = 2 * 1024 * 1024;
@@ -89,27 +89,27 @@ struct RelayConfig {
     // baseline of bench/callback_throughput.
     bool dry_run = false;
   } callback;
-  struct {
+  struct Sweeper {
     int64_t interval_s = 600;
     int64_t zombie_timeout_s = 21600;
     // Job rows older than this are pruned (their rollups stay); 0 keeps every row.
     int64_t job_retention_days = 90;
   } sweeper;
-  struct {
+  struct Hud {
     L4Criteria l4_criteria;
     LevelThresholds levels;
   } hud;
-  struct {
+  struct HudForward {
     std::string url;  // e.g. https://hud.pytorch.org/api; empty: no forwarding
     std::string key_env;
   } hud_forward;
-  struct {
+  struct Nightly {
     bool validate_sha = true;
     int64_t stale_after_h =
         36;  // a backend's newest nightly older than this is degraded (RFC-0056)
   } nightly;
   // Demotion PRs on the upstream repo (`ootci relay sync-levels`, and on a schedule here).
-  struct {
+  struct SyncLevels {
     int64_t interval_s = 0;  // 0: only the command runs it
     std::string hud_url;     // the HUD the PR body links to; default http://<listen>
     std::string base_branch = "main";
@@ -117,7 +117,7 @@ struct RelayConfig {
     std::vector<std::string> always_cc;  // cc'd on every demotion PR, besides the repo's oncalls
   } sync_levels;
   // Webhooks answered 503 (or not at all) are redelivered through the App's hook deliveries.
-  struct {
+  struct Redelivery {
     bool enabled = true;        // when a GitHub App is configured
     int64_t interval_s = 300;   // how often every replica looks, besides right after a 503
     int64_t max_age_s = 21600;  // deliveries older than this are left alone

@@ -988,30 +988,29 @@ int run_workers(const RunRequest& req) {
   return workers;
 }
 
-RunReport run_plan(const RunRequest& req) {
+RunReport run_plan(const RunRequest& req, EvidenceStore& store) {
   nlohmann::json plan = plan_to_run(req);
-  auto store = EvidenceStore::open(req.evidence_path);
   // Held before a resumed run's results are touched, and until the run is closed.
   std::optional<FileLock> lock;
-  if (!req.resume_run.empty() && store->run(req.resume_run))
+  if (!req.resume_run.empty() && store.run(req.resume_run))
     lock.emplace(lock_run(req.backend, req.resume_run));
-  RunStart run = start_run(req, *store, plan);
+  RunStart run = start_run(req, store, plan);
   if (!lock) lock.emplace(lock_run(req.backend, run.info.id));
   std::string run_dir = run_folder(req.backend, run.info.id);
   std::string plan_path = run_dir + "/plan.json";
-  open_run(req, *store, plan, run, run_dir, plan_path);
+  open_run(req, store, plan, run, run_dir, plan_path);
   auto env = run_environment(req, run_dir, plan_path, run.labels);
 
-  Progress progress(req.tty, store->test_durations(), run_workers(req));
+  Progress progress(req.tty, store.test_durations(), run_workers(req));
   for (const auto& f : run.files) progress.expect_from_history(f.relpath);
   if (!run.finished.empty()) {
     std::vector<TestResult> settled;
-    for (const auto& r : store->results(run.info.id))
+    for (const auto& r : store.results(run.info.id))
       if (run.finished.count(r.test_id)) settled.push_back(r);
     progress.add_finished(settled);
   }
-  Runner runner(req, *store, run.info.id, run_dir, env, run.finished,
-                TestLimits(req.backend.run, store->completed_durations(),
+  Runner runner(req, store, run.info.id, run_dir, env, run.finished,
+                TestLimits(req.backend.run, store.completed_durations(),
                            req.discovery != DiscoveryPass::kNone));
   progress.start();
   // Discovery runs every variant of large files: its workers share them.
@@ -1024,8 +1023,12 @@ RunReport run_plan(const RunRequest& req) {
   // A stop signal that arrives after the last test is too late to have cut anything short.
   bool stopped = g_run_stop && !runner.all_done();
   if (!stopped && !run.second_stage.is_null() && !run.second_stage.contains("ran"))
-    stopped = run_second_stage(runner, progress, *store, plan, run);
-  return close_run(req, *store, run.info, stopped, run_dir, env);
+    stopped = run_second_stage(runner, progress, store, plan, run);
+  return close_run(req, store, run.info, stopped, run_dir, env);
+}
+
+RunReport run_plan(const RunRequest& req) {
+  return run_plan(req, *EvidenceStore::open(req.evidence_path));
 }
 
 }  // namespace ootci

@@ -65,6 +65,10 @@ struct RunReport {
 // interrupted, resumable with --resume.
 extern std::atomic<bool> g_run_stop;
 
+// Runs the plan, recording into `store` (whose path is request.evidence_path): a command that has
+// the store open already passes it down rather than opening it again.
+RunReport run_plan(const RunRequest& request, EvidenceStore& store);
+// Opens request.evidence_path for the run.
 RunReport run_plan(const RunRequest& request);
 
 // The run's worker threads: --workers, else run.workers, at least 1, and under a device pool
