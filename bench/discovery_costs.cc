@@ -44,9 +44,10 @@ Cost measure(const BackendConfig& backend, const std::string& db, const std::str
     if (r.name.empty() || r.file != relpath) continue;
     ++c.variants;
     Seen seen = classify(r);
-    c.crashed += seen == Seen::crash;
-    c.hung += seen == Seen::hang;
-    (seen == Seen::crash || seen == Seen::hang ? c.in_crashed_or_hung : c.in_ended) += r.duration_s;
+    c.crashed += seen == Seen::kCrash;
+    c.hung += seen == Seen::kHang;
+    (seen == Seen::kCrash || seen == Seen::kHang ? c.in_crashed_or_hung : c.in_ended) +=
+        r.duration_s;
   }
   c.outside = std::max(0.0, c.plain_wall * workers - c.in_ended - c.in_crashed_or_hung);
   std::error_code ec;

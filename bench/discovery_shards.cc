@@ -65,7 +65,7 @@ Counts counts(const std::string& db) {
   for (const TestResult& r : store->results(discoveries.front().run_id)) {
     if (r.name.empty()) continue;
     ++c.variants;
-    c.crashed += classify(r) == Seen::crash;
+    c.crashed += classify(r) == Seen::kCrash;
     c.hung += r.error_class == kTimeoutError;
   }
   return c;

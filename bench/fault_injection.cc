@@ -275,7 +275,7 @@ std::vector<std::pair<std::string, std::string>> candidate_ops(
     const std::set<std::string>& reaching, unsigned seed) {
   std::map<std::string, std::map<std::string, int>> dtypes_by_family;  // family -> dtype -> tests
   for (const auto& r : baseline) {
-    if (r.outcome != ootci::Outcome::passed || r.mode != TestMode::mandatory_success) continue;
+    if (r.outcome != ootci::Outcome::kPassed || r.mode != TestMode::kMandatorySuccess) continue;
     auto it = ops.find(r.test_id);
     if (it == ops.end()) continue;
     std::set<std::string> families;

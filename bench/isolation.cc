@@ -84,7 +84,7 @@ int bench(const std::string& backend_dir, const std::string& configs_dir,
   nlohmann::json healthy = {{"tests", nlohmann::json::array()}};
   size_t crashed = 0, failed = 0;
   for (const auto& [id, r] : fork.results) {
-    bool crash = classify(r) == Seen::crash;
+    bool crash = classify(r) == Seen::kCrash;
     bool fail = is_failure(r.outcome);
     crashed += crash;
     failed += fail && !crash;

@@ -36,15 +36,15 @@ std::vector<TestResult> variants(int count, int run) {
       t.op = fmt::format("op_{}", op);
       t.dtype = kDtypes[dtype];
     }
-    t.mode = i % 31 == 0 ? TestMode::xfail : TestMode::mandatory_success;
+    t.mode = i % 31 == 0 ? TestMode::kXfail : TestMode::kMandatorySuccess;
     int h = (i * 7919 + run * 104729) % 100;
-    t.outcome = h < 84   ? Outcome::passed
-                : h < 89 ? Outcome::failed
-                : h < 92 ? Outcome::error
-                : h < 97 ? Outcome::skipped
-                         : Outcome::xfailed;
+    t.outcome = h < 84   ? Outcome::kPassed
+                : h < 89 ? Outcome::kFailed
+                : h < 92 ? Outcome::kError
+                : h < 97 ? Outcome::kSkipped
+                         : Outcome::kXfailed;
     if (is_failure(t.outcome)) {
-      t.error_class = t.outcome == Outcome::error ? "SIGSEGV" : "AssertionError";
+      t.error_class = t.outcome == Outcome::kError ? "SIGSEGV" : "AssertionError";
       t.message = fmt::format(
           "AssertionError: Tensor-likes are not close!\n\nMismatched elements: {} / 1024 "
           "(0.{}%)\nGreatest absolute difference: 0.0{} at index (3, {}) (up to 1e-05 allowed)\n"

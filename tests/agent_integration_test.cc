@@ -433,7 +433,7 @@ class AgentWaves : public AgentIntegration {
       t.file = kViewOps;
       t.cls = "TestOldViewOpsPRIVATEUSEONE";
       t.name = id.substr(id.rfind("::") + 2);
-      t.outcome = Outcome::passed;
+      t.outcome = Outcome::kPassed;
       t.duration_s = 1;
       t.ops = {"aten::arange.start_out", "aten::view"};
       t.op_dtypes = {"aten::arange.start_out:int64", "aten::view:float32"};

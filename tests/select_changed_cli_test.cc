@@ -34,7 +34,7 @@ TestResult variant(const std::string& file, const std::string& name, std::vector
   t.cls = "TestOpsPRIVATEUSEONE";
   t.name = name;
   t.test_id = file + "::" + t.cls + "::" + name;
-  t.outcome = Outcome::passed;
+  t.outcome = Outcome::kPassed;
   t.duration_s = 1;
   t.ops = std::move(ops);
   return t;

@@ -27,9 +27,10 @@ const TestResult* newest_failure(const VariantEvidence& v) {
   const TestResult* expected = nullptr;
   for (const TestResult& r : v.results) {
     Seen s = classify(r);
-    if (s == Seen::crash || s == Seen::hang || (s == Seen::fail && r.outcome != Outcome::xfailed))
+    if (s == Seen::kCrash || s == Seen::kHang ||
+        (s == Seen::kFail && r.outcome != Outcome::kXfailed))
       return &r;
-    if (s == Seen::fail && !expected) expected = &r;
+    if (s == Seen::kFail && !expected) expected = &r;
   }
   return expected;
 }
@@ -37,13 +38,10 @@ const TestResult* newest_failure(const VariantEvidence& v) {
 // What the agent reads of a result: classify()'s reading, as a word.
 std::string outcome_word(const TestResult& r) {
   static constexpr EnumName<Seen> kWords[] = {
-      {Seen::pass, "passed"},
-      {Seen::rerun_pass, "passed_on_rerun"},
-      {Seen::fail, "failed"},
-      {Seen::crash, "crashed"},
-      {Seen::hang, "timeout"},
-      {Seen::skipped, "skipped"},
-      {Seen::upstream_xfail, "xfailed"},
+      {Seen::kPass, "passed"},           {Seen::kRerunPass, "passed_on_rerun"},
+      {Seen::kFail, "failed"},           {Seen::kCrash, "crashed"},
+      {Seen::kHang, "timeout"},          {Seen::kSkipped, "skipped"},
+      {Seen::kUpstreamXfail, "xfailed"},
   };
   return std::string(enum_text(kWords, classify(r)));
 }
@@ -52,29 +50,29 @@ std::string outcome_word(const TestResult& r) {
 // needs a pass in every run that ran it (and at least one), xfail and xfail_strict need a test
 // process that survives, xfail_strict needs no pass in every run. Skip is always allowed.
 std::string forbidden(TestMode mode, const VariantEvidence& v) {
-  if (mode == TestMode::skip) return "";
+  if (mode == TestMode::kSkip) return "";
   size_t ran = 0, passed = 0, failed = 0, crashed = 0, hung = 0, rerun = 0;
   std::string crash_class;
   for (const TestResult& r : v.results) {
     switch (classify(r)) {
-      case Seen::pass:
-      case Seen::upstream_xfail:
+      case Seen::kPass:
+      case Seen::kUpstreamXfail:
         ++passed;
         break;
-      case Seen::rerun_pass:
+      case Seen::kRerunPass:
         ++rerun;
         break;
-      case Seen::fail:
+      case Seen::kFail:
         ++failed;
         break;
-      case Seen::crash:
+      case Seen::kCrash:
         ++crashed;
         if (crash_class.empty()) crash_class = r.error_class;
         break;
-      case Seen::hang:
+      case Seen::kHang:
         ++hung;
         break;
-      case Seen::skipped:
+      case Seen::kSkipped:
         continue;
     }
     ++ran;
@@ -84,7 +82,7 @@ std::string forbidden(TestMode mode, const VariantEvidence& v) {
     return fmt::format("{} crashed the test process with {} in {} {}", v.test_id, crash_class,
                        crashed, runs);
   if (hung) return fmt::format("{} timed out in {} {}", v.test_id, hung, runs);
-  if (mode == TestMode::mandatory_success) {
+  if (mode == TestMode::kMandatorySuccess) {
     if (ran == 0) return fmt::format("{} never ran on the device", v.test_id);
     if (failed) {
       const TestResult* f = newest_failure(v);
@@ -93,7 +91,7 @@ std::string forbidden(TestMode mode, const VariantEvidence& v) {
     }
     if (rerun) return fmt::format("{} passed only on a rerun in {} {}", v.test_id, rerun, runs);
   }
-  if (mode == TestMode::xfail_strict && ran > 0 && passed == ran)
+  if (mode == TestMode::kXfailStrict && ran > 0 && passed == ran)
     return fmt::format("{} passed in {} {}, so a strict xfail would fail the run", v.test_id,
                        passed, runs);
   return "";
@@ -319,7 +317,7 @@ std::vector<AgentVerdict> apply_agent_answer(const nlohmann::json& answer,
       Bucket& bucket = buckets[index][v];
       bucket = Bucket{};
       bucket.mode = *mode;
-      bucket.cause = Cause::agent;
+      bucket.cause = Cause::kAgent;
       bucket.label = "agent";
       bucket.text = reason;
     }

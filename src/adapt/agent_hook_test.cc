@@ -24,7 +24,7 @@ VariantEvidence variant(const std::string& name, const std::string& dtype,
     r.outcome = *parse_outcome(outcome);
     r.error_class = error_class;
     r.message = error_class.empty() ? "" : error_class + ": boom";
-    r.mode = TestMode::mandatory_success;
+    r.mode = TestMode::kMandatorySuccess;
     v.results.push_back(r);
   }
   return v;
@@ -190,13 +190,13 @@ TEST(AgentHook, EveryProposalIsCheckedAgainstTheEvidence) {
   EXPECT_EQ(v[4].summary, "TestX::test_dtypes dtype=complex64 -> skip");
   EXPECT_EQ(v[4].variants, 1u);
   // Accepted proposals replace the buckets; the rest stay deterministic.
-  EXPECT_EQ(buckets[4][0].mode, TestMode::xfail);
+  EXPECT_EQ(buckets[4][0].mode, TestMode::kXfail);
   EXPECT_EQ(buckets[4][0].reason(), "agent: numerics are off on the device");
-  EXPECT_EQ(buckets[1][0].mode, TestMode::skip);
+  EXPECT_EQ(buckets[1][0].mode, TestMode::kSkip);
   EXPECT_EQ(buckets[1][0].reason(), "agent: no complex");
-  EXPECT_EQ(buckets[1][1].mode, TestMode::mandatory_success);
-  EXPECT_EQ(buckets[2][0].mode, TestMode::xfail);
-  EXPECT_EQ(buckets[2][0].cause, Cause::failure);
+  EXPECT_EQ(buckets[1][1].mode, TestMode::kMandatorySuccess);
+  EXPECT_EQ(buckets[2][0].mode, TestMode::kXfail);
+  EXPECT_EQ(buckets[2][0].cause, Cause::kFailure);
 
   EXPECT_THROW(apply_agent_answer(nlohmann::json{{"proposal", 1}}, f, buckets), Error);
 }
@@ -227,8 +227,8 @@ TEST(AgentHook, AScriptedCommandAnswersThroughStdinAndStdout) {
   EXPECT_FALSE(v[1].accepted);
   EXPECT_NE(v[1].why.find("crashed the test process with SIGSEGV"), std::string::npos);
   EXPECT_EQ(buckets[2][0].reason(), "agent: needs sparse support");
-  EXPECT_EQ(buckets[0][0].mode, TestMode::skip);
-  EXPECT_EQ(buckets[0][0].cause, Cause::crash);
+  EXPECT_EQ(buckets[0][0].mode, TestMode::kSkip);
+  EXPECT_EQ(buckets[0][0].cause, Cause::kCrash);
 }
 
 TEST(AgentHook, ABrokenAgentIsAnErrorNamingWhy) {

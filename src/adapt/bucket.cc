@@ -33,8 +33,8 @@ std::string in_runs(size_t k, size_t n) {
 std::vector<const TestResult*> failures_of(const VariantEvidence& v) {
   std::vector<const TestResult*> real, expected;
   for (const TestResult& r : v.results) {
-    if (classify(r) != Seen::fail) continue;
-    (r.outcome == Outcome::xfailed ? expected : real).push_back(&r);
+    if (classify(r) != Seen::kFail) continue;
+    (r.outcome == Outcome::kXfailed ? expected : real).push_back(&r);
   }
   real.insert(real.end(), expected.begin(), expected.end());
   return real;
@@ -49,25 +49,25 @@ Counts count(const VariantEvidence& v) {
   Counts c;
   for (const TestResult& r : v.results) {
     switch (classify(r)) {
-      case Seen::pass:
+      case Seen::kPass:
         ++c.pass;
         break;
-      case Seen::rerun_pass:
+      case Seen::kRerunPass:
         ++c.rerun_pass;
         break;
-      case Seen::fail:
+      case Seen::kFail:
         ++c.fail;
         break;
-      case Seen::crash:
+      case Seen::kCrash:
         ++c.crash;
         break;
-      case Seen::hang:
+      case Seen::kHang:
         ++c.hang;
         break;
-      case Seen::skipped:
+      case Seen::kSkipped:
         ++c.skipped;
         break;
-      case Seen::upstream_xfail:
+      case Seen::kUpstreamXfail:
         ++c.upstream_xfail;
         break;
     }
@@ -89,11 +89,11 @@ std::optional<Bucket> not_admitted(const VariantEvidence& v, const Capabilities&
   if (caps.supported_dtypes)
     for (const auto& d : split(v.dtype, ','))
       if (!caps.supported_dtypes->count(d))
-        return make(TestMode::skip, Cause::not_admitted,
+        return make(TestMode::kSkip, Cause::kNotAdmitted,
                     fmt::format("dtype {} is not in global.supported_dtypes", d));
   if (caps.declared_ops && !v.op.empty()) {
     if (!caps.declared_ops->count(v.op) && !caps.declared_ops->count(formatted_op(v.op)))
-      return make(TestMode::skip, Cause::not_admitted,
+      return make(TestMode::kSkip, Cause::kNotAdmitted,
                   fmt::format("op {} is not in global.supported_ops", v.op));
   }
   return std::nullopt;
@@ -102,7 +102,7 @@ std::optional<Bucket> not_admitted(const VariantEvidence& v, const Capabilities&
 std::string signals_of(const VariantEvidence& v) {
   std::vector<std::string> names;
   for (const TestResult& r : v.results)
-    if (classify(r) == Seen::crash &&
+    if (classify(r) == Seen::kCrash &&
         std::find(names.begin(), names.end(), r.error_class) == names.end())
       names.push_back(r.error_class);
   std::string out;
@@ -112,7 +112,7 @@ std::string signals_of(const VariantEvidence& v) {
 
 std::string newest_skip_message(const VariantEvidence& v) {
   for (const TestResult& r : v.results)
-    if (r.outcome == Outcome::skipped && !r.message.empty()) return quote_error("", r.message);
+    if (r.outcome == Outcome::kSkipped && !r.message.empty()) return quote_error("", r.message);
   return "";
 }
 
@@ -127,7 +127,7 @@ std::optional<Bucket> numeric_mismatch(const VariantEvidence& v, const Tolerance
   std::vector<Mismatch> found;
   const TestResult* first = nullptr;
   for (const TestResult* r : failures_of(v)) {
-    if (r->outcome == Outcome::xfailed) continue;
+    if (r->outcome == Outcome::kXfailed) continue;
     std::optional<Mismatch> m = parse_mismatch(r->message);
     if (!m) return std::nullopt;
     found.push_back(*m);
@@ -136,8 +136,8 @@ std::optional<Bucket> numeric_mismatch(const VariantEvidence& v, const Tolerance
   std::optional<ToleranceVerdict> verdict = judge_tolerance(found, dtype, policy, every_run);
   if (!verdict) return std::nullopt;
   std::string quote = quote_error(first->error_class, first->message);
-  if (!verdict->within) return make(TestMode::xfail, Cause::numeric, verdict->text, quote);
-  Bucket b = make(TestMode::mandatory_success, Cause::tolerance, verdict->text, quote);
+  if (!verdict->within) return make(TestMode::kXfail, Cause::kNumeric, verdict->text, quote);
+  Bucket b = make(TestMode::kMandatorySuccess, Cause::kTolerance, verdict->text, quote);
   b.dtype = dtype;
   b.precision = verdict->proposed;
   return b;
@@ -152,7 +152,7 @@ Bucket failing_every_time(const VariantEvidence& v, const Capabilities& caps) {
     if (!says_unimplemented(*r)) continue;
     for (const auto& op : aten_ops_in(r->message)) {
       if (caps.supported_ops.count(op)) continue;
-      Bucket b = make(TestMode::xfail, Cause::missing_op,
+      Bucket b = make(TestMode::kXfail, Cause::kMissingOp,
                       fmt::format("{} is not implemented on the device", op),
                       quote_error(r->error_class, r->message));
       b.op = op;
@@ -165,7 +165,7 @@ Bucket failing_every_time(const VariantEvidence& v, const Capabilities& caps) {
     if (!std::regex_search(r->message, m, kDtype)) continue;
     std::string dtype = dtype_of_scalar_type(m[1].str());
     if (dtype.empty()) dtype = m[1].str();
-    Bucket b = make(TestMode::xfail, Cause::missing_dtype,
+    Bucket b = make(TestMode::kXfail, Cause::kMissingDtype,
                     fmt::format("dtype {} is not supported on the device", dtype),
                     quote_error(r->error_class, r->message));
     b.dtype = dtype;
@@ -174,7 +174,7 @@ Bucket failing_every_time(const VariantEvidence& v, const Capabilities& caps) {
   if (!v.ops.empty() && std::all_of(v.ops.begin(), v.ops.end(), [&](const std::string& op) {
         return caps.supported_ops.count(op) > 0;
       }))
-    return make(TestMode::xfail_strict, Cause::supported_ops,
+    return make(TestMode::kXfailStrict, Cause::kSupportedOps,
                 fmt::format("fails in every run although every op it calls has a device kernel "
                             "({} ops), so a pass means the bug is fixed",
                             v.ops.size()),
@@ -185,7 +185,7 @@ Bucket failing_every_time(const VariantEvidence& v, const Capabilities& caps) {
     for (const auto& op : v.ops)
       if (!caps.supported_ops.count(op)) missing.push_back(op);
     if (!missing.empty()) {
-      Bucket b = make(TestMode::xfail, Cause::missing_op,
+      Bucket b = make(TestMode::kXfail, Cause::kMissingOp,
                       fmt::format("{} {} not implemented on the device", fmt::join(missing, ", "),
                                   missing.size() == 1 ? "is" : "are"),
                       quote);
@@ -193,7 +193,7 @@ Bucket failing_every_time(const VariantEvidence& v, const Capabilities& caps) {
       return b;
     }
   }
-  return make(TestMode::xfail, Cause::failure, "fails in every run", quote);
+  return make(TestMode::kXfail, Cause::kFailure, "fails in every run", quote);
 }
 
 // The results that ran, newest first, as classify() reads them; an upstream xfail counts as a pass
@@ -202,14 +202,14 @@ std::vector<Seen> sequence_of(const VariantEvidence& v) {
   std::vector<Seen> out;
   for (const TestResult& r : v.results) {
     Seen s = classify(r);
-    if (s == Seen::skipped) continue;
-    out.push_back(s == Seen::upstream_xfail ? Seen::pass : s);
+    if (s == Seen::kSkipped) continue;
+    out.push_back(s == Seen::kUpstreamXfail ? Seen::kPass : s);
   }
   return out;
 }
 
 bool is_broken(Seen s) {
-  return s == Seen::fail || s == Seen::crash || s == Seen::hang;
+  return s == Seen::kFail || s == Seen::kCrash || s == Seen::kHang;
 }
 
 // Passes in every older run, then failures in the newest ones: something changed and broke it.
@@ -219,19 +219,19 @@ bool is_broken(Seen s) {
 std::optional<Bucket> regression(const VariantEvidence& v, const std::vector<Seen>& seq) {
   auto broken = std::find_if_not(seq.begin(), seq.end(), is_broken);  // the newest not broken
   if (broken == seq.begin() || broken == seq.end()) return std::nullopt;
-  if (std::any_of(broken, seq.end(), [](Seen s) { return s != Seen::pass; })) return std::nullopt;
+  if (std::any_of(broken, seq.end(), [](Seen s) { return s != Seen::kPass; })) return std::nullopt;
   if (seq.end() - broken < 2) return std::nullopt;
-  std::string how = std::find(seq.begin(), broken, Seen::crash) != broken
+  std::string how = std::find(seq.begin(), broken, Seen::kCrash) != broken
                         ? "crashed the test process with " + signals_of(v)
-                    : std::find(seq.begin(), broken, Seen::hang) != broken ? std::string("hung")
-                                                                           : std::string("failed");
+                    : std::find(seq.begin(), broken, Seen::kHang) != broken ? std::string("hung")
+                                                                            : std::string("failed");
   std::string quote;
   for (const TestResult& r : v.results)
-    if (Seen s = classify(r); s == Seen::fail || s == Seen::crash || s == Seen::hang) {
+    if (Seen s = classify(r); s == Seen::kFail || s == Seen::kCrash || s == Seen::kHang) {
       quote = quote_error(r.error_class, r.message);
       break;
     }
-  Bucket b = make(TestMode::mandatory_success, Cause::regressed,
+  Bucket b = make(TestMode::kMandatorySuccess, Cause::kRegressed,
                   fmt::format("passed in earlier runs, then {} in the newest: a regression "
                               "candidate, never demoted",
                               how),
@@ -245,24 +245,24 @@ Bucket bucket_one(const VariantEvidence& v, const Capabilities& caps, size_t fix
   Counts c = count(v);
   size_t n = c.ran();
   if (n == 0) {
-    if (v.results.empty()) return make(TestMode::skip, Cause::never_ran, "no run ran it");
-    return make(TestMode::skip, Cause::never_ran, "upstream skips it on this device",
+    if (v.results.empty()) return make(TestMode::kSkip, Cause::kNeverRan, "no run ran it");
+    return make(TestMode::kSkip, Cause::kNeverRan, "upstream skips it on this device",
                 newest_skip_message(v));
   }
   std::vector<Seen> seq = sequence_of(v);
   if (auto b = regression(v, seq)) return *b;
   if (c.crash)
     return make(
-        TestMode::skip, Cause::crash,
+        TestMode::kSkip, Cause::kCrash,
         fmt::format("crashes the test process with {} in {}", signals_of(v), in_runs(c.crash, n)));
   if (c.hang)
-    return make(TestMode::skip, Cause::hang,
+    return make(TestMode::kSkip, Cause::kHang,
                 fmt::format("hangs (Timeout) in {}", in_runs(c.hang, n)));
   if (c.fail == 0 && c.rerun_pass == 0) {
     // Its pass holds only for the values it draws: a device that is wrong for others would be
     // green by the luck of the draw, and red once anything moves the inputs.
     if (c.pass > 0 && input_probe_failed(v.input_probe))
-      return make(TestMode::xfail, Cause::input_dependent,
+      return make(TestMode::kXfail, Cause::kInputDependent,
                   fmt::format("passed in every run, but {}: it passes only for the values it "
                               "draws (discovery's input probe)",
                               v.input_probe));
@@ -274,15 +274,15 @@ Bucket bucket_one(const VariantEvidence& v, const Capabilities& caps, size_t fix
     else
       text = fmt::format("passed in {} of {} {}, xfailed as upstream expects in {}", c.pass, n,
                          runs_word(n), c.upstream_xfail);
-    return make(TestMode::mandatory_success, Cause::passed, text);
+    return make(TestMode::kMandatorySuccess, Cause::kPassed, text);
   }
   if (c.fail > 0)
     if (auto b = numeric_mismatch(v, policy, c.fail == n)) return *b;
   // Failures, then only passes in the newest runs: fixed, as rebucket would promote it.
-  auto fixed = std::find_if(seq.begin(), seq.end(), [](Seen s) { return s != Seen::pass; });
+  auto fixed = std::find_if(seq.begin(), seq.end(), [](Seen s) { return s != Seen::kPass; });
   if ((fixed == seq.end() || size_t(fixed - seq.begin()) >= fixed_after) &&
-      std::all_of(fixed, seq.end(), [](Seen s) { return s == Seen::fail; }))
-    return make(TestMode::mandatory_success, Cause::passed,
+      std::all_of(fixed, seq.end(), [](Seen s) { return s == Seen::kFail; }))
+    return make(TestMode::kMandatorySuccess, Cause::kPassed,
                 "passed in every run since it last failed");
   if (c.pass + c.rerun_pass + c.upstream_xfail > 0) {
     std::vector<const TestResult*> failures = failures_of(v);
@@ -292,7 +292,7 @@ Bucket bucket_one(const VariantEvidence& v, const Capabilities& caps, size_t fix
                            ? std::string("passed only on a rerun")
                            : fmt::format("passed in some runs and failed in others{}",
                                          c.rerun_pass ? ", passing only on a rerun in some" : "");
-    Bucket b = make(TestMode::xfail, Cause::flaky, text, quote);
+    Bucket b = make(TestMode::kXfail, Cause::kFlaky, text, quote);
     b.label = "flaky";
     return b;
   }
@@ -312,15 +312,15 @@ void mark_dtype_specific(const BaseEvidence& base, std::vector<Bucket>& buckets)
     for (const auto& [dtype, members] : by_dtype) {
       if (dtype.empty() || contains(dtype, ",")) continue;
       bool all_fail = std::all_of(members.begin(), members.end(),
-                                  [&](size_t i) { return buckets[i].cause == Cause::failure; });
+                                  [&](size_t i) { return buckets[i].cause == Cause::kFailure; });
       bool others_pass = false;
       for (const auto& [other, others] : by_dtype)
         if (other != dtype)
-          for (size_t i : others) others_pass |= buckets[i].cause == Cause::passed;
+          for (size_t i : others) others_pass |= buckets[i].cause == Cause::kPassed;
       if (!all_fail || !others_pass) continue;
       for (size_t i : members) {
         Bucket& b = buckets[i];
-        b.cause = Cause::dtype_specific;
+        b.cause = Cause::kDtypeSpecific;
         b.dtype = dtype;
         b.text = op.empty() ? fmt::format("fails only for dtype {}; the other dtypes pass", dtype)
                             : fmt::format("fails only for dtype {} of op {}; the other dtypes pass",

@@ -28,27 +28,27 @@ struct Capabilities {
 
 // Why a variant is in its bucket.
 enum class Cause {
-  passed,           // passed in every run that ran it (or in the newest, after failing before)
-  regressed,        // passed in the older runs, failed in the newest: kept mandatory
-  never_ran,        // upstream skipped it every time, or no run ran it
-  not_admitted,     // outside global.supported_dtypes / supported_ops: never created
-  crash,            // killed the test process (SIG*)
-  hang,             // timed out
-  flaky,            // passed and failed across runs, or passed only on a rerun
-  input_dependent,  // passed, but discovery's input probe failed it with its inputs shifted
-  missing_op,       // an error names an aten op the device does not implement
-  missing_dtype,    // an error names a dtype the device does not support
-  dtype_specific,   // fails only for this dtype; other dtypes of the same test pass
-  supported_ops,    // fails although every op it called has a device kernel: xfail_strict
-  tolerance,        // fails only by a numeric mismatch within the factor: a precision override
-  numeric,          // fails only by a numeric mismatch beyond the factor (or NaN)
-  failure,          // fails every time, for no reason selection can name
-  agent,            // an external agent's proposal, checked against the evidence
+  kPassed,          // passed in every run that ran it (or in the newest, after failing before)
+  kRegressed,       // passed in the older runs, failed in the newest: kept mandatory
+  kNeverRan,        // upstream skipped it every time, or no run ran it
+  kNotAdmitted,     // outside global.supported_dtypes / supported_ops: never created
+  kCrash,           // killed the test process (SIG*)
+  kHang,            // timed out
+  kFlaky,           // passed and failed across runs, or passed only on a rerun
+  kInputDependent,  // passed, but discovery's input probe failed it with its inputs shifted
+  kMissingOp,       // an error names an aten op the device does not implement
+  kMissingDtype,    // an error names a dtype the device does not support
+  kDtypeSpecific,   // fails only for this dtype; other dtypes of the same test pass
+  kSupportedOps,    // fails although every op it called has a device kernel: xfail_strict
+  kTolerance,       // fails only by a numeric mismatch within the factor: a precision override
+  kNumeric,         // fails only by a numeric mismatch beyond the factor (or NaN)
+  kFailure,         // fails every time, for no reason selection can name
+  kAgent,           // an external agent's proposal, checked against the evidence
 };
 
 struct Bucket {
-  TestMode mode = TestMode::mandatory_success;
-  Cause cause = Cause::passed;
+  TestMode mode = TestMode::kMandatorySuccess;
+  Cause cause = Cause::kPassed;
   std::string label;     // the reason's first word: the mode's name, "flaky" or "agent"
   std::string text;      // "aten::transpose.int is not implemented on the device"
   std::string evidence;  // the error it quotes, "NotImplementedError: ...", or ""
@@ -60,7 +60,7 @@ struct Bucket {
   // "<label>: <text> (<evidence>)", or the kept text verbatim.
   std::string reason() const;
   // Ran on the device in no run: it takes its test's bucket instead of getting its own.
-  bool neutral() const { return cause == Cause::never_ran || cause == Cause::not_admitted; }
+  bool neutral() const { return cause == Cause::kNeverRan || cause == Cause::kNotAdmitted; }
 };
 
 // Buckets for every variant of `base`, in its order. Rules over its results, newest first (first

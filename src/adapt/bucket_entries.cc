@@ -33,7 +33,7 @@ Summary summarize(const std::vector<const Bucket*>& buckets, TestMode mode) {
   std::string missing_label, missing_evidence;
   for (size_t i = 0; i < buckets.size(); ++i) {
     const Bucket& b = *buckets[i];
-    if (b.cause == Cause::missing_op && !b.op.empty()) {
+    if (b.cause == Cause::kMissingOp && !b.op.empty()) {
       // Every missing op is named, so capability-driven admission can find them in the reason.
       for (const auto& op : aten_ops_in(b.text))
         if (std::find(missing_ops.begin(), missing_ops.end(), op) == missing_ops.end())
@@ -100,7 +100,7 @@ struct Item {
 using Items = std::vector<const Item*>;
 
 bool failing(const Bucket& b) {
-  return b.mode == TestMode::xfail || b.mode == TestMode::xfail_strict;
+  return b.mode == TestMode::kXfail || b.mode == TestMode::kXfailStrict;
 }
 
 // Both frameworks read the dtype: edits on it apply alike (ootci: any of the variant's dtypes;
@@ -125,12 +125,12 @@ TestMode majority(const Items& items) {
 TestMode meet(const Items& items, TestMode otherwise) {
   if (items.empty()) return otherwise;
   auto any = [&](auto pred) { return std::any_of(items.begin(), items.end(), pred); };
-  if (any([](const Item* i) { return i->b->cause == Cause::regressed; }))
-    return TestMode::mandatory_success;
+  if (any([](const Item* i) { return i->b->cause == Cause::kRegressed; }))
+    return TestMode::kMandatorySuccess;
   TestMode first = items[0]->b->mode;
   if (!any([&](const Item* i) { return i->b->mode != first; })) return first;
-  if (any([](const Item* i) { return i->b->mode == TestMode::skip; })) return TestMode::skip;
-  return TestMode::xfail;
+  if (any([](const Item* i) { return i->b->mode == TestMode::kSkip; })) return TestMode::kSkip;
+  return TestMode::kXfail;
 }
 
 std::vector<const Bucket*> buckets_of(const Items& items) {
@@ -159,7 +159,7 @@ class MethodEntries {
 
   std::vector<NameDecision> build() {
     if (std::all_of(active_.begin(), active_.end(),
-                    [](const Item* i) { return i->b->mode == TestMode::skip; }))
+                    [](const Item* i) { return i->b->mode == TestMode::kSkip; }))
       return all_skipped();
     place_tolerances();  // 0.
     if (routed_.empty()) return decisions();
@@ -167,7 +167,7 @@ class MethodEntries {
     exclude_skipped_ops();
     mode_ = majority(routed_);
     split_uniform_dtypes(mode_);  // 3.
-    if (mode_ == TestMode::mandatory_success) exclude_failing_ops();
+    if (mode_ == TestMode::kMandatorySuccess) exclude_failing_ops();
     exclude_remaining_crashes();
     split_mixed_dtypes();
     keep_dtypes_from_weakening();
@@ -181,9 +181,9 @@ class MethodEntries {
     for (const Item* i : active_) all.push_back(i->b);
     if (all.empty())
       for (const Item& i : items_) all.push_back(i.b);
-    Summary s = summarize(all, TestMode::skip);
+    Summary s = summarize(all, TestMode::kSkip);
     NameDecision d;
-    d.mode = TestMode::skip;
+    d.mode = TestMode::kSkip;
     d.reason = join_reason(s.label, s.body);
     return named(d);
   }
@@ -238,7 +238,7 @@ class MethodEntries {
   bool exclude_dtype(const std::string& dtype) {
     Items maybe = routed_where([&](const Item* i) { return may_have_dtype(*i->v, dtype); });
     Items surely = routed_where([&](const Item* i) { return surely_has_dtype(*i->v, dtype); });
-    if (surely.empty() || !all_accept(maybe, TestMode::skip)) return false;
+    if (surely.empty() || !all_accept(maybe, TestMode::kSkip)) return false;
     dtypes_exclude_.insert(dtype);
     take(surely, excluded_);
     return true;
@@ -252,7 +252,7 @@ class MethodEntries {
     Items members = routed_where([&](const Item* i) { return i->v->op == op; });
     Items collide = routed_where(
         [&](const Item* i) { return i->v->op != op && op_exclusion_covers(formatted, i->v->op); });
-    if (members.empty() || !collide.empty() || !all_accept(members, TestMode::skip)) return false;
+    if (members.empty() || !collide.empty() || !all_accept(members, TestMode::kSkip)) return false;
     ops_exclude_.insert(op);
     ops_exclude_.insert(formatted);
     take(members, excluded_);
@@ -266,14 +266,14 @@ class MethodEntries {
   void place_tolerances() {
     std::set<std::string> dtypes;
     for (const Item* i : routed_)
-      if (i->b->cause == Cause::tolerance) dtypes.insert(i->b->dtype);
+      if (i->b->cause == Cause::kTolerance) dtypes.insert(i->b->dtype);
     for (const auto& dtype : dtypes) {
       Items members = of_dtype(dtype);
       Items maybe = routed_where([&](const Item* i) { return may_have_dtype(*i->v, dtype); });
       std::string why;
-      if (maybe.size() != members.size() || !all_accept(members, TestMode::mandatory_success))
+      if (maybe.size() != members.size() || !all_accept(members, TestMode::kMandatorySuccess))
         why = fmt::format("other {} variants of the test fail for other reasons", dtype);
-      else if (!may_restrict(dtype, TestMode::mandatory_success))
+      else if (!may_restrict(dtype, TestMode::kMandatorySuccess))
         why = std::any_of(items_.begin(), items_.end(),
                           [](const Item& i) { return !i.v->op.empty(); })
                   ? fmt::format(
@@ -285,7 +285,7 @@ class MethodEntries {
                                 dtype);
       if (!why.empty()) {
         for (const Item* i : members)
-          if (i->b->cause == Cause::tolerance) demote(i, why);
+          if (i->b->cause == Cause::kTolerance) demote(i, why);
         continue;
       }
       Precision p{0.0, 0.0};
@@ -295,17 +295,17 @@ class MethodEntries {
           p.rtol = std::max(*p.rtol, i->b->precision->rtol);
         }
       include_precision_[dtype] = p;
-      restricted_dtypes_[TestMode::mandatory_success].insert(dtype);
-      take(members, restricted_[TestMode::mandatory_success]);
+      restricted_dtypes_[TestMode::kMandatorySuccess].insert(dtype);
+      take(members, restricted_[TestMode::kMandatorySuccess]);
     }
   }
 
   // A tolerance proposal no entry can carry: xfail, with the numbers and why.
   void demote(const Item* item, const std::string& why) {
     Bucket b = *item->b;
-    b.mode = TestMode::xfail;
+    b.mode = TestMode::kXfail;
     b.label = to_string(b.mode);
-    b.cause = Cause::numeric;
+    b.cause = Cause::kNumeric;
     b.text += fmt::format(", but no config entry can carry it ({})", why);
     b.precision.reset();
     items_[static_cast<size_t>(item - items_.data())].b = &demoted_.emplace_back(std::move(b));
@@ -316,7 +316,7 @@ class MethodEntries {
     for (const auto& dtype : routed_dtypes(false)) {
       Items members = routed_where([&](const Item* i) { return may_have_dtype(*i->v, dtype); });
       if (std::all_of(members.begin(), members.end(),
-                      [](const Item* i) { return i->b->mode == TestMode::skip; }))
+                      [](const Item* i) { return i->b->mode == TestMode::kSkip; }))
         exclude_dtype(dtype);
     }
   }
@@ -326,7 +326,7 @@ class MethodEntries {
     for (const auto& op : routed_ops()) {
       Items members = routed_where([&](const Item* i) { return i->v->op == op; });
       if (std::all_of(members.begin(), members.end(),
-                      [](const Item* i) { return i->b->mode == TestMode::skip; }))
+                      [](const Item* i) { return i->b->mode == TestMode::kSkip; }))
         exclude_op(op);
     }
   }
@@ -342,10 +342,10 @@ class MethodEntries {
   bool restrict_dtype(const std::string& dtype, const Items& members, TestMode mode,
                       TestMode entry_mode) {
     if (!may_restrict(dtype, mode)) {
-      if (mode == TestMode::xfail || !all_accept(members, TestMode::xfail) ||
-          !may_restrict(dtype, TestMode::xfail))
+      if (mode == TestMode::kXfail || !all_accept(members, TestMode::kXfail) ||
+          !may_restrict(dtype, TestMode::kXfail))
         return false;
-      mode = TestMode::xfail;
+      mode = TestMode::kXfail;
     }
     if (mode == entry_mode) return false;
     restricted_dtypes_[mode].insert(dtype);
@@ -366,7 +366,7 @@ class MethodEntries {
       TestMode m = meet(members, entry_mode);
       bool uniform = std::all_of(members.begin(), members.end(),
                                  [&](const Item* i) { return i->b->mode == m; });
-      if (uniform && m != entry_mode && m != TestMode::skip)
+      if (uniform && m != entry_mode && m != TestMode::kSkip)
         split |= restrict_dtype(dtype, members, m, entry_mode);
     }
     return split;
@@ -377,22 +377,23 @@ class MethodEntries {
   void exclude_failing_ops() {
     for (const auto& op : routed_ops()) {
       Items members = routed_where([&](const Item* i) { return i->v->op == op; });
-      if (std::all_of(members.begin(), members.end(),
-                      [](const Item* i) { return failing(*i->b) || i->b->mode == TestMode::skip; }))
+      if (std::all_of(members.begin(), members.end(), [](const Item* i) {
+            return failing(*i->b) || i->b->mode == TestMode::kSkip;
+          }))
         exclude_op(op);
     }
   }
 
   size_t collateral(const Items& gone) const {
     return std::count_if(gone.begin(), gone.end(),
-                         [](const Item* i) { return i->b->mode != TestMode::skip; });
+                         [](const Item* i) { return i->b->mode != TestMode::kSkip; });
   }
 
   // 5. A crash or hang left in the entry: its dtype or its op is excluded, whichever leaves out
   // fewer variants that would run; else the entry it stays in ends up skip (7.).
   void exclude_remaining_crashes() {
     for (const Item* crash : Items(routed_)) {
-      if (crash->b->mode != TestMode::skip ||
+      if (crash->b->mode != TestMode::kSkip ||
           std::find(routed_.begin(), routed_.end(), crash) == routed_.end())
         continue;
       std::string dtype = unambiguous_dtype(*crash->v);
@@ -413,7 +414,7 @@ class MethodEntries {
       Items members = of_dtype(dtype);
       if (members.empty() || all_accept(members, mode_)) continue;
       TestMode m = meet(members, mode_);
-      if (m != TestMode::skip) restrict_dtype(dtype, members, m, mode_);
+      if (m != TestMode::kSkip) restrict_dtype(dtype, members, m, mode_);
     }
   }
 
@@ -429,10 +430,10 @@ class MethodEntries {
     if (std::all_of(items.begin(), items.end(), [&](const Item* i) { return i->b->mode == mode; }))
       return "";
     std::string why =
-        mode == TestMode::mandatory_success
+        mode == TestMode::kMandatorySuccess
             ? "a regression candidate is never demoted"
             : "a config names no single variant, and no dtype or op edit separates these";
-    if (mode == TestMode::skip) return "; all skipped: " + why;
+    if (mode == TestMode::kSkip) return "; all skipped: " + why;
     return fmt::format("; all run as {}: {}", to_string(mode), why);
   }
 
@@ -448,7 +449,7 @@ class MethodEntries {
       if (!i->v->op.empty() && ops_exclude_.count(i->v->op)) ops.insert(i->v->op);
     if (!ops.empty())
       what.push_back(fmt::format("{} {}", ops.size() == 1 ? "op" : "ops", fmt::join(ops, ", ")));
-    Summary s = summarize(buckets_of(excluded_), TestMode::skip);
+    Summary s = summarize(buckets_of(excluded_), TestMode::kSkip);
     std::string out = fmt::format("; excluded {}: {}", fmt::join(what, " and "), s.body);
     if (collateral(excluded_) > 0)
       out +=
@@ -492,7 +493,7 @@ class MethodEntries {
   std::vector<std::string> bases_;
   std::optional<std::set<std::string>> global_;
   Items active_, routed_, excluded_;
-  TestMode mode_ = TestMode::mandatory_success;
+  TestMode mode_ = TestMode::kMandatorySuccess;
   std::set<std::string> dtypes_exclude_, ops_exclude_;
   std::map<TestMode, std::set<std::string>> restricted_dtypes_;
   std::map<TestMode, Items> restricted_;
@@ -503,9 +504,9 @@ class MethodEntries {
 }  // namespace
 
 bool accepts(const Bucket& b, TestMode mode) {
-  if (b.cause == Cause::regressed) return mode == TestMode::mandatory_success;
-  if (mode == b.mode || mode == TestMode::skip) return true;
-  return mode == TestMode::xfail && b.mode != TestMode::skip;
+  if (b.cause == Cause::kRegressed) return mode == TestMode::kMandatorySuccess;
+  if (mode == b.mode || mode == TestMode::kSkip) return true;
+  return mode == TestMode::kXfail && b.mode != TestMode::kSkip;
 }
 
 bool may_restrict_dtype(const std::vector<PoolVariant>& pool, const std::string& dtype,
@@ -534,7 +535,7 @@ bool may_restrict_dtype(const std::vector<PoolVariant>& pool, const std::string&
   // every class with the method name that lacks it: not at all, then.
   std::map<std::string, bool> has;  // base -> one of its variants has the dtype
   for (const PoolVariant& p : pool) {
-    if (!p.v->op.empty()) return mode == TestMode::xfail;
+    if (!p.v->op.empty()) return mode == TestMode::kXfail;
     if (p.v->dtype.empty()) continue;
     has[*p.base] |= may_have_dtype(*p.v, dtype);
   }

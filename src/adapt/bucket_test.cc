@@ -68,14 +68,14 @@ TEST(Bucket, OneVariantTable) {
       {"passes every run",
        {{"passed", "", ""}, {"passed", "", ""}},
        {},
-       TestMode::mandatory_success,
-       Cause::passed,
+       TestMode::kMandatorySuccess,
+       Cause::kPassed,
        "mandatory_success: passed in every run"},
       {"a switched-off op",
        {{"failed", "NotImplementedError", kDisabled}},
        {"aten::empty.memory_format", "aten::transpose.int"},
-       TestMode::xfail,
-       Cause::missing_op,
+       TestMode::kXfail,
+       Cause::kMissingOp,
        std::string("xfail: aten::transpose.int is not implemented on the device "
                    "(NotImplementedError: ") +
            kDisabled + ")"},
@@ -83,138 +83,138 @@ TEST(Bucket, OneVariantTable) {
        {{"failed", "NotImplementedError",
          "Could not run 'aten::addmm.out' with arguments from the 'PrivateUse1' backend.\nmore"}},
        {},
-       TestMode::xfail,
-       Cause::missing_op,
+       TestMode::kXfail,
+       Cause::kMissingOp,
        "xfail: aten::addmm.out is not implemented on the device (NotImplementedError: Could not "
        "run 'aten::addmm.out' with arguments from the 'PrivateUse1' backend.)"},
       // PyTorch's OpenReg words it so.
       {"a Python backend's missing view kernel",
        {{"failed", "RuntimeError", "aten.view_as_real.default view op is not handled yet\nmore"}},
        {},
-       TestMode::xfail,
-       Cause::missing_op,
+       TestMode::kXfail,
+       Cause::kMissingOp,
        "xfail: aten::view_as_real is not implemented on the device (RuntimeError: "
        "aten.view_as_real.default view op is not handled yet)"},
       {"crashes every time",
        {{"error", "SIGSEGV", "the test process died"}, {"error", "SIGSEGV", ""}},
        {},
-       TestMode::skip,
-       Cause::crash,
+       TestMode::kSkip,
+       Cause::kCrash,
        "skip: crashes the test process with SIGSEGV in every run"},
       {"crashes once, passes once",
        {{"passed", "", ""}, {"error", "SIGABRT", ""}},
        {},
-       TestMode::skip,
-       Cause::crash,
+       TestMode::kSkip,
+       Cause::kCrash,
        "skip: crashes the test process with SIGABRT in 1 of 2 runs"},
       {"hangs",
        {{"error", "Timeout", "killed after 900 s"}},
        {},
-       TestMode::skip,
-       Cause::hang,
+       TestMode::kSkip,
+       Cause::kHang,
        "skip: hangs (Timeout) in every run"},
       {"passes only on a rerun",
        {{"passed", "", "", "mandatory_success", true}, {"passed", "", ""}},
        {},
-       TestMode::xfail,
-       Cause::flaky,
+       TestMode::kXfail,
+       Cause::kFlaky,
        "flaky: passed only on a rerun"},
       {"passes and fails across runs",
        {{"failed", "AssertionError", "Tensor-likes are not close!\n\nMismatched elements: 1"},
         {"passed", "", ""},
         {"failed", "AssertionError", "Tensor-likes are not close!"}},
        {},
-       TestMode::xfail,
-       Cause::flaky,
+       TestMode::kXfail,
+       Cause::kFlaky,
        "flaky: passed in some runs and failed in others (AssertionError: Tensor-likes are not "
        "close!)"},
       {"passed once since failing: not enough to call it fixed",
        {{"passed", "", ""}, {"failed", "RuntimeError", "boom"}},
        {},
-       TestMode::xfail,
-       Cause::flaky,
+       TestMode::kXfail,
+       Cause::kFlaky,
        "flaky: passed in some runs and failed in others (RuntimeError: boom)"},
       {"passed in the newest runs after failing: fixed",
        {{"passed", "", ""}, {"xpassed", "", "", "xfail"}, {"failed", "RuntimeError", "boom"}},
        {},
-       TestMode::mandatory_success,
-       Cause::passed,
+       TestMode::kMandatorySuccess,
+       Cause::kPassed,
        "mandatory_success: passed in every run since it last failed"},
       {"failing in the newest runs after passing: a regression is never hidden",
        {{"failed", "AssertionError", "Scalars are not equal!"},
         {"passed", "", ""},
         {"passed", "", ""}},
        {},
-       TestMode::mandatory_success,
-       Cause::regressed,
+       TestMode::kMandatorySuccess,
+       Cause::kRegressed,
        "mandatory_success: passed in earlier runs, then failed in the newest: a regression "
        "candidate, never demoted (AssertionError: Scalars are not equal!)"},
       {"crashing in a run after passing only in discovery: discovery was wrong",
        {{"error", "SIGSEGV", ""}, {"passed", "", ""}},
        {},
-       TestMode::skip,
-       Cause::crash,
+       TestMode::kSkip,
+       Cause::kCrash,
        "skip: crashes the test process with SIGSEGV in 1 of 2 runs"},
       {"crashing in the newest run after passing",
        {{"error", "SIGSEGV", ""}, {"passed", "", ""}, {"passed", "", ""}},
        {},
-       TestMode::mandatory_success,
-       Cause::regressed,
+       TestMode::kMandatorySuccess,
+       Cause::kRegressed,
        "mandatory_success: passed in earlier runs, then crashed the test process with SIGSEGV in "
        "the newest: a regression candidate, never demoted (SIGSEGV)"},
       {"an unsupported dtype",
        {{"failed", "RuntimeError", "\"addmm_impl_cpu_\" not implemented for 'ComplexFloat'"}},
        {},
-       TestMode::xfail,
-       Cause::missing_dtype,
+       TestMode::kXfail,
+       Cause::kMissingDtype,
        "xfail: dtype complex64 is not supported on the device (RuntimeError: \"addmm_impl_cpu_\" "
        "not implemented for 'ComplexFloat')"},
       {"a failure inside kernels the device has: strict",
        {{"failed", "AssertionError", "Scalars are not equal!"},
         {"failed", "AssertionError", "Scalars are not equal!"}},
        {"aten::as_strided", "aten::view"},
-       TestMode::xfail_strict,
-       Cause::supported_ops,
+       TestMode::kXfailStrict,
+       Cause::kSupportedOps,
        "xfail_strict: fails in every run although every op it calls has a device kernel (2 ops), "
        "so a pass means the bug is fixed (AssertionError: Scalars are not equal!)"},
       {"a failure through the fallback: no cause to name",
        {{"failed", "AssertionError", "Scalars are not equal!"}},
        {"aten::view", "aten::add.Tensor"},
-       TestMode::xfail,
-       Cause::failure,
+       TestMode::kXfail,
+       Cause::kFailure,
        "xfail: fails in every run (AssertionError: Scalars are not equal!)"},
       {"an xfail later, failing since discovery: the real error is quoted",
        {{"xfailed", "", "ootci plan: xfail (c.yaml:3:15)", "xfail"},
         {"failed", "RuntimeError", "boom"}},
        {},
-       TestMode::xfail,
-       Cause::failure,
+       TestMode::kXfail,
+       Cause::kFailure,
        "xfail: fails in every run (RuntimeError: boom)"},
       {"a strict xfail that passed counts as a pass",
        {{"failed", "XPASS(strict)", "[XPASS(strict)] ootci plan", "xfail_strict"},
         {"xpassed", "", "", "xfail"}},
        {},
-       TestMode::mandatory_success,
-       Cause::passed,
+       TestMode::kMandatorySuccess,
+       Cause::kPassed,
        "mandatory_success: passed in every run"},
       {"upstream's expected failure is green",
        {{"xfailed", "", "reason: "}},
        {},
-       TestMode::mandatory_success,
-       Cause::passed,
+       TestMode::kMandatorySuccess,
+       Cause::kPassed,
        "mandatory_success: upstream expects it to fail on this device (xfailed in every run)"},
       {"upstream skips it",
        {{"skipped", "", "Skipped: Only runs on cuda"},
         {"skipped", "", "Skipped: Only runs on cuda"}},
        {},
-       TestMode::skip,
-       Cause::never_ran,
+       TestMode::kSkip,
+       Cause::kNeverRan,
        "skip: upstream skips it on this device (Skipped: Only runs on cuda)"},
       {"an op named in an error that the device does have is not missing",
        {{"failed", "NotImplementedError", "aten::view is not implemented for this layout"}},
        {},
-       TestMode::xfail,
-       Cause::failure,
+       TestMode::kXfail,
+       Cause::kFailure,
        "xfail: fails in every run (NotImplementedError: aten::view is not implemented for this "
        "layout)"},
   };
@@ -235,7 +235,7 @@ TEST(Bucket, WithoutAFallbackRecordedOpsWithoutKernelsAreMissing) {
                     {variant("test_a_privateuseone", "", {{"failed", "RuntimeError", "odd"}},
                              {"aten::view", "aten::zeros", "aten::add.Tensor"})}};
   std::vector<Bucket> b = bucket_variants(base, caps);
-  EXPECT_EQ(b[0].cause, Cause::missing_op);
+  EXPECT_EQ(b[0].cause, Cause::kMissingOp);
   EXPECT_EQ(b[0].op, "aten::zeros");
   EXPECT_EQ(b[0].reason(),
             "xfail: aten::zeros, aten::add.Tensor are not implemented on the device "
@@ -255,13 +255,13 @@ TEST(Bucket, APassThatFailedWithItsInputsShiftedIsNotMandatory) {
   failing.input_probe = shifted.input_probe;  // not probed in practice; a failure stays one
   BaseEvidence base{"TestX::test_a", {shifted, held, failing}};
   std::vector<Bucket> b = bucket_variants(base, reference_caps());
-  EXPECT_EQ(b[0].mode, TestMode::xfail);
-  EXPECT_EQ(b[0].cause, Cause::input_dependent);
+  EXPECT_EQ(b[0].mode, TestMode::kXfail);
+  EXPECT_EQ(b[0].cause, Cause::kInputDependent);
   EXPECT_EQ(b[0].reason(),
             "xfail: passed in every run, but failed with its inputs shifted by 1.522: "
             "AssertionError: it passes only for the values it draws (discovery's input probe)");
-  EXPECT_EQ(b[1].mode, TestMode::mandatory_success);
-  EXPECT_EQ(b[2].cause, Cause::failure);
+  EXPECT_EQ(b[1].mode, TestMode::kMandatorySuccess);
+  EXPECT_EQ(b[2].cause, Cause::kFailure);
 }
 
 TEST(Bucket, GlobalCapabilitiesLeaveVariantsUnadmitted) {
@@ -278,7 +278,7 @@ TEST(Bucket, GlobalCapabilitiesLeaveVariantsUnadmitted) {
   EXPECT_EQ(b[0].reason(), "skip: dtype float64 is not in global.supported_dtypes");
   EXPECT_TRUE(b[0].neutral());
   EXPECT_EQ(b[1].reason(), "skip: op mul is not in global.supported_ops");
-  EXPECT_EQ(b[2].mode, TestMode::mandatory_success);  // the formatted name counts
+  EXPECT_EQ(b[2].mode, TestMode::kMandatorySuccess);  // the formatted name counts
 }
 
 TEST(Bucket, AFailureOfOneDtypeWhileTheOthersPassNamesTheDtype) {
@@ -288,7 +288,7 @@ TEST(Bucket, AFailureOfOneDtypeWhileTheOthersPassNamesTheDtype) {
                      variant("test_a_privateuseone_float32", "float32", {{"passed", "", ""}}),
                      variant("test_a_privateuseone_int64", "int64", {{"passed", "", ""}})}};
   std::vector<Bucket> b = bucket_variants(base, reference_caps());
-  EXPECT_EQ(b[0].cause, Cause::dtype_specific);
+  EXPECT_EQ(b[0].cause, Cause::kDtypeSpecific);
   EXPECT_EQ(b[0].reason(),
             "xfail: fails only for dtype complex64; the other dtypes pass (AssertionError: "
             "Tensor-likes are not close!)");
@@ -301,8 +301,8 @@ TEST(Bucket, AFailureOfOneDtypeWhileTheOthersPassNamesTheDtype) {
        variant("test_o_b_privateuseone_int64", "int64", {{"failed", "RuntimeError", "x"}}, {},
                "b")}};
   b = bucket_variants(ops, reference_caps());
-  EXPECT_EQ(b[1].cause, Cause::failure);
-  EXPECT_EQ(b[2].cause, Cause::failure);
+  EXPECT_EQ(b[1].cause, Cause::kFailure);
+  EXPECT_EQ(b[2].cause, Cause::kFailure);
 }
 
 // Every variant that ran runs in a mode safe for its bucket (accepts), and every name is a base.
@@ -357,7 +357,7 @@ TEST(Represent, AUniformTestIsOneName) {
   ASSERT_EQ(d.size(), 1u);
   EXPECT_EQ(d[0].name, "TestX::test_a");
   EXPECT_FALSE(d[0].restricted());
-  EXPECT_EQ(d[0].mode, TestMode::xfail);
+  EXPECT_EQ(d[0].mode, TestMode::kXfail);
   EXPECT_EQ(d[0].reason, std::string("xfail: aten::transpose.int is not implemented on the "
                                      "device (NotImplementedError: ") +
                              kDisabled + ")");
@@ -377,7 +377,7 @@ TEST(Represent, ADtypeThatNeedsAnotherModeGetsAnEntryRestrictedToIt) {
   ASSERT_EQ(d.size(), 2u);
   const NameDecision* head = unrestricted(d, "TestX::test_a");
   ASSERT_TRUE(head);
-  EXPECT_EQ(head->mode, TestMode::mandatory_success);
+  EXPECT_EQ(head->mode, TestMode::kMandatorySuccess);
   EXPECT_EQ(head->dtypes_exclude, std::vector<std::string>{"complex64"});
   EXPECT_TRUE(head->ops_exclude.empty());
   EXPECT_EQ(head->reason,
@@ -386,17 +386,17 @@ TEST(Represent, ADtypeThatNeedsAnotherModeGetsAnEntryRestrictedToIt) {
   const NameDecision* complex = restricted(d, "TestX::test_a");
   ASSERT_TRUE(complex);
   EXPECT_EQ(complex->dtypes_include, std::vector<std::string>{"complex128"});
-  EXPECT_EQ(complex->mode, TestMode::xfail);
+  EXPECT_EQ(complex->mode, TestMode::kXfail);
   EXPECT_EQ(complex->reason,
             "xfail: for complex128: dtype complex128 is not supported on the device "
             "(RuntimeError: \"abs\" not implemented for 'ComplexDouble')");
 
   // Applied as Spyre applies them, the decisions reproduce every bucket exactly.
   std::map<std::string, TestMode> m = modes(base, d);
-  EXPECT_EQ(m["test_a_privateuseone_complex128"], TestMode::xfail);
-  EXPECT_EQ(m["test_a_privateuseone_complex64"], TestMode::skip);
-  EXPECT_EQ(m["test_a_privateuseone_float32"], TestMode::mandatory_success);
-  EXPECT_EQ(m["test_a_privateuseone_float64"], TestMode::mandatory_success);
+  EXPECT_EQ(m["test_a_privateuseone_complex128"], TestMode::kXfail);
+  EXPECT_EQ(m["test_a_privateuseone_complex64"], TestMode::kSkip);
+  EXPECT_EQ(m["test_a_privateuseone_float32"], TestMode::kMandatorySuccess);
+  EXPECT_EQ(m["test_a_privateuseone_float64"], TestMode::kMandatorySuccess);
   expect_safe({&base}, {buckets}, d);
 }
 
@@ -412,7 +412,7 @@ TEST(Represent, WithGlobalDtypesAVariantWithoutADtypeKeepsTheDtypeInItsTestsEntr
   std::set<std::string> global = {"float16", "float32"};
   std::vector<NameDecision> d = represent_base(base, buckets, global);
   ASSERT_EQ(d.size(), 1u);
-  EXPECT_EQ(d[0].mode, TestMode::xfail);
+  EXPECT_EQ(d[0].mode, TestMode::kXfail);
   EXPECT_NE(d[0].reason.find("; all run as xfail: a config names no single variant"),
             std::string::npos)
       << d[0].reason;
@@ -424,8 +424,8 @@ TEST(Represent, WithGlobalDtypesAVariantWithoutADtypeKeepsTheDtypeInItsTestsEntr
   d = represent_base(base, buckets, global);
   ASSERT_EQ(d.size(), 2u);
   std::map<std::string, TestMode> m = modes(base, d, global);
-  EXPECT_EQ(m["test_g_privateuseone_float32"], TestMode::mandatory_success);
-  EXPECT_EQ(m["test_g_privateuseone_float16"], TestMode::xfail);
+  EXPECT_EQ(m["test_g_privateuseone_float32"], TestMode::kMandatorySuccess);
+  EXPECT_EQ(m["test_g_privateuseone_float16"], TestMode::kXfail);
   expect_safe({&base}, {buckets}, d, global);
   // A dtype outside the global ones is never included: that would create its variants.
   d = represent_base(base, buckets, std::set<std::string>{"float32"});
@@ -453,7 +453,7 @@ TEST(Represent, OpsWhoseVariantsAllCrashOrFailAreExcludedInBothSpellings) {
   std::vector<Bucket> buckets = bucket_variants(base, reference_caps());
   std::vector<NameDecision> d = represent_base(base, buckets);
   ASSERT_EQ(d.size(), 1u);
-  EXPECT_EQ(d[0].mode, TestMode::mandatory_success);
+  EXPECT_EQ(d[0].mode, TestMode::kMandatorySuccess);
   // ootci matches the OpInfo name, Spyre the formatted one.
   EXPECT_EQ(d[0].ops_exclude, (std::vector<std::string>{"acos", "linalg.det", "linalg_det"}));
   EXPECT_TRUE(d[0].dtypes_exclude.empty());
@@ -463,9 +463,9 @@ TEST(Represent, OpsWhoseVariantsAllCrashOrFailAreExcludedInBothSpellings) {
             std::string::npos)
       << d[0].reason;  // rebucket's admission finds the op here
   std::map<std::string, TestMode> m = modes(base, d);
-  EXPECT_EQ(m["test_o_acos_privateuseone_float32"], TestMode::skip);
-  EXPECT_EQ(m["test_o_linalg_det_privateuseone_int64"], TestMode::skip);
-  EXPECT_EQ(m["test_o_mul_privateuseone_int64"], TestMode::mandatory_success);
+  EXPECT_EQ(m["test_o_acos_privateuseone_float32"], TestMode::kSkip);
+  EXPECT_EQ(m["test_o_linalg_det_privateuseone_int64"], TestMode::kSkip);
+  EXPECT_EQ(m["test_o_mul_privateuseone_int64"], TestMode::kMandatorySuccess);
   expect_safe({&base}, {buckets}, d);
 }
 
@@ -482,7 +482,7 @@ TEST(Represent, AnOpExclusionThatWouldAlsoCatchAnotherOpIsNotMade) {
   std::vector<NameDecision> d = represent_base(base, buckets);
   ASSERT_EQ(d.size(), 1u);
   EXPECT_TRUE(d[0].ops_exclude.empty());
-  EXPECT_EQ(d[0].mode, TestMode::skip);  // the crash cannot be left out alone
+  EXPECT_EQ(d[0].mode, TestMode::kSkip);  // the crash cannot be left out alone
   expect_safe({&base}, {buckets}, d);
 }
 
@@ -500,7 +500,7 @@ TEST(Represent, ACrashLeftInATestTakesTheDtypeOrOpThatCostsLess) {
   // int64 leaves out one passing variant (add's), mul two.
   EXPECT_EQ(d[0].dtypes_exclude, std::vector<std::string>{"int64"});
   EXPECT_TRUE(d[0].ops_exclude.empty());
-  EXPECT_EQ(d[0].mode, TestMode::mandatory_success);
+  EXPECT_EQ(d[0].mode, TestMode::kMandatorySuccess);
   EXPECT_NE(d[0].reason.find("(left out rather than run in this entry's mode"), std::string::npos)
       << d[0].reason;
   expect_safe({&base}, {buckets}, d);
@@ -522,10 +522,10 @@ TEST(Represent, AMultiDtypeVariantIsNeverRoutedByADtypeEdit) {
   const NameDecision* head = unrestricted(d, "TestX::test_m");
   ASSERT_TRUE(head);
   EXPECT_EQ(head->dtypes_exclude, std::vector<std::string>{"int64"});
-  EXPECT_EQ(head->mode, TestMode::xfail);
+  EXPECT_EQ(head->mode, TestMode::kXfail);
   ASSERT_TRUE(restricted(d, "TestX::test_m"));
   EXPECT_EQ(restricted(d, "TestX::test_m")->dtypes_include, std::vector<std::string>{"float64"});
-  EXPECT_EQ(restricted(d, "TestX::test_m")->mode, TestMode::mandatory_success);
+  EXPECT_EQ(restricted(d, "TestX::test_m")->mode, TestMode::kMandatorySuccess);
   expect_safe({&base}, {buckets}, d);
 }
 
@@ -537,11 +537,11 @@ TEST(Represent, AMostlyCrashingTestExcludesItsCrashingDtypes) {
   std::vector<Bucket> buckets = bucket_variants(base, reference_caps());
   std::vector<NameDecision> d = represent_base(base, buckets);
   ASSERT_EQ(d.size(), 1u);
-  EXPECT_EQ(d[0].mode, TestMode::mandatory_success);
+  EXPECT_EQ(d[0].mode, TestMode::kMandatorySuccess);
   EXPECT_EQ(d[0].dtypes_exclude, (std::vector<std::string>{"float32", "float64"}));
   std::map<std::string, TestMode> m = modes(base, d);
-  EXPECT_EQ(m["test_c_privateuseone_int64"], TestMode::mandatory_success);
-  EXPECT_EQ(m["test_c_privateuseone_float32"], TestMode::skip);
+  EXPECT_EQ(m["test_c_privateuseone_int64"], TestMode::kMandatorySuccess);
+  EXPECT_EQ(m["test_c_privateuseone_float32"], TestMode::kSkip);
 }
 
 TEST(Represent, OneClassPassingAndAnotherFailingTheSameMethodShareTheWeakerMode) {
@@ -563,18 +563,18 @@ TEST(Represent, OneClassPassingAndAnotherFailingTheSameMethodShareTheWeakerMode)
   // name per entry, the first class's: Spyre's checker reports a method listed twice.
   ASSERT_EQ(d.size(), 2u);
   ASSERT_TRUE(restricted(d, "TestA::test_m"));
-  EXPECT_EQ(restricted(d, "TestA::test_m")->mode, TestMode::xfail);
+  EXPECT_EQ(restricted(d, "TestA::test_m")->mode, TestMode::kXfail);
   EXPECT_EQ(restricted(d, "TestA::test_m")->dtypes_include, std::vector<std::string>{"float32"});
   ASSERT_TRUE(unrestricted(d, "TestA::test_m"));
-  EXPECT_EQ(unrestricted(d, "TestA::test_m")->mode, TestMode::mandatory_success);
+  EXPECT_EQ(unrestricted(d, "TestA::test_m")->mode, TestMode::kMandatorySuccess);
   EXPECT_EQ(restricted(d, "TestA::test_m")->reason,
             "xfail: for float32: mandatory_success: passed in every run (1 variant); fails only "
             "for dtype float32; the other dtypes pass (1 variant); all run as xfail: a config "
             "names no single variant, and no dtype or op edit separates these; one entry for "
             "TestA::test_m and TestB::test_m: Spyre matches the method name only");
   expect_safe({&a, &b}, buckets, d);
-  EXPECT_EQ(modes(a, d)["test_m_privateuseone_float32"], TestMode::xfail);
-  EXPECT_EQ(modes(b, d)["test_m_privateuseone_float64"], TestMode::mandatory_success);
+  EXPECT_EQ(modes(a, d)["test_m_privateuseone_float32"], TestMode::kXfail);
+  EXPECT_EQ(modes(b, d)["test_m_privateuseone_float64"], TestMode::kMandatorySuccess);
 
   // No dtype to tell them apart: the method is xfail in both; a crash in one skips both.
   BaseEvidence c{"TestA::test_n", {variant("test_n_privateuseone", "", {{"passed", "", ""}})}};
@@ -585,12 +585,12 @@ TEST(Represent, OneClassPassingAndAnotherFailingTheSameMethodShareTheWeakerMode)
   d = represent_method({&c, &e}, {&nb[0], &nb[1]}, {});
   ASSERT_EQ(d.size(), 1u);
   EXPECT_EQ(d[0].name, "TestA::test_n");
-  EXPECT_EQ(d[0].mode, TestMode::xfail);
+  EXPECT_EQ(d[0].mode, TestMode::kXfail);
   expect_safe({&c, &e}, nb, d);
   e.variants[0] = variant("test_n_privateuseone", "", {{"error", "SIGSEGV", ""}});
   nb[1] = bucket_variants(e, reference_caps());
   d = represent_method({&c, &e}, {&nb[0], &nb[1]}, {});
-  EXPECT_EQ(d[0].mode, TestMode::skip);
+  EXPECT_EQ(d[0].mode, TestMode::kSkip);
   expect_safe({&c, &e}, nb, d);
 }
 
@@ -603,9 +603,9 @@ TEST(Represent, ARegressionCandidateIsNeverDemotedByAMerge) {
                  {variant("test_r_privateuseone", "", {{"failed", "AssertionError", "no"}})}};
   std::vector<std::vector<Bucket>> buckets = {bucket_variants(a, reference_caps()),
                                               bucket_variants(b, reference_caps())};
-  ASSERT_EQ(buckets[0][0].cause, Cause::regressed);
+  ASSERT_EQ(buckets[0][0].cause, Cause::kRegressed);
   std::vector<NameDecision> d = represent_method({&a, &b}, {&buckets[0], &buckets[1]}, {});
-  EXPECT_EQ(d[0].mode, TestMode::mandatory_success);
+  EXPECT_EQ(d[0].mode, TestMode::kMandatorySuccess);
   EXPECT_NE(d[0].reason.find("all run as mandatory_success: a regression candidate is never "
                              "demoted"),
             std::string::npos)
@@ -630,7 +630,7 @@ TEST(Represent, RestrictedEntriesInOpsTestsAreXfailOnly) {
   std::vector<Bucket> buckets = bucket_variants(failing, reference_caps());
   std::vector<NameDecision> d = represent_base(failing, buckets);
   ASSERT_TRUE(restricted(d, "TestX::test_u"));
-  EXPECT_EQ(restricted(d, "TestX::test_u")->mode, TestMode::xfail);
+  EXPECT_EQ(restricted(d, "TestX::test_u")->mode, TestMode::kXfail);
   expect_safe({&failing}, {buckets}, d);
 
   // float16 passes where everything else fails: no mandatory_success entry for it.
@@ -641,7 +641,7 @@ TEST(Represent, RestrictedEntriesInOpsTestsAreXfailOnly) {
   buckets = bucket_variants(passing, reference_caps());
   d = represent_base(passing, buckets);
   ASSERT_EQ(d.size(), 1u);
-  EXPECT_EQ(d[0].mode, TestMode::xfail);
+  EXPECT_EQ(d[0].mode, TestMode::kXfail);
   expect_safe({&passing}, {buckets}, d);
 }
 
@@ -658,7 +658,7 @@ TEST(Represent, SeveralMissingOpsAreAllNamedInOneReason) {
                {{"failed", "AssertionError", "Scalars are not equal!"}}, {}, "atan")}};
   std::vector<NameDecision> d = represent_base(base, bucket_variants(base, reference_caps()));
   ASSERT_EQ(d.size(), 1u);
-  EXPECT_EQ(d[0].mode, TestMode::xfail);
+  EXPECT_EQ(d[0].mode, TestMode::kXfail);
   EXPECT_EQ(d[0].reason,
             "xfail: aten::acos.out, aten::asin.out are not implemented on the device (2 "
             "variants); fails in every run (1 variant) (NotImplementedError: Could not run "
@@ -671,7 +671,7 @@ TEST(Represent, ATestNoRunRanIsSkipped) {
                              {{"skipped", "", "Skipped: Only runs on cuda"}})}};
   std::vector<NameDecision> d = represent_base(base, bucket_variants(base, reference_caps()));
   ASSERT_EQ(d.size(), 1u);
-  EXPECT_EQ(d[0].mode, TestMode::skip);
+  EXPECT_EQ(d[0].mode, TestMode::kSkip);
   EXPECT_EQ(d[0].reason, "skip: upstream skips it on this device (Skipped: Only runs on cuda)");
 }
 
@@ -745,26 +745,26 @@ TEST(Decisions, TheIndexPicksEntriesAsSpyreDoes) {
   f32.dtype = "float32";
   plain.name = "test_a_privateuseone";
   // Given unrestricted first, the index still puts the restricted entry first, as it is written.
-  std::vector<NameDecision> d = {entry("TestX::test_a", TestMode::mandatory_success, {}),
-                                 entry("TestX::test_a", TestMode::xfail, {"float16"})};
+  std::vector<NameDecision> d = {entry("TestX::test_a", TestMode::kMandatorySuccess, {}),
+                                 entry("TestX::test_a", TestMode::kXfail, {"float16"})};
   for (const auto& global : {std::optional<std::set<std::string>>{},
                              std::optional<std::set<std::string>>{{"float16", "float32"}}}) {
     DecisionIndex index(d, global);
-    EXPECT_EQ(index.mode("TestX::test_a", f16), TestMode::xfail);
-    EXPECT_EQ(index.mode("TestX::test_a", f32), TestMode::mandatory_success);
+    EXPECT_EQ(index.mode("TestX::test_a", f16), TestMode::kXfail);
+    EXPECT_EQ(index.mode("TestX::test_a", f32), TestMode::kMandatorySuccess);
     // The class is dropped: another class's test_a is decided by the same entries.
-    EXPECT_EQ(index.mode("TestY::test_a", f16), TestMode::xfail);
+    EXPECT_EQ(index.mode("TestY::test_a", f16), TestMode::kXfail);
     EXPECT_FALSE(index.mode("TestX::test_b", f16));
   }
   // With global dtypes, a variant without a dtype gets the first entry written: the restricted
   // one (which is why propose writes none then).
   DecisionIndex global(d, std::set<std::string>{"float16", "float32"});
-  EXPECT_EQ(global.mode("TestX::test_a", plain), TestMode::xfail);
+  EXPECT_EQ(global.mode("TestX::test_a", plain), TestMode::kXfail);
   DecisionIndex none(d);
-  EXPECT_EQ(none.mode("TestX::test_a", plain), TestMode::mandatory_success);
+  EXPECT_EQ(none.mode("TestX::test_a", plain), TestMode::kMandatorySuccess);
   // A dtype outside the global ones is not created, unless an entry includes it.
   DecisionIndex narrow(d, std::set<std::string>{"float16"});
-  EXPECT_EQ(narrow.mode("TestX::test_a", f32), TestMode::skip);
+  EXPECT_EQ(narrow.mode("TestX::test_a", f32), TestMode::kSkip);
 }
 
 TEST(BucketHelpers, NamesAndQuotes) {
@@ -804,8 +804,8 @@ TEST(Tolerance, WithinTheFactorAVariantRunsWithAPrecisionInItsDtypeEntry) {
        variant("test_m_privateuseone_float64", "float64", {{"passed", "", ""}, {"passed", "", ""}}),
        variant("test_m_privateuseone_int64", "int64", {{"passed", "", ""}, {"passed", "", ""}})}};
   std::vector<Bucket> buckets = bucket_variants(base, reference_caps());
-  EXPECT_EQ(buckets[0].cause, Cause::tolerance);
-  EXPECT_EQ(buckets[0].mode, TestMode::mandatory_success);
+  EXPECT_EQ(buckets[0].cause, Cause::kTolerance);
+  EXPECT_EQ(buckets[0].mode, TestMode::kMandatorySuccess);
   ASSERT_TRUE(buckets[0].precision);
   EXPECT_DOUBLE_EQ(buckets[0].precision->rtol, 0.0038);
   EXPECT_DOUBLE_EQ(buckets[0].precision->atol, 1e-05);
@@ -816,7 +816,7 @@ TEST(Tolerance, WithinTheFactorAVariantRunsWithAPrecisionInItsDtypeEntry) {
   ASSERT_EQ(d.size(), 2u);
   const NameDecision* f32 = restricted(d, "TestX::test_m");
   ASSERT_TRUE(f32);
-  EXPECT_EQ(f32->mode, TestMode::mandatory_success);
+  EXPECT_EQ(f32->mode, TestMode::kMandatorySuccess);
   EXPECT_EQ(f32->dtypes_include, std::vector<std::string>{"float32"});
   ASSERT_EQ(f32->dtype_precision.count("float32"), 1u);
   EXPECT_EQ(f32->dtype_precision.at("float32"), (Precision{1e-05, 0.0038}));
@@ -828,10 +828,10 @@ TEST(Tolerance, WithinTheFactorAVariantRunsWithAPrecisionInItsDtypeEntry) {
             "Tensor-likes are not close!)");
   const NameDecision* head = unrestricted(d, "TestX::test_m");
   ASSERT_TRUE(head);
-  EXPECT_EQ(head->mode, TestMode::mandatory_success);
+  EXPECT_EQ(head->mode, TestMode::kMandatorySuccess);
   EXPECT_TRUE(head->dtype_precision.empty());
   std::map<std::string, TestMode> m = modes(base, d);
-  EXPECT_EQ(m["test_m_privateuseone_float32"], TestMode::mandatory_success);
+  EXPECT_EQ(m["test_m_privateuseone_float32"], TestMode::kMandatorySuccess);
   EXPECT_EQ(DecisionIndex(d).governing(base.base, base.variants[0]), f32);
   EXPECT_EQ(DecisionIndex(d).governing(base.base, base.variants[1]), head);
 }
@@ -856,8 +856,8 @@ TEST(Tolerance, BeyondTheFactorItStaysXfailWithTheNumbers) {
       {variant("test_m_privateuseone_float32", "float32", {{"failed", "AssertionError", kFarOff}}),
        variant("test_m_privateuseone_float64", "float64", {{"passed", "", ""}})}};
   std::vector<Bucket> buckets = bucket_variants(base, reference_caps());
-  EXPECT_EQ(buckets[0].cause, Cause::numeric);
-  EXPECT_EQ(buckets[0].mode, TestMode::xfail);
+  EXPECT_EQ(buckets[0].cause, Cause::kNumeric);
+  EXPECT_EQ(buckets[0].mode, TestMode::kXfail);
   EXPECT_FALSE(buckets[0].precision);
   EXPECT_EQ(buckets[0].reason(),
             "xfail: fails only by a numeric mismatch in every run: max abs error 0.5, max rel "
@@ -866,14 +866,14 @@ TEST(Tolerance, BeyondTheFactorItStaysXfailWithTheNumbers) {
             "tolerance proposed (AssertionError: Scalars are not close!)");
   std::vector<NameDecision> d = represent_base(base, buckets);
   ASSERT_TRUE(restricted(d, "TestX::test_m"));
-  EXPECT_EQ(restricted(d, "TestX::test_m")->mode, TestMode::xfail);
+  EXPECT_EQ(restricted(d, "TestX::test_m")->mode, TestMode::kXfail);
   EXPECT_TRUE(restricted(d, "TestX::test_m")->dtype_precision.empty());
 
   // A larger factor in ootci.yaml makes the same error a tolerance.
   ToleranceSettings wide;
   wide.factor = 20;
   buckets = bucket_variants(base, reference_caps(), 2, tolerance_policy(wide));
-  EXPECT_EQ(buckets[0].cause, Cause::tolerance);
+  EXPECT_EQ(buckets[0].cause, Cause::kTolerance);
 }
 
 TEST(Tolerance, APassUnderTheProposedPrecisionKeepsTheProposal) {
@@ -884,7 +884,7 @@ TEST(Tolerance, APassUnderTheProposedPrecisionKeepsTheProposal) {
       {variant("test_m_privateuseone_float32", "float32",
                {{"passed", "", ""}, {"passed", "", ""}, {"failed", "AssertionError", kNotClose}})}};
   Bucket b = bucket_variants(base, reference_caps())[0];
-  EXPECT_EQ(b.cause, Cause::tolerance);
+  EXPECT_EQ(b.cause, Cause::kTolerance);
   ASSERT_TRUE(b.precision);
   EXPECT_DOUBLE_EQ(b.precision->rtol, 0.0038);
   EXPECT_EQ(b.text.rfind("fails only by a numeric mismatch in the runs it fails: max abs", 0), 0u)
@@ -901,7 +901,7 @@ TEST(Tolerance, APassUnderTheProposedPrecisionKeepsTheProposal) {
                 "(2, 3) (up to 0.0038 allowed)"},
                {"failed", "AssertionError", kNotClose}});
   b = bucket_variants(base, reference_caps())[0];
-  EXPECT_EQ(b.cause, Cause::tolerance);
+  EXPECT_EQ(b.cause, Cause::kTolerance);
   EXPECT_DOUBLE_EQ(b.precision->rtol, 0.013);
 }
 
@@ -910,12 +910,12 @@ TEST(Tolerance, AnyOtherFailureInAnyRunKeepsTheUsualRules) {
                     {variant("test_m_privateuseone_float32", "float32",
                              {{"failed", "AssertionError", kNotClose},
                               {"failed", "RuntimeError", "something else"}})}};
-  EXPECT_EQ(bucket_variants(base, reference_caps())[0].cause, Cause::failure);
+  EXPECT_EQ(bucket_variants(base, reference_caps())[0].cause, Cause::kFailure);
   // An integer dtype has no reference precision.
   BaseEvidence ints{
       "TestX::test_m",
       {variant("test_m_privateuseone_int64", "int64", {{"failed", "AssertionError", kNotClose}})}};
-  EXPECT_EQ(bucket_variants(ints, reference_caps())[0].cause, Cause::failure);
+  EXPECT_EQ(bucket_variants(ints, reference_caps())[0].cause, Cause::kFailure);
 }
 
 TEST(Tolerance, AnOpsTestGetsNoDtypeEntryAndSaysWhy) {
@@ -930,8 +930,8 @@ TEST(Tolerance, AnOpsTestGetsNoDtypeEntryAndSaysWhy) {
   std::vector<NameDecision> d = represent_base(base, buckets);
   for (const auto& x : d) EXPECT_TRUE(x.dtype_precision.empty());
   std::map<std::string, TestMode> m = modes(base, d);
-  EXPECT_EQ(m["test_u_add_privateuseone_float32"], TestMode::mandatory_success);
-  EXPECT_EQ(m["test_u_mul_privateuseone_float32"], TestMode::skip);  // ops.exclude, as a failure
+  EXPECT_EQ(m["test_u_add_privateuseone_float32"], TestMode::kMandatorySuccess);
+  EXPECT_EQ(m["test_u_mul_privateuseone_float32"], TestMode::kSkip);  // ops.exclude, as a failure
   const NameDecision* head = unrestricted(d, "TestX::test_u");
   ASSERT_TRUE(head);
   EXPECT_NE(head->reason.find("max rel error 0.003027697668790597"), std::string::npos)
@@ -952,7 +952,7 @@ TEST(Tolerance, OtherFailuresOfTheDtypeKeepItsVariantsOutOfAPrecisionEntry) {
   std::vector<NameDecision> d = represent_method({&a, &b}, {&ba, &bb}, std::nullopt);
   for (const auto& x : d) {
     EXPECT_TRUE(x.dtype_precision.empty());
-    EXPECT_NE(x.mode, TestMode::mandatory_success) << x.reason;
+    EXPECT_NE(x.mode, TestMode::kMandatorySuccess) << x.reason;
   }
   EXPECT_NE(d.back().reason.find("other float32 variants of the test fail for other reasons"),
             std::string::npos)

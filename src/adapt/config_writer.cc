@@ -158,7 +158,7 @@ void render_entry(const std::vector<const NameDecision*>& names, const std::stri
   out.push_back(in + "- names:");
   for (const auto* n : names) out.push_back(in + "    - " + yaml_scalar(n->name));
   std::string mode = in + "  mode: " + to_string(d.mode);
-  if (d.mode != TestMode::mandatory_success && !d.reason.empty()) {
+  if (d.mode != TestMode::kMandatorySuccess && !d.reason.empty()) {
     mode += "  # ";
     mode += short_reason(d.reason, kLineWidth - std::min(kLineWidth, mode.size()));
   }

@@ -28,20 +28,20 @@ const std::vector<std::string> kUnit = {"unit"};
 
 std::vector<NameDecision> proposal() {
   return {
-      name("TestViewOps::test_view", TestMode::mandatory_success,
+      name("TestViewOps::test_view", TestMode::kMandatorySuccess,
            "mandatory_success: passed in 1 of 1 run"),
-      name("TestViewOps::test_t_view", TestMode::xfail,
+      name("TestViewOps::test_t_view", TestMode::kXfail,
            "xfail: aten::transpose.int is not implemented on the device (NotImplementedError: "
            "Could not run 'aten::transpose.int' on the reference backend)"),
-      name("TestOldViewOps::test_T", TestMode::mandatory_success,
+      name("TestOldViewOps::test_T", TestMode::kMandatorySuccess,
            "mandatory_success: passed in 1 of 1 run"),
-      name("TestViewOps::test_conj_view", TestMode::skip,
+      name("TestViewOps::test_conj_view", TestMode::kSkip,
            "skip: crashes the test process with SIGSEGV in 1 of 1 run"),
-      name("TestOldViewOps::test_transposes", TestMode::mandatory_success,
+      name("TestOldViewOps::test_transposes", TestMode::kMandatorySuccess,
            "mandatory_success: passed in every run; excluded dtype complex64 and op conj: crashes "
            "the test process with SIGSEGV in every run",
            {"complex64"}, {}, {"conj"}),
-      name("TestOldViewOps::test_transposes", TestMode::xfail,
+      name("TestOldViewOps::test_transposes", TestMode::kXfail,
            "xfail: for complex128: dtype complex128 is not supported on the device", {},
            {"complex128"}),
   };
@@ -107,7 +107,7 @@ TEST(ConfigWriter, NamesAreBasesAndADtypeEntryComesBeforeItsMethodsOther) {
   ASSERT_EQ(parsed.config.files.size(), 1u);
   EXPECT_EQ(parsed.config.labels, kUnit);
   EXPECT_EQ(parsed.config.files[0].path, "${TORCH_ROOT}/test/test_view_ops.py");
-  EXPECT_EQ(parsed.config.files[0].unlisted_test_mode, TestMode::skip);
+  EXPECT_EQ(parsed.config.files[0].unlisted_test_mode, TestMode::kSkip);
   const auto& rules = parsed.config.files[0].rules;
   ASSERT_EQ(rules.size(), 6u);
   // Spyre picks, among a method's entries, the first whose dtypes.include holds the variant's
@@ -116,9 +116,9 @@ TEST(ConfigWriter, NamesAreBasesAndADtypeEntryComesBeforeItsMethodsOther) {
   EXPECT_EQ(rules[0].method, "test_transposes");
   ASSERT_EQ(rules[0].dtypes_include.size(), 1u);
   EXPECT_EQ(rules[0].dtypes_include[0].name, "complex128");
-  EXPECT_EQ(rules[0].mode, TestMode::xfail);
+  EXPECT_EQ(rules[0].mode, TestMode::kXfail);
   EXPECT_EQ(rules[3].method, "test_transposes");
-  EXPECT_EQ(rules[3].mode, TestMode::mandatory_success);
+  EXPECT_EQ(rules[3].mode, TestMode::kMandatorySuccess);
   std::regex identifier(R"(\w+)");
   for (const auto& r : rules) EXPECT_TRUE(std::regex_match(r.method, identifier)) << r.method;
 
@@ -135,12 +135,12 @@ TEST(ConfigWriter, NamesAreBasesAndADtypeEntryComesBeforeItsMethodsOther) {
 }
 
 TEST(ConfigWriter, AToleranceProposalIsThePrecisionOfItsIncludedDtype) {
-  NameDecision f32 = name("TestBinaryUfuncs::test_rdiv", TestMode::mandatory_success,
+  NameDecision f32 = name("TestBinaryUfuncs::test_rdiv", TestMode::kMandatorySuccess,
                           "mandatory_success: for float32: fails only by a numeric mismatch", {},
                           {"float16", "float32"});
   f32.dtype_precision["float32"] = Precision{1e-05, 0.0043};
   std::vector<NameDecision> decisions = {
-      f32, name("TestBinaryUfuncs::test_rdiv", TestMode::mandatory_success,
+      f32, name("TestBinaryUfuncs::test_rdiv", TestMode::kMandatorySuccess,
                 "mandatory_success: passed in every run")};
   std::string path = make_temp_dir() + "/test_binary_ufuncs.yaml";
   std::string text = render_config("test/test_binary_ufuncs.py", kUnit, decisions, nullptr, false);
@@ -187,7 +187,7 @@ TEST(ConfigWriter, AWrappedReasonIsOneReasonAndOtherCommentsAreNotPartOfIt) {
   std::string reason = "xfail: " + std::string(60, 'a') + " " + std::string(60, 'b') + " " +
                        std::string(150, 'c') + " d";
   std::string text = render_config(
-      "test/test_x.py", kUnit, {name("TestX::test_a", TestMode::xfail, reason)}, nullptr, false);
+      "test/test_x.py", kUnit, {name("TestX::test_a", TestMode::kXfail, reason)}, nullptr, false);
   EXPECT_NE(text.find("        #        " + std::string(150, 'c') + "\n        #        d\n"),
             std::string::npos)
       << text;  // a word longer than the line is not cut
@@ -259,7 +259,7 @@ TEST(ConfigWriter, HumanEntriesAreKeptVerbatimAndTheirTestsLeftAlone) {
   EXPECT_EQ(existing.human_rules[2].method, "test_view_as_.*");
 
   std::vector<NameDecision> fresh = proposal();
-  NameDecision real = name("TestViewOps::test_view_as_real", TestMode::mandatory_success,
+  NameDecision real = name("TestViewOps::test_view_as_real", TestMode::kMandatorySuccess,
                            "mandatory_success: passed in 1 of 1 run");
   fresh.push_back(real);
   std::vector<NameDecision> kept = without_human(fresh, existing.human_rules);
@@ -345,7 +345,7 @@ TEST(ConfigWriter, APersonsEntryOwnsItsMethodInEveryClass) {
 TEST(ConfigWriter, APersonNamingAGeneratedTestAgainWins) {
   std::string path = make_temp_dir() + "/t.yaml";
   std::string generated =
-      render_config("test/test_x.py", kUnit, {name("TestX::test_a", TestMode::xfail, "xfail: x")},
+      render_config("test/test_x.py", kUnit, {name("TestX::test_a", TestMode::kXfail, "xfail: x")},
                     nullptr, false);
   // As a file this names TestX::test_a twice with different modes: the first would win...
   write_file(path, generated + "        - names: [TestX::test_a]\n          mode: skip\n");
@@ -355,17 +355,17 @@ TEST(ConfigWriter, APersonNamingAGeneratedTestAgainWins) {
   // ...but the rewrite keeps the person's entry only.
   ExistingConfig existing = read_existing_config(path);
   ASSERT_EQ(existing.human_rules.size(), 1u);
-  EXPECT_EQ(existing.human_rules[0].mode, TestMode::skip);
+  EXPECT_EQ(existing.human_rules[0].mode, TestMode::kSkip);
   ASSERT_EQ(existing.generated.size(), 1u);
   EXPECT_EQ(existing.generated[0].reason, "xfail: x");
   std::vector<NameDecision> kept =
-      without_human({name("TestX::test_a", TestMode::xfail, "xfail: x")}, existing.human_rules);
+      without_human({name("TestX::test_a", TestMode::kXfail, "xfail: x")}, existing.human_rules);
   EXPECT_TRUE(kept.empty());
   write_file(path, render_config("test/test_x.py", kUnit, kept, &existing, false));
   SuiteConfigResult parsed = load_suite_config(path);
   ASSERT_TRUE(parsed.ok()) << parsed.errors[0];
   ASSERT_EQ(parsed.config.files[0].rules.size(), 1u);
-  EXPECT_EQ(parsed.config.files[0].rules[0].mode, TestMode::skip);
+  EXPECT_EQ(parsed.config.files[0].rules[0].mode, TestMode::kSkip);
 }
 
 TEST(ConfigWriter, ListsIndentedLikeTheKeyAreEditedInPlace) {
@@ -384,7 +384,7 @@ TEST(ConfigWriter, ListsIndentedLikeTheKeyAreEditedInPlace) {
   EXPECT_EQ(existing.human_entries, 2u);
   std::string text =
       render_config("test/test_x.py", kUnit,
-                    {name("TestX::test_a", TestMode::mandatory_success, "mandatory_success: ok")},
+                    {name("TestX::test_a", TestMode::kMandatorySuccess, "mandatory_success: ok")},
                     &existing, false);
   EXPECT_EQ(text, R"(test_suite_config:
   files:
@@ -433,7 +433,7 @@ TEST(ConfigWriter, LayoutsOotciCannotEditAreRefused) {
 
 TEST(ConfigWriter, AReasonIsOneLineOnTheMarkerAndShortOnTheMode) {
   std::string path = make_temp_dir() + "/q.yaml";
-  NameDecision odd = name("TestX::test_a", TestMode::xfail, "xfail: odd #1\nsecond line (E: x)");
+  NameDecision odd = name("TestX::test_a", TestMode::kXfail, "xfail: odd #1\nsecond line (E: x)");
   write_file(path, render_config("test/test_x.py", kUnit, {odd}, nullptr, false));
   std::string text = read_file(path);
   EXPECT_NE(text.find("# ootci: xfail: odd #1 second line (E: x)\n"), std::string::npos) << text;
@@ -441,26 +441,26 @@ TEST(ConfigWriter, AReasonIsOneLineOnTheMarkerAndShortOnTheMode) {
       << text;
   SuiteConfigResult parsed = load_suite_config(path);
   ASSERT_TRUE(parsed.ok()) << parsed.errors[0];
-  EXPECT_EQ(parsed.config.files[0].rules[0].mode, TestMode::xfail);
+  EXPECT_EQ(parsed.config.files[0].rules[0].mode, TestMode::kXfail);
 }
 
 TEST(ConfigWriter, FileNamesAndDiffs) {
   EXPECT_EQ(config_file_name("test/test_view_ops.py"), "test_view_ops.yaml");
   EXPECT_EQ(config_file_name("test/nn/test_pooling.py"), "nn.test_pooling.yaml");
-  std::vector<NameDecision> before = {name("A::a", TestMode::xfail, "xfail: x"),
-                                      name("A::b", TestMode::skip, "skip: y")};
-  std::vector<NameDecision> after = {name("A::a", TestMode::mandatory_success, "ok"),
-                                     name("A::c", TestMode::skip, "skip: y")};
+  std::vector<NameDecision> before = {name("A::a", TestMode::kXfail, "xfail: x"),
+                                      name("A::b", TestMode::kSkip, "skip: y")};
+  std::vector<NameDecision> after = {name("A::a", TestMode::kMandatorySuccess, "ok"),
+                                     name("A::c", TestMode::kSkip, "skip: y")};
   ConfigDiff diff = diff_decisions(before, after);
   ASSERT_EQ(diff.added.size(), 1u);
   EXPECT_EQ(diff.added[0].name, "A::c");
   ASSERT_EQ(diff.changed.size(), 1u);
-  EXPECT_EQ(diff.changed[0].before->mode, TestMode::xfail);
-  EXPECT_EQ(diff.changed[0].after->mode, TestMode::mandatory_success);
+  EXPECT_EQ(diff.changed[0].before->mode, TestMode::kXfail);
+  EXPECT_EQ(diff.changed[0].after->mode, TestMode::kMandatorySuccess);
   ASSERT_EQ(diff.removed.size(), 1u);
   EXPECT_EQ(diff.removed[0].name, "A::b");
   // A method's dtype-restricted entry is another name to a diff.
-  NameDecision complex = name("A::a", TestMode::xfail, "xfail: z", {}, {"complex64"});
+  NameDecision complex = name("A::a", TestMode::kXfail, "xfail: z", {}, {"complex64"});
   EXPECT_EQ(display_name(complex), "A::a [complex64]");
   diff = diff_decisions(after, {after[0], complex, after[1]});
   ASSERT_EQ(diff.added.size(), 1u);

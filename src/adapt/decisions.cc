@@ -108,10 +108,10 @@ std::optional<TestMode> DecisionIndex::mode(const std::string& base,
                                             const VariantEvidence& v) const {
   const NameDecision* d = governing(base, v);
   if (!d) return std::nullopt;
-  if (excludes(*d, v)) return TestMode::skip;
+  if (excludes(*d, v)) return TestMode::kSkip;
   if (global_)
     for (const auto& dtype : dtypes_of(v))
-      if (!global_->count(dtype) && !listed(d->dtypes_include, dtype)) return TestMode::skip;
+      if (!global_->count(dtype) && !listed(d->dtypes_include, dtype)) return TestMode::kSkip;
   return d->mode;
 }
 

@@ -20,7 +20,7 @@ namespace ootci {
 // base ("Class::method", or "method" outside a class): Spyre matches no variant names.
 struct NameDecision {
   std::string name;  // as written in `names`
-  TestMode mode = TestMode::mandatory_success;
+  TestMode mode = TestMode::kMandatorySuccess;
   std::vector<std::string> ops_exclude;     // formatted OpInfo names ('_' for '.'), sorted
   std::vector<std::string> dtypes_exclude;  // sorted
   // Non-empty: a dtype-restricted entry, which Spyre picks for variants of these dtypes and which

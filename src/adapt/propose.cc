@@ -63,7 +63,7 @@ VariantCounts count_variants(const FileEvidence& f, const std::vector<NameDecisi
         c.by_test_id[v.test_id] = "human";
         continue;
       }
-      TestMode mode = index.mode(b.base, v).value_or(TestMode::skip);
+      TestMode mode = index.mode(b.base, v).value_or(TestMode::kSkip);
       ++c.by_mode[mode];
       c.by_test_id[v.test_id] = to_string(mode);
     }
@@ -181,7 +181,7 @@ FileOutcome propose_file(const ProposeRequest& req, const FileEvidence& f, const
                      req.dry_run && outcome.status != "unchanged" ? " (dry run, not written)" : "");
   std::string per_mode;
   for (TestMode m :
-       {TestMode::mandatory_success, TestMode::xfail, TestMode::xfail_strict, TestMode::skip})
+       {TestMode::kMandatorySuccess, TestMode::kXfail, TestMode::kXfailStrict, TestMode::kSkip})
     per_mode +=
         fmt::format("{}{} {}", per_mode.empty() ? "" : ", ", counts.by_mode[m], to_string(m));
   out << fmt::format("  {} from {}: {}{}\n", plural(variants, "variant"),

@@ -11,7 +11,7 @@ namespace {
 
 bool ran(const VariantEvidence& v) {
   return std::any_of(v.results.begin(), v.results.end(),
-                     [](const TestResult& r) { return classify(r) != Seen::skipped; });
+                     [](const TestResult& r) { return classify(r) != Seen::kSkipped; });
 }
 
 std::string admission_reason(const std::vector<std::string>& newly) {
@@ -34,7 +34,7 @@ std::vector<Regression> regressions_in(const std::string& run_id,
                                        const std::vector<TestResult>& run_results) {
   std::vector<Regression> out;
   for (const TestResult& r : run_results)
-    if (r.mode == TestMode::mandatory_success && is_failure(r.outcome))
+    if (r.mode == TestMode::kMandatorySuccess && is_failure(r.outcome))
       out.push_back({r.test_id, r.base, r.error_class, r.message, run_id});
   std::sort(out.begin(), out.end(),
             [](const Regression& a, const Regression& b) { return a.test_id < b.test_id; });
@@ -56,12 +56,12 @@ std::vector<Move> promotions(const std::vector<TestResult>& run_results,
                              const HistoryLookup& history, int promote_after) {
   std::vector<Move> out;
   for (const TestResult& r : run_results) {
-    if (r.mode != TestMode::xfail && r.mode != TestMode::xfail_strict) continue;
-    if (classify(r) != Seen::pass) continue;
+    if (r.mode != TestMode::kXfail && r.mode != TestMode::kXfailStrict) continue;
+    if (classify(r) != Seen::kPass) continue;
     std::vector<TestResult> recent = history(r);
     if (recent.size() < static_cast<size_t>(promote_after)) continue;
     bool all_passed = std::all_of(recent.begin(), recent.begin() + promote_after,
-                                  [](const TestResult& h) { return classify(h) == Seen::pass; });
+                                  [](const TestResult& h) { return classify(h) == Seen::kPass; });
     if (!all_passed) continue;
     Move m;
     m.kind = Move::promote;
@@ -90,7 +90,7 @@ std::vector<Move> admissions(const ConfigState& state, const Capabilities& caps,
       const NameDecision* d = index.governing(base.base, v);
       if (!d) continue;
       TestMode mode = *index.mode(base.base, v);
-      if (mode == TestMode::mandatory_success) continue;
+      if (mode == TestMode::kMandatorySuccess) continue;
       std::vector<std::string> newly;
       for (const auto& op : aten_ops_in(d->reason))
         if (caps.supported_ops.count(op)) newly.push_back(op);

@@ -22,8 +22,8 @@ struct Move {
   std::string base;
   std::string test_id;
   std::string variant;  // the variant's method name
-  TestMode from = TestMode::xfail;
-  TestMode to = TestMode::mandatory_success;
+  TestMode from = TestMode::kXfail;
+  TestMode to = TestMode::kMandatorySuccess;
   std::string reason;  // the new reason
   bool human = false;  // a human-written entry decides it: proposed, never written
 };

@@ -79,8 +79,8 @@ TEST(Rebucket, PromotionNeedsCleanPassesInTheLastNRuns) {
   std::vector<Move> moves = promotions({xpass, strict, once, mixed, rerun, still}, lookup, 2);
   ASSERT_EQ(moves.size(), 2u);
   EXPECT_EQ(moves[0].test_id, strict.test_id);
-  EXPECT_EQ(moves[0].from, TestMode::xfail_strict);
-  EXPECT_EQ(moves[0].to, TestMode::mandatory_success);
+  EXPECT_EQ(moves[0].from, TestMode::kXfailStrict);
+  EXPECT_EQ(moves[0].to, TestMode::kMandatorySuccess);
   EXPECT_EQ(moves[0].base, "TestViewOps::test_s");
   EXPECT_EQ(moves[0].variant, "test_s_privateuseone");
   EXPECT_EQ(moves[0].reason,
@@ -101,7 +101,7 @@ VariantEvidence seen_variant(const std::string& name, const std::string& dtype,
   TestResult r;
   r.test_id = v.test_id;
   r.outcome = *parse_outcome(outcome);
-  r.mode = TestMode::mandatory_success;
+  r.mode = TestMode::kMandatorySuccess;
   v.results.push_back(r);
   return v;
 }
@@ -134,13 +134,13 @@ ConfigState view_ops_state() {
         seen_variant("test_t_privateuseone_bool", "bool", {}, "skipped")}},
   };
   s.generated = {
-      decision("TestViewOps::test_crash", TestMode::skip,
+      decision("TestViewOps::test_crash", TestMode::kSkip,
                "skip: crashes the test process with SIGSEGV in 1 of 1 run"),
-      decision("TestViewOps::test_mixed", TestMode::mandatory_success,
+      decision("TestViewOps::test_mixed", TestMode::kMandatorySuccess,
                "mandatory_success: passed in 1 of 1 run; excluded dtype complex64: "
                "aten::view_as_real is not implemented on the device",
                {"complex64"}),
-      decision("TestViewOps::test_t", TestMode::xfail,
+      decision("TestViewOps::test_t", TestMode::kXfail,
                "xfail: aten::transpose.int is not implemented on the device (NotImplementedError: "
                "Could not run 'aten::transpose.int')"),
   };
@@ -158,7 +158,7 @@ TEST(Rebucket, ANewlySupportedOpAdmitsTheVariantsWhoseOpsAreAllSupported) {
   ASSERT_EQ(moves.size(), 1u);  // int64 also calls aten::add.Tensor; bool recorded nothing
   EXPECT_EQ(moves[0].kind, Move::admit);
   EXPECT_EQ(moves[0].variant, "test_t_privateuseone_float32");
-  EXPECT_EQ(moves[0].from, TestMode::xfail);
+  EXPECT_EQ(moves[0].from, TestMode::kXfail);
   EXPECT_EQ(moves[0].reason,
             "mandatory_success: admitted: aten::transpose.int now has a device kernel, and so "
             "does every op it calls");
@@ -169,7 +169,7 @@ TEST(Rebucket, ANewlySupportedOpAdmitsTheVariantsWhoseOpsAreAllSupported) {
   moves = admissions(s, caps, {});
   ASSERT_EQ(moves.size(), 2u);
   EXPECT_EQ(moves[0].variant, "test_mixed_privateuseone_complex64");
-  EXPECT_EQ(moves[0].from, TestMode::skip);
+  EXPECT_EQ(moves[0].from, TestMode::kSkip);
 }
 
 Move promotion(const std::string& base, const std::string& variant) {
@@ -194,24 +194,24 @@ TEST(Rebucket, MovesRewriteAWholeEntryOrAWholeDtypeAndNeverNameAVariant) {
   ASSERT_EQ(after.size(), 4u);
   for (const auto& d : after) EXPECT_TRUE(s.evidence.find(d.name)) << d.name;  // bases only
   EXPECT_EQ(after[0].name, "TestViewOps::test_crash");
-  EXPECT_EQ(after[0].mode, TestMode::mandatory_success);
+  EXPECT_EQ(after[0].mode, TestMode::kMandatorySuccess);
   EXPECT_EQ(after[0].reason, all.reason);
   // The admitted dtype comes off the exclusions and runs in the entry's mode.
   EXPECT_TRUE(after[1].dtypes_exclude.empty());
   EXPECT_EQ(
       after[1].reason,
       "mandatory_success: passed in 1 of 1 run; dtype complex64 runs again: " + excluded.reason);
-  EXPECT_EQ(after[2].mode, TestMode::xfail);  // test_t: int64 still fails
+  EXPECT_EQ(after[2].mode, TestMode::kXfail);  // test_t: int64 still fails
   EXPECT_EQ(after[3].name, "TestViewOps::test_t");
   EXPECT_EQ(after[3].dtypes_include, std::vector<std::string>{"float32"});
-  EXPECT_EQ(after[3].mode, TestMode::mandatory_success);
+  EXPECT_EQ(after[3].mode, TestMode::kMandatorySuccess);
 
   DecisionIndex index(after);
   const auto& t = s.evidence.bases[2];
-  EXPECT_EQ(index.mode(t.base, t.variants[0]), TestMode::mandatory_success);
-  EXPECT_EQ(index.mode(t.base, t.variants[1]), TestMode::xfail);
+  EXPECT_EQ(index.mode(t.base, t.variants[0]), TestMode::kMandatorySuccess);
+  EXPECT_EQ(index.mode(t.base, t.variants[1]), TestMode::kXfail);
   const auto& m = s.evidence.bases[1];
-  EXPECT_EQ(index.mode(m.base, m.variants[0]), TestMode::mandatory_success);
+  EXPECT_EQ(index.mode(m.base, m.variants[0]), TestMode::kMandatorySuccess);
 
   // Written out, the restricted entry comes first, so Spyre (and the plan) pick it for float32.
   std::string path = make_temp_dir() + "/test_view_ops.yaml";
@@ -246,8 +246,8 @@ TEST(Rebucket, AMoveNoConfigCanNameAloneIsNotWritten) {
     return v;
   };
   s.evidence.bases = {{"TestA::test_q", {failing("TestA")}}, {"TestB::test_q", {failing("TestB")}}};
-  s.generated = {decision("TestA::test_q", TestMode::xfail, "xfail: fails in every run"),
-                 decision("TestB::test_q", TestMode::xfail, "xfail: fails in every run")};
+  s.generated = {decision("TestA::test_q", TestMode::kXfail, "xfail: fails in every run"),
+                 decision("TestB::test_q", TestMode::kXfail, "xfail: fails in every run")};
   Move a = promotion("TestA::test_q", "test_q_privateuseone_float32");
   AppliedMoves applied = apply_moves(s, {a});
   EXPECT_EQ(applied.written, 0u);
@@ -255,13 +255,13 @@ TEST(Rebucket, AMoveNoConfigCanNameAloneIsNotWritten) {
   EXPECT_EQ(applied.not_written[0].second,
             "a config names no single variant, and the moved variants are not all of an entry's "
             "or of a dtype's");
-  EXPECT_EQ(applied.decisions[0].mode, TestMode::xfail);
+  EXPECT_EQ(applied.decisions[0].mode, TestMode::kXfail);
   EXPECT_EQ(applied.decisions.size(), 2u);
   // Both move: the entry (both names) moves.
   applied = apply_moves(s, {a, promotion("TestB::test_q", "test_q_privateuseone_float32")});
   EXPECT_EQ(applied.written, 2u);
-  EXPECT_EQ(applied.decisions[0].mode, TestMode::mandatory_success);
-  EXPECT_EQ(applied.decisions[1].mode, TestMode::mandatory_success);
+  EXPECT_EQ(applied.decisions[0].mode, TestMode::kMandatorySuccess);
+  EXPECT_EQ(applied.decisions[1].mode, TestMode::kMandatorySuccess);
 }
 
 TEST(Rebucket, MovesAHumanEntryDecidesArePrintedNotWritten) {
@@ -283,7 +283,7 @@ TEST(Rebucket, MovesAHumanEntryDecidesArePrintedNotWritten) {
   EXPECT_FALSE(moves[1].human);
   std::vector<NameDecision> after = apply_moves(s, moves).decisions;
   EXPECT_EQ(after.size(), 3u);
-  EXPECT_EQ(after[2].mode, TestMode::xfail);
+  EXPECT_EQ(after[2].mode, TestMode::kXfail);
   // A person's entry owns its method in every class, as Spyre drops the class.
   s.human_rules[0].class_name = "TestOther";
   mark_human(s, moves);

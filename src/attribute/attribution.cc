@@ -32,27 +32,27 @@ std::string to_string(Confidence confidence) {
 
 const char* target_name(Target t) {
   switch (t) {
-    case Target::backend:
+    case Target::kBackend:
       return "backend";
-    case Target::tests:
+    case Target::kTests:
       return "tests";
-    case Target::core:
+    case Target::kCore:
       return "core";
   }
   return "?";
 }
 
 const std::vector<Target>& all_targets() {
-  static const std::vector<Target> targets = {Target::backend, Target::tests, Target::core};
+  static const std::vector<Target> targets = {Target::kBackend, Target::kTests, Target::kCore};
   return targets;
 }
 
 std::string& Combination::at(Target t) {
-  return t == Target::backend ? backend : t == Target::tests ? tests : core;
+  return t == Target::kBackend ? backend : t == Target::kTests ? tests : core;
 }
 
 const std::string& Combination::at(Target t) const {
-  return t == Target::backend ? backend : t == Target::tests ? tests : core;
+  return t == Target::kBackend ? backend : t == Target::kTests ? tests : core;
 }
 
 int bisection_bound(size_t n) {
@@ -65,7 +65,7 @@ namespace {
 
 // The backend is the vendor's; the tests and core are upstream PyTorch's.
 Category category_of(Target t) {
-  return t == Target::backend ? Category::kBackend : Category::kUpstream;
+  return t == Target::kBackend ? Category::kBackend : Category::kUpstream;
 }
 
 std::string describe(const Commit& c) {

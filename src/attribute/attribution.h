@@ -9,7 +9,7 @@
 namespace ootci {
 
 // The three moving targets a run depends on. Order matters only for reports.
-enum class Target { backend, tests, core };
+enum class Target { kBackend, kTests, kCore };
 const char* target_name(Target t);
 const std::vector<Target>& all_targets();
 

@@ -12,7 +12,7 @@ namespace {
 // A scripted world: each target has a linear history "<t>0".."<t>N"; `breaks` says whether a
 // combination fails (deterministically), `flaky` whether the first run passes anyway.
 struct World : Probes {
-  std::map<Target, int> length = {{Target::backend, 0}, {Target::tests, 0}, {Target::core, 0}};
+  std::map<Target, int> length = {{Target::kBackend, 0}, {Target::kTests, 0}, {Target::kCore, 0}};
   std::function<bool(const Combination&)> breaks;
   std::function<bool(const Combination&)> unbuildable = [](const Combination&) { return false; };
   bool flaky = false;  // every failing variant passes on its first rerun
@@ -66,10 +66,10 @@ TEST(Attribution, OnlyTheBackendMovedFindsItsCommitWithinTheBound) {
       World w;
       w.breaks = [&](const Combination& c) { return World::index(c.backend) >= culprit; };
       Attribution a = attribute_failures(
-          input({"b0", "t0", "c0"}, {World::rev(Target::backend, n), "t0", "c0"}), w);
+          input({"b0", "t0", "c0"}, {World::rev(Target::kBackend, n), "t0", "c0"}), w);
       ASSERT_EQ(a.category, Category::kBackend) << n << " " << culprit << ": " << a.summary;
       ASSERT_TRUE(a.culprit);
-      EXPECT_EQ(a.culprit->sha, World::rev(Target::backend, culprit));
+      EXPECT_EQ(a.culprit->sha, World::rev(Target::kBackend, culprit));
       EXPECT_EQ(a.confidence, Confidence::kHigh);
       EXPECT_LE(a.bisection_probes, bisection_bound(n)) << n << " " << culprit;
       EXPECT_EQ(a.range.size(), static_cast<size_t>(n));
@@ -91,10 +91,10 @@ TEST(Attribution, CoreCulpritWhenBothMovedBlamesUpstreamNotTheBackend) {
   Attribution a = attribute_failures(input({"b0", "t0", "c0"}, {"b6", "t0", "c5"}), w);
   EXPECT_EQ(a.category, Category::kUpstream) << a.summary;
   ASSERT_TRUE(a.target);
-  EXPECT_EQ(*a.target, Target::core);
+  EXPECT_EQ(*a.target, Target::kCore);
   ASSERT_TRUE(a.culprit);
   EXPECT_EQ(a.culprit->sha, "c4");
-  EXPECT_EQ(a.moved, (std::vector<Target>{Target::backend, Target::core}));
+  EXPECT_EQ(a.moved, (std::vector<Target>{Target::kBackend, Target::kCore}));
   // control, one expansion per moved target, then the bisection of 5 commits.
   EXPECT_EQ(a.steps[1].kind, "control");
   EXPECT_EQ(a.steps[2].note, "only backend advanced");

@@ -79,9 +79,9 @@ RunnerProbes::RunnerProbes(BackendConfig config, TargetRevisions current, std::s
 
 std::string RunnerProbes::repo_of(Target target) const {
   const AttributeSettings& a = config_.attribute;
-  return target == Target::backend ? a.backend_repo
-         : target == Target::tests ? a.tests_repo
-                                   : a.core_repo;
+  return target == Target::kBackend ? a.backend_repo
+         : target == Target::kTests ? a.tests_repo
+                                    : a.core_repo;
 }
 
 std::vector<Commit> RunnerProbes::commits_between(Target target, const std::string& from,
@@ -230,7 +230,7 @@ BackendConfig RunnerProbes::materialize(const Combination& wanted) {
   std::string backend_top, backend_worktree;
   if (!c.backend.empty()) {
     backend_top = toplevel(config_.attribute.backend_repo);
-    backend_worktree = worktree(Target::backend, c.backend);
+    backend_worktree = worktree(Target::kBackend, c.backend);
     if (auto rel = inside(config_.path, backend_top)) {
       config_path = join(backend_worktree, *rel);
       if (!fs::exists(config_path))
@@ -259,7 +259,7 @@ BackendConfig RunnerProbes::materialize(const Combination& wanted) {
     if (!rel)
       throw Error(fmt::format("upstream.torch_root {} is not inside the tests repo {}",
                               config_.torch_root, tests_top));
-    b.torch_root = join(worktree(Target::tests, c.tests), *rel);
+    b.torch_root = join(worktree(Target::kTests, c.tests), *rel);
   }
   // How to run is today's choice (ootci attribute --isolation), not the old revision's; whether
   // the device can be forked (backend.fork_safe) stays the revision's own.

@@ -79,7 +79,7 @@ TEST(RunnerProbes, ListsFirstParentCommitsOldestFirstWithPrNumbers) {
   std::stringstream log;
   RunnerProbes probes(repos.loaded(), {}, repos.root + "/cache", repos.root + "/work", log);
   auto commits =
-      probes.commits_between(Target::backend, repos.backend_commits[0], repos.backend_commits[3]);
+      probes.commits_between(Target::kBackend, repos.backend_commits[0], repos.backend_commits[3]);
   ASSERT_EQ(commits.size(), 3u);
   EXPECT_EQ(commits[0].sha, repos.backend_commits[1]);
   EXPECT_EQ(commits[1].subject, "Fix add (#1234)");
@@ -88,9 +88,10 @@ TEST(RunnerProbes, ListsFirstParentCommitsOldestFirstWithPrNumbers) {
   EXPECT_EQ(commits[2].sha, repos.backend_commits[3]);
   // Backwards or unknown: nothing to bisect.
   EXPECT_TRUE(
-      probes.commits_between(Target::backend, repos.backend_commits[3], repos.backend_commits[0])
+      probes.commits_between(Target::kBackend, repos.backend_commits[3], repos.backend_commits[0])
           .empty());
-  EXPECT_TRUE(probes.commits_between(Target::backend, "0000000", repos.backend_commits[0]).empty());
+  EXPECT_TRUE(
+      probes.commits_between(Target::kBackend, "0000000", repos.backend_commits[0]).empty());
 }
 
 TEST(RunnerProbes, MaterializesEachTargetAtItsRevision) {

@@ -13,10 +13,10 @@ Attribution core_culprit() {
   a.category = Category::kUpstream;
   a.confidence = Confidence::kHigh;
   a.summary = "core commit c4 breaks 2 variants";
-  a.target = Target::core;
+  a.target = Target::kCore;
   a.culprit = Commit{"c4c4c4c4c4c4c4c4", "Make flip faster (#4242)", 4242};
   a.failing = {"test_a.py::T::test_x", "test_a.py::T::test_y"};
-  a.moved = {Target::backend, Target::core};
+  a.moved = {Target::kBackend, Target::kCore};
   for (int i = 1; i <= 5; ++i) a.range.push_back({fmt::format("c{}", i), "", std::nullopt});
   ProbeStep flake{"flake check", {"b6", "t0", "c5"}, "the run's revisions, 3 reruns", {}, 2};
   flake.outcome.failing = {"test_a.py::T::test_x", "test_a.py::T::test_y"};
@@ -68,7 +68,7 @@ TEST(TriageVerdict, StaysWithinTheRelaysCaps) {
   Attribution a = core_culprit();
   a.summary = std::string(5000, 'x');
   a.category = Category::kBackend;
-  a.target = Target::backend;
+  a.target = Target::kBackend;
   for (int i = 0; i < 40; ++i) {
     ProbeStep s{"expansion", {"b", "t", "c"}, std::string(900, 'n'), {}, 1};
     s.outcome.ran = false;

@@ -34,7 +34,7 @@ std::string outcome_counts(const DiscoverySummary& s) {
   for (Outcome outcome : kOutcomes) {
     auto it = s.outcomes.find(outcome);
     int n = it == s.outcomes.end() ? 0 : it->second;
-    if (n == 0 && outcome == Outcome::xpassed) continue;  // only under xfail marks
+    if (n == 0 && outcome == Outcome::kXpassed) continue;  // only under xfail marks
     out += fmt::format("{}{} {}", out.empty() ? "" : ", ", n, to_string(outcome));
   }
   return out;

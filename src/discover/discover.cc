@@ -151,7 +151,7 @@ InputProbeReport probe_inputs(const DiscoverRequest& req, EvidenceStore& store,
     auto probed = store.input_probes_of_run(run);
     for (const auto& r : store.results(run)) {
       auto file = run_of_file.find(r.file);
-      if (file == run_of_file.end() || file->second != run || r.outcome != Outcome::passed)
+      if (file == run_of_file.end() || file->second != run || r.outcome != Outcome::kPassed)
         continue;
       if (inputs.count(r.test_id) && !probed.count(r.test_id)) pending[r.test_id] = run;
     }
@@ -210,7 +210,7 @@ Selection recording_selection(const std::vector<TestResult>& plain) {
   for (const TestResult& r : plain) {
     if (r.name.empty()) continue;  // a whole-file error: the file has no variant to record
     Seen seen = classify(r);
-    if (seen == Seen::crash || seen == Seen::hang)
+    if (seen == Seen::kCrash || seen == Seen::kHang)
       cut.insert(r.file);
     else
       ended[r.file].push_back(r.test_id);

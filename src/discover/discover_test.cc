@@ -177,8 +177,8 @@ TEST_F(DiscoverTest, SummaryCountsVariantsOutcomesFileErrorsAndDistinctOps) {
   ASSERT_EQ(summary.size(), 2u);
   EXPECT_EQ(summary[0].relpath, "test/a.py");
   EXPECT_EQ(summary[0].variants, 3);
-  EXPECT_EQ(summary[0].outcomes.at(Outcome::passed), 2);
-  EXPECT_EQ(summary[0].outcomes.at(Outcome::failed), 1);
+  EXPECT_EQ(summary[0].outcomes.at(Outcome::kPassed), 2);
+  EXPECT_EQ(summary[0].outcomes.at(Outcome::kFailed), 1);
   EXPECT_EQ(summary[0].distinct_ops, 3u);
   EXPECT_EQ(summary[1].variants, 0);
   ASSERT_EQ(summary[1].file_errors.size(), 1u);

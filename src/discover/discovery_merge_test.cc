@@ -90,13 +90,13 @@ TEST(ShardParts, ParsesSingleAndMergedPartsAndWholeFiles) {
 
 TEST_F(DiscoveryMergeTest, ThreeShardsMergeIntoOneDiscoveryWithOpsAndProbes) {
   ShardDb first =
-      shard_db("r-1", "1/3", {variant("test_x", Outcome::passed, {"aten::add.Tensor"})});
+      shard_db("r-1", "1/3", {variant("test_x", Outcome::kPassed, {"aten::add.Tensor"})});
   first.probes = {{"test/a.py::TestA::test_x", "held: 2 shifts of its inputs"}};
   std::string a = write("s1.db", first);
   std::string b =
-      write("s2.db", shard_db("r-2", "2/3", {variant("test_y", Outcome::failed, {"aten::mul"})}));
+      write("s2.db", shard_db("r-2", "2/3", {variant("test_y", Outcome::kFailed, {"aten::mul"})}));
   std::string c =
-      write("s3.db", shard_db("r-3", "3/3", {variant("test_z", Outcome::skipped)}, 2000));
+      write("s3.db", shard_db("r-3", "3/3", {variant("test_z", Outcome::kSkipped)}, 2000));
 
   MergeReport r = merge_discoveries({a, b, c}, out_);
   EXPECT_EQ(r.results, 3u);
@@ -116,7 +116,7 @@ TEST_F(DiscoveryMergeTest, ThreeShardsMergeIntoOneDiscoveryWithOpsAndProbes) {
   EXPECT_EQ(run->manifest["merged_from"].size(), 3u);
   auto results = store->results(r.run_id);
   ASSERT_EQ(results.size(), 3u);
-  EXPECT_EQ(results[1].outcome, Outcome::failed);
+  EXPECT_EQ(results[1].outcome, Outcome::kFailed);
   auto ops = store->ops_of_run(r.run_id);
   EXPECT_EQ(ops["test/a.py::TestA::test_x"], std::vector<std::string>{"aten::add.Tensor"});
   EXPECT_EQ(ops["test/a.py::TestA::test_y"], std::vector<std::string>{"aten::mul"});
@@ -137,9 +137,9 @@ TEST_F(DiscoveryMergeTest, ThreeShardsMergeIntoOneDiscoveryWithOpsAndProbes) {
 }
 
 TEST_F(DiscoveryMergeTest, APartialMergeTakesTheMissingShardLater) {
-  std::string a = write("s1.db", shard_db("r-1", "1/3", {variant("test_x", Outcome::passed)}));
-  std::string b = write("s2.db", shard_db("r-2", "2/3", {variant("test_y", Outcome::passed)}));
-  std::string c = write("s3.db", shard_db("r-3", "3/3", {variant("test_z", Outcome::passed)}));
+  std::string a = write("s1.db", shard_db("r-1", "1/3", {variant("test_x", Outcome::kPassed)}));
+  std::string b = write("s2.db", shard_db("r-2", "2/3", {variant("test_y", Outcome::kPassed)}));
+  std::string c = write("s3.db", shard_db("r-3", "3/3", {variant("test_z", Outcome::kPassed)}));
   std::string partial = dir_ + "/partial.db";
   MergeReport first = merge_discoveries({a, c}, partial);
   EXPECT_EQ(shard_parts_text(first.decision.parts), "1+3/3");
@@ -151,43 +151,43 @@ TEST_F(DiscoveryMergeTest, APartialMergeTakesTheMissingShardLater) {
 }
 
 TEST_F(DiscoveryMergeTest, AShardRunAgainReplacesItsEarlierRunWhole) {
-  std::string a = write("s1.db", shard_db("r-1", "1/2", {variant("test_x", Outcome::passed)}));
+  std::string a = write("s1.db", shard_db("r-1", "1/2", {variant("test_x", Outcome::kPassed)}));
   std::string killed = write(
       "s2.db",
       shard_db("r-2", "2/2",
-               {variant("test_y", Outcome::error), variant("test_w", Outcome::passed)}, 1000));
+               {variant("test_y", Outcome::kError), variant("test_w", Outcome::kPassed)}, 1000));
   std::string again =
-      write("s2-again.db", shard_db("r-2b", "2/2", {variant("test_y", Outcome::passed)}, 3000));
+      write("s2-again.db", shard_db("r-2b", "2/2", {variant("test_y", Outcome::kPassed)}, 3000));
   MergeReport r = merge_discoveries({a, again, killed}, out_);
   ASSERT_EQ(r.decision.replaced.size(), 1u);
   EXPECT_NE(r.decision.replaced[0].find("run r-2,"), std::string::npos) << r.decision.replaced[0];
   auto results = EvidenceStore::open(out_)->results(r.run_id);
   ASSERT_EQ(results.size(), 2u);  // test_w went with the replaced run
   EXPECT_EQ(results[1].name, "test_y");
-  EXPECT_EQ(results[1].outcome, Outcome::passed);
+  EXPECT_EQ(results[1].outcome, Outcome::kPassed);
 }
 
 TEST_F(DiscoveryMergeTest, RefusesEvidenceThatIsNotOneDiscovery) {
-  std::string a = write("s1.db", shard_db("r-1", "1/2", {variant("test_x", Outcome::passed)}));
-  ShardDb other = shard_db("r-2", "2/2", {variant("test_y", Outcome::passed)});
+  std::string a = write("s1.db", shard_db("r-1", "1/2", {variant("test_x", Outcome::kPassed)}));
+  ShardDb other = shard_db("r-2", "2/2", {variant("test_y", Outcome::kPassed)});
   other.backend = "another-device";
   EXPECT_NE(refusal({a, write("backend.db", other)}, out_).find("different backends"),
             std::string::npos);
-  other = shard_db("r-3", "2/2", {variant("test_y", Outcome::passed)});
+  other = shard_db("r-3", "2/2", {variant("test_y", Outcome::kPassed)});
   other.config_hash = "plan-2";
   EXPECT_NE(refusal({a, write("plan.db", other)}, out_).find("different discovery plans"),
             std::string::npos);
-  other = shard_db("r-4", "2/2", {variant("test_y", Outcome::passed)});
+  other = shard_db("r-4", "2/2", {variant("test_y", Outcome::kPassed)});
   other.file_hash = "hash-a2";
   EXPECT_NE(refusal({a, write("upstream.db", other)}, out_).find("different upstream revisions"),
             std::string::npos);
   EXPECT_NE(
-      refusal({a, write("n.db", shard_db("r-5", "2/3", {variant("test_y", Outcome::passed)}))},
+      refusal({a, write("n.db", shard_db("r-5", "2/3", {variant("test_y", Outcome::kPassed)}))},
               out_)
           .find("2 and 3 ways"),
       std::string::npos);
   EXPECT_NE(
-      refusal({a, write("whole.db", shard_db("r-6", "", {variant("test_y", Outcome::passed)}))},
+      refusal({a, write("whole.db", shard_db("r-6", "", {variant("test_y", Outcome::kPassed)}))},
               out_)
           .find("never with a whole discovery"),
       std::string::npos);
@@ -199,11 +199,11 @@ TEST_F(DiscoveryMergeTest, RefusesEvidenceThatIsNotOneDiscovery) {
   EXPECT_FALSE(fs::exists(out_));  // nothing half-written
 
   // A merge cannot give back one of its shards; an --out with runs of its own is kept.
-  std::string b = write("s2.db", shard_db("r-7", "2/2", {variant("test_y", Outcome::passed)}));
+  std::string b = write("s2.db", shard_db("r-7", "2/2", {variant("test_y", Outcome::kPassed)}));
   std::string merged = dir_ + "/m.db";
   merge_discoveries({a, b}, merged);
   std::string b_again =
-      write("s2b.db", shard_db("r-8", "2/2", {variant("test_y", Outcome::failed)}, 5000));
+      write("s2b.db", shard_db("r-8", "2/2", {variant("test_y", Outcome::kFailed)}, 5000));
   EXPECT_NE(refusal({merged, b_again}, out_).find("cannot give back one of its shards"),
             std::string::npos);
   EXPECT_NE(refusal({a, b}, b_again).find("holds evidence of its own (run r-8)"),

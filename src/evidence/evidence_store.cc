@@ -392,7 +392,7 @@ class SqliteEvidenceStore : public EvidenceStore {
     return read([&](SqlTx& tx) {
       std::map<std::string, int> out;
       std::string test;  // the previous row's test and outcome
-      Outcome before = Outcome::error;
+      Outcome before = Outcome::kError;
       // Oldest first within each test, so a pass followed by a failure is a breakage.
       tx.each(
           "SELECT test_id, outcome FROM ("
@@ -404,7 +404,7 @@ class SqliteEvidenceStore : public EvidenceStore {
           {window}, [&](const SqlRow& r) {
             std::string id = r.text(0);
             Outcome outcome = outcome_or_error(r.text(1));
-            if (id == test && before == Outcome::passed && is_failure(outcome)) ++out[id];
+            if (id == test && before == Outcome::kPassed && is_failure(outcome)) ++out[id];
             test = std::move(id);
             before = outcome;
           });

@@ -98,8 +98,8 @@ TEST_F(EvidenceTest, RoundTripsEveryField) {
   t.device = "privateuseone";
   t.dtype = "float32,int64";
   t.op = "view";
-  t.mode = TestMode::xfail_strict;
-  t.outcome = Outcome::failed;
+  t.mode = TestMode::kXfailStrict;
+  t.outcome = Outcome::kFailed;
   t.duration_s = 0.125;
   t.error_class = "XPASS(strict)";
   t.message = "unicode ✓ and 'quotes' \"too\"\nsecond line";
@@ -159,7 +159,7 @@ TEST_F(EvidenceTest, RecordingATestAgainReplacesIt) {
   std::vector<TestResult> got = store_->results("r-1");
   ASSERT_EQ(got.size(), 2u);
   expect_same(got[0], again);
-  EXPECT_EQ(got[1].outcome, Outcome::skipped);
+  EXPECT_EQ(got[1].outcome, Outcome::kSkipped);
 }
 
 TEST_F(EvidenceTest, ResultsNeedAnExistingRun) {
@@ -251,9 +251,9 @@ TEST_F(EvidenceTest, HistoryIsNewestFirstAndLimited) {
   finished_run("r-3", 300, {result("a.py::t", "error", 3, 3100)});
   std::vector<TestResult> h = store_->history("a.py::t", 10);
   ASSERT_EQ(h.size(), 3u);
-  EXPECT_EQ(h[0].outcome, Outcome::error);
-  EXPECT_EQ(h[1].outcome, Outcome::failed);
-  EXPECT_EQ(h[2].outcome, Outcome::passed);
+  EXPECT_EQ(h[0].outcome, Outcome::kError);
+  EXPECT_EQ(h[1].outcome, Outcome::kFailed);
+  EXPECT_EQ(h[2].outcome, Outcome::kPassed);
   h = store_->history("a.py::t", 2);
   ASSERT_EQ(h.size(), 2u);
   EXPECT_EQ(h[1].finished_ms, 2100);
@@ -267,10 +267,11 @@ TEST_F(EvidenceTest, FileOutcomesCountEachOutcomeAndSumDurationsPerFileOfOneRun)
   finished_run("r-2", 200, {result("a.py::t", "failed", 10)});
   std::map<std::string, FileOutcomes> f = store_->file_outcomes("r-1");
   ASSERT_EQ(f.size(), 2u);
-  EXPECT_EQ(f["a.py"].counts, (std::map<Outcome, int>{{Outcome::failed, 1}, {Outcome::passed, 2}}));
+  EXPECT_EQ(f["a.py"].counts,
+            (std::map<Outcome, int>{{Outcome::kFailed, 1}, {Outcome::kPassed, 2}}));
   EXPECT_DOUBLE_EQ(f["a.py"].seconds, 6);
-  EXPECT_EQ(f["b.py"].counts, (std::map<Outcome, int>{{Outcome::error, 1}}));
-  EXPECT_EQ(store_->file_outcomes("r-2")["a.py"].counts.at(Outcome::failed), 1);
+  EXPECT_EQ(f["b.py"].counts, (std::map<Outcome, int>{{Outcome::kError, 1}}));
+  EXPECT_EQ(store_->file_outcomes("r-2")["a.py"].counts.at(Outcome::kFailed), 1);
   EXPECT_TRUE(store_->file_outcomes("r-none").empty());
 }
 
@@ -348,7 +349,7 @@ TEST_F(EvidenceTest, DataSurvivesClosingAndReopening) {
   store_ = EvidenceStore::open(path_);
   EXPECT_EQ(store_->run("r-1")->verdict, Conclusion::kFailure);
   ASSERT_EQ(store_->results("r-1").size(), 1u);
-  EXPECT_EQ(store_->results("r-1")[0].outcome, Outcome::failed);
+  EXPECT_EQ(store_->results("r-1")[0].outcome, Outcome::kFailed);
 }
 
 TEST_F(EvidenceTest, RecordsTheSchemaVersionAndRefusesANewerOne) {

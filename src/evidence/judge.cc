@@ -12,13 +12,13 @@ namespace {
 
 // Modes the judge must hold to success: mandatory_success, and a mode it does not know.
 bool must_succeed(std::optional<TestMode> mode) {
-  return mode != TestMode::xfail && mode != TestMode::xfail_strict && mode != TestMode::skip;
+  return mode != TestMode::kXfail && mode != TestMode::kXfailStrict && mode != TestMode::kSkip;
 }
 
 bool strict_xfail_passed(const TestResult& r) {
-  return r.mode == TestMode::xfail_strict &&
+  return r.mode == TestMode::kXfailStrict &&
          (is_pass(r.outcome) ||
-          (r.outcome == Outcome::failed && r.error_class == kStrictXpassError));
+          (r.outcome == Outcome::kFailed && r.error_class == kStrictXpassError));
 }
 
 // "RuntimeError: boom" from error_class and message, without repeating the class.
@@ -47,7 +47,7 @@ Verdict judge(const std::vector<TestResult>& results, const std::vector<TestResu
   size_t ran = 0, mandatory_failed = 0, strict_passed = 0;
   for (const TestResult& r : results) {
     ++v.counts[{r.mode, r.outcome}];
-    if (r.outcome != Outcome::skipped) ++ran;
+    if (r.outcome != Outcome::kSkipped) ++ran;
     if (r.flaky) v.flaky.push_back(r.test_id);
     bool mandatory = must_succeed(r.mode) && is_failure(r.outcome);
     bool strict = strict_xfail_passed(r);

@@ -15,7 +15,7 @@ namespace ootci {
 struct FailingTest {
   std::string test_id;
   std::optional<TestMode> mode;
-  Outcome outcome = Outcome::error;
+  Outcome outcome = Outcome::kError;
   std::string error_class;
   std::string message;
   bool newly = false;  // not failing in the last green run (always false without one)

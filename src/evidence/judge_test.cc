@@ -114,9 +114,9 @@ TEST(Judge, CountsPerModeAndOutcome) {
                      r("c", "xfail", "xfailed"), r("d", "", "skipped"), r("e", "xfail", "xfailed")},
                     nullptr);
   using Key = std::pair<std::optional<TestMode>, Outcome>;
-  EXPECT_EQ(v.counts, (std::map<Key, int>{{{TestMode::mandatory_success, Outcome::passed}, 2},
-                                          {{TestMode::xfail, Outcome::xfailed}, 2},
-                                          {{std::nullopt, Outcome::skipped}, 1}}));
+  EXPECT_EQ(v.counts, (std::map<Key, int>{{{TestMode::kMandatorySuccess, Outcome::kPassed}, 2},
+                                          {{TestMode::kXfail, Outcome::kXfailed}, 2},
+                                          {{std::nullopt, Outcome::kSkipped}, 1}}));
 }
 
 TEST(Judge, NewlyFailingTestsComeFirst) {

@@ -230,9 +230,9 @@ TestResult to_result(pugi::xml_node tc) {
     std::string body = text_of(problem);
     t.message = truncate_utf8_chars(message.empty() ? body : message, kMessageChars);
     if (problem == skipped) {
-      t.outcome = attr(skipped, "type") == "pytest.xfail" ? Outcome::xfailed : Outcome::skipped;
+      t.outcome = attr(skipped, "type") == "pytest.xfail" ? Outcome::kXfailed : Outcome::kSkipped;
     } else {
-      t.outcome = problem == failure ? Outcome::failed : Outcome::error;
+      t.outcome = problem == failure ? Outcome::kFailed : Outcome::kError;
       if (t.message.starts_with("[XPASS(strict)]")) {
         t.error_class = kStrictXpassError;
       } else {
@@ -245,7 +245,7 @@ TestResult to_result(pugi::xml_node tc) {
       }
     }
   } else {
-    t.outcome = Outcome::passed;
+    t.outcome = Outcome::kPassed;
     t.flaky = t.reruns > 0;
   }
   return t;

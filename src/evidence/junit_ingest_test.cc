@@ -69,9 +69,9 @@ TEST(JunitIngest, EveryFixtureMatchesItsTestsuiteCountsAtAnyChunkSize) {
     std::map<Outcome, int> outcomes;
     for (const auto& t : results) ++outcomes[t.outcome];
     EXPECT_EQ(static_cast<int>(results.size()), tests);
-    EXPECT_EQ(outcomes[Outcome::failed], failures);
-    EXPECT_EQ(outcomes[Outcome::error], errors);
-    EXPECT_EQ(outcomes[Outcome::skipped] + outcomes[Outcome::xfailed], skipped);
+    EXPECT_EQ(outcomes[Outcome::kFailed], failures);
+    EXPECT_EQ(outcomes[Outcome::kError], errors);
+    EXPECT_EQ(outcomes[Outcome::kSkipped] + outcomes[Outcome::kXfailed], skipped);
     for (size_t chunk : {1, 2, 3, 17, 100, 1000, 4096})
       EXPECT_EQ(describe(ingest(path, chunk)), describe(results)) << "chunk " << chunk;
   }
@@ -82,24 +82,25 @@ TEST(JunitIngest, MapsTheTtTorchReport) {
   ASSERT_EQ(r.size(), 250u);
   std::map<Outcome, int> outcomes;
   for (const auto& t : r) ++outcomes[t.outcome];
-  EXPECT_EQ(outcomes, (std::map<Outcome, int>{
-                          {Outcome::passed, 37}, {Outcome::skipped, 211}, {Outcome::xfailed, 2}}));
+  EXPECT_EQ(outcomes,
+            (std::map<Outcome, int>{
+                {Outcome::kPassed, 37}, {Outcome::kSkipped, 211}, {Outcome::kXfailed, 2}}));
 
   EXPECT_EQ(r[0].test_id, "tests/torch/test_basic.py::test_abs");
   EXPECT_EQ(r[0].file, "tests/torch/test_basic.py");
   EXPECT_EQ(r[0].cls, "");
   EXPECT_EQ(r[0].name, "test_abs");
-  EXPECT_EQ(r[0].outcome, Outcome::passed);
+  EXPECT_EQ(r[0].outcome, Outcome::kPassed);
   EXPECT_DOUBLE_EQ(r[0].duration_s, 2.283);
   EXPECT_EQ(r[0].message, "");
   EXPECT_FALSE(r[0].mode);
 
   EXPECT_EQ(r[6].test_id, "tests/torch/test_basic.py::test_constant_ones");
-  EXPECT_EQ(r[6].outcome, Outcome::skipped);
+  EXPECT_EQ(r[6].outcome, Outcome::kSkipped);
   EXPECT_EQ(r[6].message, "Torch keeps the 'value' as dialect resource which are not processed.");
   EXPECT_EQ(r[6].error_class, "");
   EXPECT_EQ(r[11].test_id, "tests/torch/test_basic.py::test_linear_with_bias");
-  EXPECT_EQ(r[11].outcome, Outcome::xfailed);
+  EXPECT_EQ(r[11].outcome, Outcome::kXfailed);
   EXPECT_EQ(r[20].name, "test_slice[0-64-2]");
   EXPECT_EQ(r[20].message, "Skipped");
 }
@@ -167,15 +168,15 @@ TEST(JunitIngest, MapsTheTrickyReport) {
             "test/test_ops.py::TestCommonPRIVATEUSEONE::test_add_privateuseone_float32");
   EXPECT_EQ(add.file, "test/test_ops.py");
   EXPECT_EQ(add.cls, "TestCommonPRIVATEUSEONE");
-  EXPECT_EQ(add.outcome, Outcome::passed);
-  EXPECT_EQ(add.mode, TestMode::mandatory_success);
+  EXPECT_EQ(add.outcome, Outcome::kPassed);
+  EXPECT_EQ(add.mode, TestMode::kMandatorySuccess);
   EXPECT_EQ(add.op, "add");
   EXPECT_EQ(add.dtype, "float32");
   EXPECT_EQ(add.device, "privateuseone");
   EXPECT_DOUBLE_EQ(add.duration_s, 0.5);
 
   EXPECT_EQ(r[1].name, "test_entities[<&>-\"q\"]");
-  EXPECT_EQ(r[1].outcome, Outcome::failed);
+  EXPECT_EQ(r[1].outcome, Outcome::kFailed);
   EXPECT_EQ(r[1].message, "RuntimeError: café 😀 > done");
   EXPECT_EQ(r[1].error_class, "RuntimeError");
   EXPECT_DOUBLE_EQ(r[1].duration_s, 0.001);
@@ -186,30 +187,30 @@ TEST(JunitIngest, MapsTheTrickyReport) {
   EXPECT_EQ(r[2].error_class, "ValueError");
 
   EXPECT_EQ(r[3].name, "test_quoted_gt");
-  EXPECT_EQ(r[3].outcome, Outcome::passed);
+  EXPECT_EQ(r[3].outcome, Outcome::kPassed);
   EXPECT_EQ(r[4].error_class, "torch.OutOfMemoryError");  // the type attribute, as written
   EXPECT_EQ(r[5].error_class, "XPASS(strict)");
-  EXPECT_EQ(r[5].outcome, Outcome::failed);
-  EXPECT_EQ(r[6].outcome, Outcome::error);
+  EXPECT_EQ(r[5].outcome, Outcome::kFailed);
+  EXPECT_EQ(r[6].outcome, Outcome::kError);
   EXPECT_EQ(r[6].error_class, "ImportError");
   EXPECT_EQ(r[6].message, "failed on setup with \"ImportError: no module\"");
-  EXPECT_EQ(r[7].outcome, Outcome::failed);
+  EXPECT_EQ(r[7].outcome, Outcome::kFailed);
   EXPECT_EQ(r[7].error_class, "AssertionError");
 
   EXPECT_EQ(r[8].test_id, "test_flat.py::test_xfail");
   EXPECT_EQ(r[8].cls, "");
-  EXPECT_EQ(r[8].outcome, Outcome::xfailed);
+  EXPECT_EQ(r[8].outcome, Outcome::kXfailed);
   EXPECT_EQ(r[8].message, "reason: known");
-  EXPECT_EQ(r[9].outcome, Outcome::skipped);
+  EXPECT_EQ(r[9].outcome, Outcome::kSkipped);
   EXPECT_EQ(r[9].message, "test_flat.py:3: not here");  // no message attribute: the text
 
   EXPECT_EQ(r[10].test_id, "pkg/test_nested.py::TestOuter::TestInner::test_rerun");
-  EXPECT_EQ(r[10].outcome, Outcome::passed);
+  EXPECT_EQ(r[10].outcome, Outcome::kPassed);
   EXPECT_EQ(r[10].reruns, 2);
   EXPECT_TRUE(r[10].flaky);
 
   EXPECT_EQ(r[11].test_id, "test/test_torch.py::TestTorchDeviceTypeCPU::test_file_attr");
-  EXPECT_EQ(r[11].outcome, Outcome::error);
+  EXPECT_EQ(r[11].outcome, Outcome::kError);
   EXPECT_EQ(r[11].message, "Timeout");
 }
 

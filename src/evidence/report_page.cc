@@ -511,15 +511,15 @@ std::string page_frame(const std::string& title, const std::string& body) {
 
 PageClass outcome_class(Outcome outcome) {
   switch (outcome) {
-    case Outcome::passed:
-    case Outcome::xpassed:
+    case Outcome::kPassed:
+    case Outcome::kXpassed:
       return PageClass::kPass;
-    case Outcome::xfailed:
+    case Outcome::kXfailed:
       return PageClass::kXfail;
-    case Outcome::skipped:
+    case Outcome::kSkipped:
       return PageClass::kSkip;
-    case Outcome::failed:
-    case Outcome::error:
+    case Outcome::kFailed:
+    case Outcome::kError:
       return PageClass::kFail;
   }
   return PageClass::kFail;

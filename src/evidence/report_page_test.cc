@@ -19,7 +19,7 @@ TestResult variant(const std::string& test_id, const std::string& outcome,
   t.name = test_id.substr(test_id.rfind("::") + 2);
   t.op = op;
   t.dtype = dtype;
-  t.mode = TestMode::mandatory_success;
+  t.mode = TestMode::kMandatorySuccess;
   t.outcome = *parse_outcome(outcome);
   t.duration_s = duration_s;
   t.message = message;
@@ -238,12 +238,12 @@ TEST_F(ReportPageTest, AnUnknownRunIsAnError) {
 }
 
 TEST(OutcomeClass, MapsEveryOutcome) {
-  EXPECT_EQ(to_string(outcome_class(Outcome::passed)), "pass");
-  EXPECT_EQ(to_string(outcome_class(Outcome::xpassed)), "pass");
-  EXPECT_EQ(to_string(outcome_class(Outcome::xfailed)), "xfail");
-  EXPECT_EQ(to_string(outcome_class(Outcome::skipped)), "skip");
-  EXPECT_EQ(to_string(outcome_class(Outcome::failed)), "fail");
-  EXPECT_EQ(to_string(outcome_class(Outcome::error)), "fail");
+  EXPECT_EQ(to_string(outcome_class(Outcome::kPassed)), "pass");
+  EXPECT_EQ(to_string(outcome_class(Outcome::kXpassed)), "pass");
+  EXPECT_EQ(to_string(outcome_class(Outcome::kXfailed)), "xfail");
+  EXPECT_EQ(to_string(outcome_class(Outcome::kSkipped)), "skip");
+  EXPECT_EQ(to_string(outcome_class(Outcome::kFailed)), "fail");
+  EXPECT_EQ(to_string(outcome_class(Outcome::kError)), "fail");
 }
 
 }  // namespace

@@ -69,14 +69,14 @@ void write_junit(const std::string& path, const std::vector<TestResult>& results
     if (!props.first_child()) tc.remove_child(props);
     std::string message = xml_text(r.message, 500);
     if (is_failure(r.outcome)) {
-      auto f = tc.append_child(r.outcome == Outcome::failed ? "failure" : "error");
+      auto f = tc.append_child(r.outcome == Outcome::kFailed ? "failure" : "error");
       f.append_attribute("message") = message.c_str();
       if (!r.error_class.empty()) f.append_attribute("type") = r.error_class.c_str();
       f.text() = xml_text(r.message, 100000).c_str();
-      (r.outcome == Outcome::failed ? failures : errors)++;
-    } else if (r.outcome == Outcome::skipped || r.outcome == Outcome::xfailed) {
+      (r.outcome == Outcome::kFailed ? failures : errors)++;
+    } else if (r.outcome == Outcome::kSkipped || r.outcome == Outcome::kXfailed) {
       auto s = tc.append_child("skipped");
-      s.append_attribute("type") = r.outcome == Outcome::xfailed ? "pytest.xfail" : "pytest.skip";
+      s.append_attribute("type") = r.outcome == Outcome::kXfailed ? "pytest.xfail" : "pytest.skip";
       s.append_attribute("message") = message.c_str();
       ++skipped;
     }

@@ -7,8 +7,8 @@ namespace ootci {
 namespace {
 
 constexpr EnumName<Outcome> kOutcomeNames[] = {
-    {Outcome::passed, "passed"},   {Outcome::failed, "failed"},   {Outcome::error, "error"},
-    {Outcome::skipped, "skipped"}, {Outcome::xfailed, "xfailed"}, {Outcome::xpassed, "xpassed"},
+    {Outcome::kPassed, "passed"},   {Outcome::kFailed, "failed"},   {Outcome::kError, "error"},
+    {Outcome::kSkipped, "skipped"}, {Outcome::kXfailed, "xfailed"}, {Outcome::kXpassed, "xpassed"},
 };
 
 }  // namespace
@@ -22,41 +22,42 @@ std::optional<Outcome> parse_outcome(std::string_view text) {
 }
 
 Outcome outcome_or_error(std::string_view text) {
-  return parse_outcome(text).value_or(Outcome::error);
+  return parse_outcome(text).value_or(Outcome::kError);
 }
 
 bool is_failure(Outcome outcome) {
-  return outcome == Outcome::failed || outcome == Outcome::error;
+  return outcome == Outcome::kFailed || outcome == Outcome::kError;
 }
 
 std::string failed_verb(Outcome outcome) {
-  return outcome == Outcome::error ? "errored" : "failed";
+  return outcome == Outcome::kError ? "errored" : "failed";
 }
 
 bool is_pass(Outcome outcome) {
-  return outcome == Outcome::passed || outcome == Outcome::xpassed;
+  return outcome == Outcome::kPassed || outcome == Outcome::kXpassed;
 }
 
 Seen classify(const TestResult& r) {
   switch (r.outcome) {
-    case Outcome::passed:
-      return r.flaky ? Seen::rerun_pass : Seen::pass;
-    case Outcome::xpassed:
-      return Seen::pass;
-    case Outcome::failed:
-    case Outcome::error:
-      if (r.error_class == kStrictXpassError) return Seen::pass;
+    case Outcome::kPassed:
+      return r.flaky ? Seen::kRerunPass : Seen::kPass;
+    case Outcome::kXpassed:
+      return Seen::kPass;
+    case Outcome::kFailed:
+    case Outcome::kError:
+      if (r.error_class == kStrictXpassError) return Seen::kPass;
       // A device daemon that died under the test is a crash of the device's, not a result.
-      if (r.error_class.starts_with("SIG") || r.error_class == kHelperDiedError) return Seen::crash;
-      if (r.error_class == kTimeoutError) return Seen::hang;
-      return Seen::fail;
-    case Outcome::xfailed:
-      return r.mode == TestMode::xfail || r.mode == TestMode::xfail_strict ? Seen::fail
-                                                                           : Seen::upstream_xfail;
-    case Outcome::skipped:
-      return Seen::skipped;
+      if (r.error_class.starts_with("SIG") || r.error_class == kHelperDiedError)
+        return Seen::kCrash;
+      if (r.error_class == kTimeoutError) return Seen::kHang;
+      return Seen::kFail;
+    case Outcome::kXfailed:
+      return r.mode == TestMode::kXfail || r.mode == TestMode::kXfailStrict ? Seen::kFail
+                                                                            : Seen::kUpstreamXfail;
+    case Outcome::kSkipped:
+      return Seen::kSkipped;
   }
-  return Seen::skipped;
+  return Seen::kSkipped;
 }
 
 std::string error_or_outcome(const TestResult& r) {
@@ -69,15 +70,15 @@ namespace ootci {
 
 std::string to_string(FailureCause cause) {
   switch (cause) {
-    case FailureCause::missing_kernel:
+    case FailureCause::kMissingKernel:
       return "missing kernel";
-    case FailureCause::wrong_result:
+    case FailureCause::kWrongResult:
       return "wrong result";
-    case FailureCause::crash:
+    case FailureCause::kCrash:
       return "crash";
-    case FailureCause::hang:
+    case FailureCause::kHang:
       return "hang";
-    case FailureCause::other:
+    case FailureCause::kOther:
       break;
   }
   return "other";
@@ -92,23 +93,23 @@ bool says_unimplemented(const TestResult& r) {
 
 std::optional<FailureCause> failure_cause(const TestResult& r) {
   switch (classify(r)) {
-    case Seen::crash:
-      return FailureCause::crash;
-    case Seen::hang:
-      return FailureCause::hang;
-    case Seen::fail:
+    case Seen::kCrash:
+      return FailureCause::kCrash;
+    case Seen::kHang:
+      return FailureCause::kHang;
+    case Seen::kFail:
       break;
     default:
       return std::nullopt;
   }
-  if (says_unimplemented(r)) return FailureCause::missing_kernel;
+  if (says_unimplemented(r)) return FailureCause::kMissingKernel;
   // torch.testing's comparison: "Tensor-likes are not close!", "Scalars are not equal!".
   std::string m = lower(r.message);
   if (contains(r.error_class, "AssertionError") &&
       (contains(m, "are not close") || contains(m, "are not equal") ||
        contains(m, "mismatched elements")))
-    return FailureCause::wrong_result;
-  return FailureCause::other;
+    return FailureCause::kWrongResult;
+  return FailureCause::kOther;
 }
 
 }  // namespace ootci

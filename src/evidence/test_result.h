@@ -13,11 +13,11 @@
 
 namespace ootci {
 
-enum class Outcome { passed, failed, error, skipped, xfailed, xpassed };
+enum class Outcome { kPassed, kFailed, kError, kSkipped, kXfailed, kXpassed };
 
 // Every outcome, in the order reports print them.
-inline constexpr Outcome kOutcomes[] = {Outcome::passed,  Outcome::failed,  Outcome::error,
-                                        Outcome::skipped, Outcome::xfailed, Outcome::xpassed};
+inline constexpr Outcome kOutcomes[] = {Outcome::kPassed,  Outcome::kFailed,  Outcome::kError,
+                                        Outcome::kSkipped, Outcome::kXfailed, Outcome::kXpassed};
 
 std::string to_string(Outcome outcome);
 std::optional<Outcome> parse_outcome(std::string_view text);
@@ -41,7 +41,7 @@ struct TestResult {
   std::string dtype;
   std::string op;
   std::optional<TestMode> mode;  // nullopt: unknown (the plan does not list the test)
-  Outcome outcome = Outcome::error;
+  Outcome outcome = Outcome::kError;
   double duration_s = 0;
   std::string error_class;
   std::string message;
@@ -72,20 +72,20 @@ inline constexpr std::string_view kHelperDiedError = "HelperDied";
 
 // What one result says of its test.
 enum class Seen {
-  pass,            // passed or xpassed, or a strict xfail's XPASS(strict) failure
-  rerun_pass,      // passed only on a rerun: flaky
-  fail,            // failed or errored, or xfailed where the plan said xfail or xfail_strict
-  crash,           // failed or errored by killing its process (error class SIG*)
-  hang,            // failed or errored by a timeout (error class Timeout)
-  skipped,         // skipped
-  upstream_xfail,  // xfailed where upstream expects it (not the plan's xfail)
+  kPass,           // passed or xpassed, or a strict xfail's XPASS(strict) failure
+  kRerunPass,      // passed only on a rerun: flaky
+  kFail,           // failed or errored, or xfailed where the plan said xfail or xfail_strict
+  kCrash,          // failed or errored by killing its process (error class SIG*)
+  kHang,           // failed or errored by a timeout (error class Timeout)
+  kSkipped,        // skipped
+  kUpstreamXfail,  // xfailed where upstream expects it (not the plan's xfail)
 };
 Seen classify(const TestResult& result);
 
 // Why a failing result failed, as a new device's owner sorts failures: the device has no kernel
 // (or no kernel for the dtype), a kernel computed something else than the CPU, the process died,
 // the test ran past its limit, or anything else.
-enum class FailureCause { missing_kernel, wrong_result, crash, hang, other };
+enum class FailureCause { kMissingKernel, kWrongResult, kCrash, kHang, kOther };
 std::string to_string(FailureCause cause);
 // nullopt for a result that did not fail (classify() is not fail, crash or hang).
 std::optional<FailureCause> failure_cause(const TestResult& result);

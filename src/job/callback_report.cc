@@ -175,7 +175,7 @@ RunOutcome outcome_of_run(EvidenceStore& store, const std::string& run_id) {
   o.total = static_cast<int64_t>(results.size());
   o.failed = static_cast<int64_t>(verdict.failing.size());
   o.skipped = std::count_if(results.begin(), results.end(),
-                            [](const TestResult& r) { return r.outcome == Outcome::skipped; });
+                            [](const TestResult& r) { return r.outcome == Outcome::kSkipped; });
   o.passed = o.total - o.failed - o.skipped;
   // The judge lists newly failing tests first: those are the ones a cut must keep.
   for (size_t i = 0; i < std::min(verdict.failing.size(), kMaxFailedTests); ++i) {

@@ -267,7 +267,7 @@ class PlanResolver {
           {"configs", f.configs},
           {"labels", f.labels},
           // Spyre's default for a file entry without one.
-          {"unlisted_test_mode", to_string(f.unlisted_test_mode.value_or(TestMode::xfail))},
+          {"unlisted_test_mode", to_string(f.unlisted_test_mode.value_or(TestMode::kXfail))},
           {"supported_dtypes", dtypes},
           {"supported_ops", ops},
           {"supported_modules", f.extra.value("supported_modules", nlohmann::json(nullptr))},

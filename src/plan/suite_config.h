@@ -55,7 +55,7 @@ struct Rule {
   std::optional<std::string> class_name;  // as written before `::`; nullopt for a plain name
   std::string method;                     // as written after `::`
   bool exact = true;  // a plain identifier: the exact base name; else a regex, full match
-  TestMode mode = TestMode::mandatory_success;
+  TestMode mode = TestMode::kMandatorySuccess;
   std::vector<std::string> tags;
   std::vector<std::string> labels;
   bool no_grad = false;

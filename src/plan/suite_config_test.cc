@@ -377,13 +377,13 @@ TEST(SuiteConfig, ReadsEveryKeyOfTheSchema) {
   const FileEntry& f = c.files[0];
   EXPECT_EQ(f.path, "${TORCH_ROOT}/test/test_view_ops.py");
   EXPECT_EQ(f.path_where, "c.yaml:4:13");
-  EXPECT_EQ(f.unlisted_test_mode, TestMode::xfail_strict);
+  EXPECT_EQ(f.unlisted_test_mode, TestMode::kXfailStrict);
   ASSERT_EQ(f.rules.size(), 2u);
   const Rule& a = f.rules[0];
   EXPECT_EQ(a.class_name, "TestOldViewOps");
   EXPECT_EQ(a.method, "test_broadcast_to");
   EXPECT_EQ(a.source, "c.yaml:7:19");
-  EXPECT_EQ(a.mode, TestMode::xfail);
+  EXPECT_EQ(a.mode, TestMode::kXfail);
   EXPECT_EQ(a.tags, (Lines{"model_1"}));
   EXPECT_EQ(a.labels, (Lines{"smoke"}));
   EXPECT_TRUE(a.no_grad);
@@ -429,7 +429,7 @@ TEST(SuiteConfig, DefaultsFollowSpyre) {
   EXPECT_EQ(r.config.labels, Lines{});  // Spyre: no labels, never selected by a label filter
   EXPECT_FALSE(r.config.files[0].unlisted_test_mode);
   ASSERT_EQ(r.config.files[0].rules.size(), 1u);  // Spyre allows a single name as a string
-  EXPECT_EQ(r.config.files[0].rules[0].mode, TestMode::mandatory_success);
+  EXPECT_EQ(r.config.files[0].rules[0].mode, TestMode::kMandatorySuccess);
   EXPECT_FALSE(r.config.global.supported_dtypes);
   EXPECT_FALSE(r.config.global.supported_ops);
 }

@@ -6,10 +6,10 @@ namespace ootci {
 namespace {
 
 constexpr EnumName<TestMode> kTestModeNames[] = {
-    {TestMode::mandatory_success, "mandatory_success"},
-    {TestMode::xfail, "xfail"},
-    {TestMode::xfail_strict, "xfail_strict"},
-    {TestMode::skip, "skip"},
+    {TestMode::kMandatorySuccess, "mandatory_success"},
+    {TestMode::kXfail, "xfail"},
+    {TestMode::kXfailStrict, "xfail_strict"},
+    {TestMode::kSkip, "skip"},
 };
 
 }  // namespace

@@ -7,11 +7,11 @@
 
 namespace ootci {
 
-enum class TestMode { mandatory_success, xfail, xfail_strict, skip };
+enum class TestMode { kMandatorySuccess, kXfail, kXfailStrict, kSkip };
 
 // Every mode, in the order reports list them.
-inline constexpr TestMode kTestModes[] = {TestMode::mandatory_success, TestMode::xfail,
-                                          TestMode::xfail_strict, TestMode::skip};
+inline constexpr TestMode kTestModes[] = {TestMode::kMandatorySuccess, TestMode::kXfail,
+                                          TestMode::kXfailStrict, TestMode::kSkip};
 
 std::string to_string(TestMode mode);
 std::optional<TestMode> parse_test_mode(std::string_view text);

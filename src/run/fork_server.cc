@@ -60,16 +60,16 @@ ForkServer::Read ForkServer::read_line(int timeout_ms, std::string& line) {
     if (nl != std::string::npos) {
       line = pending_.substr(0, nl);
       pending_.erase(0, nl + 1);
-      return Read::line;
+      return Read::kLine;
     }
     pollfd p{socket_, POLLIN, 0};
     int n = poll(&p, 1, timeout_ms);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return Read::none;
+    if (n <= 0) return Read::kNone;
     char buf[4096];
     ssize_t got = read(socket_, buf, sizeof buf);
     if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) return Read::closed;
+    if (got <= 0) return Read::kClosed;
     pending_.append(buf, static_cast<size_t>(got));
     timeout_ms = 0;  // what is there now, no more waiting
   }
@@ -88,11 +88,11 @@ std::optional<ForkedChild> ForkServer::fork(const std::map<std::string, std::str
   while (!ready_) {
     if (stop || ended()) return std::nullopt;
     Read r = read_line(50, line);
-    if (r == Read::closed || server_.try_wait()) {
+    if (r == Read::kClosed || server_.try_wait()) {
       status_ = server_.wait();
       return std::nullopt;
     }
-    if (r == Read::line) {
+    if (r == Read::kLine) {
       nlohmann::json reply = nlohmann::json::parse(line, nullptr, false);
       ready_ = reply.is_object() && reply.contains("ready");
       // The server saw the backend start processes its children would share (a device daemon).
@@ -121,8 +121,8 @@ std::optional<ForkedChild> ForkServer::fork(const std::map<std::string, std::str
   // The fork itself takes milliseconds; a server that cannot fork has failed.
   for (int waited_ms = 0; waited_ms < 60000; waited_ms += 100) {
     Read r = read_line(100, line);
-    if (r == Read::closed) break;
-    if (r == Read::none) continue;
+    if (r == Read::kClosed) break;
+    if (r == Read::kNone) continue;
     nlohmann::json reply = nlohmann::json::parse(line, nullptr, false);
     if (reply.is_object() && reply.contains("pid") && reply["pid"].is_number_integer())
       return ForkedChild(this, reply["pid"].get<pid_t>());
@@ -136,15 +136,15 @@ std::optional<int> ForkedChild::try_wait() {
   if (status_) return status_;
   std::string line;
   switch (server_->read_line(0, line)) {
-    case ForkServer::Read::none:
+    case ForkServer::Read::kNone:
       return std::nullopt;
-    case ForkServer::Read::closed:
+    case ForkServer::Read::kClosed:
       // The server died; its children die with it (PR_SET_PDEATHSIG). The next attempt starts
       // a new server.
       server_->status_ = server_->server_.wait();
       status_ = SIGKILL;  // as waitpid reports a SIGKILL
       return status_;
-    case ForkServer::Read::line:
+    case ForkServer::Read::kLine:
       break;
   }
   nlohmann::json reply = nlohmann::json::parse(line, nullptr, false);

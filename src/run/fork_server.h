@@ -67,7 +67,7 @@ class ForkServer {
 
  private:
   friend class ForkedChild;
-  enum class Read { line, none, closed };
+  enum class Read { kLine, kNone, kClosed };
   Read read_line(int timeout_ms, std::string& line);
 
   int socket_ = -1;  // before server_, which sets it

@@ -151,9 +151,9 @@ std::string Progress::line() {
   return fmt::format(
       "[{}/{}{}] {} passed, {} failed, {} error, {} xfailed, {} xpassed, {} skipped, {} flaky | "
       "{} elapsed, ETA {}{}",
-      done, total, unknown_.empty() ? "" : "+", counts[Outcome::passed], counts[Outcome::failed],
-      counts[Outcome::error], counts[Outcome::xfailed], counts[Outcome::xpassed],
-      counts[Outcome::skipped], flaky, format_seconds(elapsed), eta, long_running_text(running));
+      done, total, unknown_.empty() ? "" : "+", counts[Outcome::kPassed], counts[Outcome::kFailed],
+      counts[Outcome::kError], counts[Outcome::kXfailed], counts[Outcome::kXpassed],
+      counts[Outcome::kSkipped], flaky, format_seconds(elapsed), eta, long_running_text(running));
 }
 
 void Progress::file_finished(const std::string& relpath, double seconds) {

@@ -49,7 +49,7 @@ TEST(Progress, TestsAResumedRunFinishedBeforeCountButGiveNoPace) {
   TestResult one;
   one.test_id = "test/test_a.py::T::one";
   one.file = "test/test_a.py";
-  one.outcome = Outcome::passed;
+  one.outcome = Outcome::kPassed;
   progress.add_finished({one});
   progress.expect("test/test_a.py", 1);  // the resumed process collects only what is left
   EXPECT_NE(progress.line().find("[1/2] 1 passed"), std::string::npos) << progress.line();

@@ -155,23 +155,23 @@ class PytestWatch {
   // applies (a test prints nothing until it ends); the stall watchdog covers everything else:
   // imports, collection, teardown.
   std::optional<PytestEnding> kill_reason(bool stop) const {
-    if (stop) return PytestEnding::interrupted;
+    if (stop) return PytestEnding::kInterrupted;
     if (out_.in_progress && seconds_since(test_started_) > limit_.seconds)
-      return PytestEnding::test_timeout;
+      return PytestEnding::kTestTimeout;
     if (out_.in_progress && dead_helper_ && dead_helper_test_ == *out_.in_progress &&
         seconds_since(dead_helper_seen_) >= req_.dead_helper_grace_s)
-      return PytestEnding::helper_died;
+      return PytestEnding::kHelperDied;
     if (!out_.in_progress && seconds_since(last_activity_) > req_.stall_timeout_s)
-      return PytestEnding::stalled;
+      return PytestEnding::kStalled;
     return std::nullopt;
   }
 
   // Before the kill: the test a timeout kills is named while it is still the one in progress.
   void killing(PytestEnding why) {
-    if (why != PytestEnding::test_timeout && why != PytestEnding::helper_died) return;
+    if (why != PytestEnding::kTestTimeout && why != PytestEnding::kHelperDied) return;
     out_.killed_test = *out_.in_progress;
     out_.killed_limit = limit_;
-    if (why == PytestEnding::helper_died)
+    if (why == PytestEnding::kHelperDied)
       // No pid, and the grace rather than the seconds measured: the same death reads the same
       // in every test, so reports group them as one cause.
       out_.helper_death = fmt::format(
@@ -185,7 +185,7 @@ class PytestWatch {
     read_events();
     out_.ending = why;
     if (out_.in_progress == out_.killed_test) out_.in_progress_s = seconds_since(test_started_);
-    if (why != PytestEnding::test_timeout && why != PytestEnding::helper_died)
+    if (why != PytestEnding::kTestTimeout && why != PytestEnding::kHelperDied)
       settle();
     else
       out_.bad_events = reader_.bad_lines();
@@ -196,7 +196,7 @@ class PytestWatch {
   PytestOutcome ended(int status) {
     read_events();
     if (WIFSIGNALED(status)) {
-      out_.ending = PytestEnding::signaled;
+      out_.ending = PytestEnding::kSignaled;
       out_.signal = WTERMSIG(status);
     } else {
       out_.exit_code = WEXITSTATUS(status);
@@ -355,9 +355,9 @@ PytestOutcome run_pytest(const PytestRequest& req,
       out.log_path = server.log_path();
       out.forked = true;
       if (server.stalled()) {
-        out.ending = PytestEnding::stalled;
+        out.ending = PytestEnding::kStalled;
       } else if (WIFSIGNALED(*server.status())) {
-        out.ending = PytestEnding::signaled;
+        out.ending = PytestEnding::kSignaled;
         out.signal = WTERMSIG(*server.status());
       } else {
         out.exit_code = WEXITSTATUS(*server.status());
@@ -370,14 +370,14 @@ PytestOutcome run_pytest(const PytestRequest& req,
       out.server_died = server.ended();
       // A child that never got as far as reporting its tests failed for a reason of the fork's
       // own (the file collected fine in the server): this file spawns from now on.
-      if (out.collected || out.ending == PytestEnding::interrupted) return out;
+      if (out.collected || out.ending == PytestEnding::kInterrupted) return out;
       std::string fork_log = req.work_dir + "/pytest.fork.log";
       std::error_code ignored;  // a child that died at once wrote no log
       fs::rename(log_path, fork_log, ignored);
       fs::remove(events, ignored);
       server.give_up(fmt::format("a forked child ended ({}) before reporting its tests; see {}",
-                                 out.ending == PytestEnding::signaled ? signal_name(out.signal)
-                                 : out.ending == PytestEnding::exited
+                                 out.ending == PytestEnding::kSignaled ? signal_name(out.signal)
+                                 : out.ending == PytestEnding::kExited
                                      ? fmt::format("exit code {}", out.exit_code)
                                      : std::string("stalled"),
                                  fork_log));

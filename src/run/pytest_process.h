@@ -38,16 +38,16 @@ struct PytestRequest {
 };
 
 enum class PytestEnding {
-  exited,        // exit_code is pytest's
-  signaled,      // died from signal `signal` (crash, OOM kill)
-  stalled,       // no output for stall_timeout_s; killed
-  test_timeout,  // the test in progress ran longer than test_timeout_s; killed
-  helper_died,   // a process the test process started died and the test went on waiting; killed
-  interrupted,   // `stop` was set; killed
+  kExited,       // exit_code is pytest's
+  kSignaled,     // died from signal `signal` (crash, OOM kill)
+  kStalled,      // no output for stall_timeout_s; killed
+  kTestTimeout,  // the test in progress ran longer than test_timeout_s; killed
+  kHelperDied,   // a process the test process started died and the test went on waiting; killed
+  kInterrupted,  // `stop` was set; killed
 };
 
 struct PytestOutcome {
-  PytestEnding ending = PytestEnding::exited;
+  PytestEnding ending = PytestEnding::kExited;
   int exit_code = 0;
   int signal = 0;
   std::optional<std::vector<std::string>> collected;  // ids the process was going to run

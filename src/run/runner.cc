@@ -75,7 +75,7 @@ std::vector<PlanFile> shared_among_workers(const std::vector<PlanFile>& files, i
 // A failure worth running again: not a confirmed crash or timeout, not a strict xfail that passed
 // (which is deterministic news, not noise), not a whole-file error.
 bool rerunnable(const TestResult& r) {
-  return is_failure(r.outcome) && classify(r) == Seen::fail && !r.name.empty();
+  return is_failure(r.outcome) && classify(r) == Seen::kFail && !r.name.empty();
 }
 
 std::string tail_of_file(const std::string& path) {
@@ -280,7 +280,7 @@ class Runner {
     auto it = started.find(id);
     if (it != started.end()) r = it->second;
     split_test_id(id, r);
-    r.outcome = Outcome::error;
+    r.outcome = Outcome::kError;
     r.error_class = error_class;
     r.message = message;
     r.duration_s = seconds;
@@ -313,18 +313,18 @@ class Runner {
           if (r.test_id == id) alone = r;
         });
     for (const auto& [k, v] : again.started) st.started.emplace(k, v);
-    if (again.ending == PytestEnding::interrupted) return;
+    if (again.ending == PytestEnding::kInterrupted) return;
     if (alone) {
       keep(st, survived_alone(*alone, sig));
       return;
     }
     std::string why;
     std::string cls = signal_name(sig);
-    if (again.ending == PytestEnding::signaled && again.in_progress == id) {
+    if (again.ending == PytestEnding::kSignaled && again.in_progress == id) {
       cls = signal_name(again.signal);
       why = fmt::format("the test process died from {} while this test ran, also when run alone",
                         cls);
-    } else if (again.ending == PytestEnding::test_timeout && again.killed_test == id) {
+    } else if (again.ending == PytestEnding::kTestTimeout && again.killed_test == id) {
       cls = kTimeoutError;
       why = fmt::format(
           "crashed ({}) among other tests; alone it ran longer than its limit of {} s ({})",
@@ -342,11 +342,11 @@ class Runner {
   // How the run alone of `id` ended when the test did not report: what tells a death that repeats
   // from a test that hangs alone (no helper died, or none the watcher could see).
   static std::string alone_ending(const PytestOutcome& again, const std::string& id) {
-    if (again.ending == PytestEnding::helper_died && again.killed_test == id) return "the same";
-    if (again.ending == PytestEnding::test_timeout && again.killed_test == id)
+    if (again.ending == PytestEnding::kHelperDied && again.killed_test == id) return "the same";
+    if (again.ending == PytestEnding::kTestTimeout && again.killed_test == id)
       return fmt::format("no helper died, and it ran longer than its limit of {} s ({})",
                          again.killed_limit.seconds, again.killed_limit.why);
-    if (again.ending == PytestEnding::signaled && again.in_progress == id)
+    if (again.ending == PytestEnding::kSignaled && again.in_progress == id)
       return fmt::format("the test process died from {}", signal_name(again.signal));
     return "the test did not report either";
   }
@@ -365,7 +365,7 @@ class Runner {
                       if (r.test_id == id) alone = r;
                     });
     for (const auto& [k, v] : again.started) st.started.emplace(k, v);
-    if (again.ending == PytestEnding::interrupted) return;
+    if (again.ending == PytestEnding::kInterrupted) return;
     if (alone) {
       alone->message = fmt::format("{}; run again alone, its helpers lived: {}", out.helper_death,
                                    alone->message);
@@ -386,10 +386,10 @@ class Runner {
       PytestOutcome one = attempt(f, st, std::vector<std::string>{id}, {},
                                   [&](const TestResult& r) { keep(st, r); });
       for (const auto& [k, v] : one.started) st.started.emplace(k, v);
-      if (st.done.count(id) || one.ending == PytestEnding::interrupted) continue;
-      std::string cls = one.ending == PytestEnding::signaled ? signal_name(one.signal)
-                        : one.ending == PytestEnding::exited ? "NotReported"
-                                                             : std::string(kTimeoutError);
+      if (st.done.count(id) || one.ending == PytestEnding::kInterrupted) continue;
+      std::string cls = one.ending == PytestEnding::kSignaled ? signal_name(one.signal)
+                        : one.ending == PytestEnding::kExited ? "NotReported"
+                                                              : std::string(kTimeoutError);
       keep(st, error_result(id, cls, tail_of_file(one.log_path), st.started, one.in_progress_s));
     }
   }
@@ -412,7 +412,7 @@ class Runner {
   };
 
   // What finish_attempt decides: another attempt, the end of the first pass, or a stop.
-  enum class Step { again, file_done, interrupted };
+  enum class Step { kAgain, kFileDone, kInterrupted };
 
   // The file's first pass: crashes and hangs are isolated, and every test ends with a result.
   // One attempt at a time, as ninja's Builder starts an edge and finishes its command:
@@ -424,8 +424,8 @@ class Runner {
     for (;;) {
       PytestOutcome out = start_attempt(f, st, pass);
       Step next = finish_attempt(f, st, pass, out);
-      if (next == Step::interrupted) return;
-      if (next == Step::file_done) break;
+      if (next == Step::kInterrupted) return;
+      if (next == Step::kFileDone) break;
     }
     if (!g_run_stop && !st.multi_device.empty())
       run_one_by_one(f, st, {st.multi_device.begin(), st.multi_device.end()});
@@ -451,8 +451,8 @@ class Runner {
   }
 
   Step finish_attempt(const PlanFile& f, FileState& st, FirstPass& pass, const PytestOutcome& out) {
-    if (out.ending == PytestEnding::interrupted) return Step::interrupted;
-    bool exited = out.ending == PytestEnding::exited;
+    if (out.ending == PytestEnding::kInterrupted) return Step::kInterrupted;
+    bool exited = out.ending == PytestEnding::kExited;
     if (exited && !out.in_progress && out.results.empty() && st.all.empty()) {
       // Nothing ran: an import or collection error (pytest exits 2), or no tests (5).
       if (out.exit_code != 5 && out.exit_code != 0)
@@ -462,28 +462,28 @@ class Runner {
                                       out.collect_errors.empty() ? tail_of_file(out.log_path)
                                                                  : out.collect_errors.front()),
                           st.started));
-      return Step::file_done;
+      return Step::kFileDone;
     }
-    if (settle_ending(f, st, pass, out) == Step::file_done) return Step::file_done;
+    if (settle_ending(f, st, pass, out) == Step::kFileDone) return Step::kFileDone;
     return plan_rest(f, st, pass, out);
   }
 
   // Records what the attempt's ending says about the test it stopped in (or about the file);
   // file_done when that ends the file's first pass.
   Step settle_ending(const PlanFile& f, FileState& st, FirstPass& pass, const PytestOutcome& out) {
-    bool exited = out.ending == PytestEnding::exited;
+    bool exited = out.ending == PytestEnding::kExited;
     std::optional<Suspect> judged = std::exchange(pass.suspect, std::nullopt);
     if (judged && !st.done.count(judged->id)) {
       // It ran first and did not report: this attempt was its run alone.
       confirm_crash(f, st, judged->id, judged->signal, judged->seconds, &out);
-    } else if (out.ending == PytestEnding::test_timeout) {
+    } else if (out.ending == PytestEnding::kTestTimeout) {
       keep(st, error_result(out.killed_test, std::string(kTimeoutError),
                             fmt::format("ran longer than its limit of {} s ({})",
                                         out.killed_limit.seconds, out.killed_limit.why),
                             st.started, out.in_progress_s));
-    } else if (out.ending == PytestEnding::helper_died) {
+    } else if (out.ending == PytestEnding::kHelperDied) {
       confirm_helper_death(f, st, out);
-    } else if (out.in_progress && out.ending == PytestEnding::signaled) {
+    } else if (out.in_progress && out.ending == PytestEnding::kSignaled) {
       // A death its fork server caused says nothing about the test: it runs alone anyway.
       bool first = out.started.size() == 1 && out.results.empty() && !out.server_died;
       if (first)
@@ -498,10 +498,10 @@ class Runner {
                                         "test\n{}",
                                         out.exit_code, tail_of_file(out.log_path)),
                             st.started, out.in_progress_s));
-    } else if (out.ending == PytestEnding::stalled) {
+    } else if (out.ending == PytestEnding::kStalled) {
       if (!pass.stall_retried) {
         pass.stall_retried = true;  // kill and retry the rest once
-        return Step::again;
+        return Step::kAgain;
       }
       // Hung twice outside any test (import, collection, teardown): the file is one error.
       keep(st,
@@ -510,7 +510,7 @@ class Runner {
                                     "twice (after a retry)\n{}",
                                     req_.backend.run.stall_timeout_s, tail_of_file(out.log_path)),
                         st.started));
-      return Step::file_done;
+      return Step::kFileDone;
     } else if (!exited) {
       // Died between tests (module setup, or teardown after a test's call phase): nobody to
       // blame, so the death itself is a file-level error and the rest runs one process per
@@ -522,9 +522,9 @@ class Runner {
                                         cls, tail_of_file(out.log_path)),
                             st.started));
       if (!st.all.empty()) run_one_by_one(f, st, st.all);
-      return Step::file_done;
+      return Step::kFileDone;
     }
-    return Step::again;
+    return Step::kAgain;
   }
 
   // The tests still without a result go to the next attempt, unless none are left or attempts
@@ -533,10 +533,10 @@ class Runner {
     std::vector<std::string> rest;
     for (const auto& id : st.all)
       if (!st.done.count(id)) rest.push_back(id);
-    if (rest.empty() && !st.all.empty()) return Step::file_done;
+    if (rest.empty() && !st.all.empty()) return Step::kFileDone;
     // A clean exit that left tests unreported (pytest -x, a lost event line): run the rest,
     // unless a whole attempt got nowhere twice.
-    if (out.ending == PytestEnding::exited && !out.in_progress) {
+    if (out.ending == PytestEnding::kExited && !out.in_progress) {
       pass.attempts_without_progress = out.results.empty() ? pass.attempts_without_progress + 1 : 0;
       if (pass.attempts_without_progress >= 2) {
         for (const auto& id : rest)
@@ -544,11 +544,11 @@ class Runner {
                                 "pytest ended without reporting this test (twice)\n" +
                                     tail_of_file(out.log_path),
                                 st.started));
-        return Step::file_done;
+        return Step::kFileDone;
       }
     }
     pass.only = st.all.empty() ? f.only : std::optional<std::vector<std::string>>(rest);
-    return Step::again;
+    return Step::kAgain;
   }
 
   // Failed tests run again in fresh processes; one that then passes is flaky, not a failure.

@@ -128,21 +128,21 @@ TestResult result(const std::string& test_id, Outcome outcome, const std::string
 
 TEST(Waves, WaveTwoRunsOnlyWhenWaveOneRaisedAsTheRunnerDecides) {
   std::vector<TestResult> mismatch = {
-      result(id("test/a.py", 1), Outcome::passed),
-      result(id("test/a.py", 2), Outcome::failed, "AssertionError")};
+      result(id("test/a.py", 1), Outcome::kPassed),
+      result(id("test/a.py", 2), Outcome::kFailed, "AssertionError")};
   nlohmann::json d = decide_wave2(staged(), kPlan, mismatch, nullptr);
   EXPECT_EQ(d["ran"], false);
   EXPECT_EQ(d["why"], "no first-stage test failed other than by a mismatch");
   EXPECT_EQ(d["tests"], nlohmann::json({id("test/a.py", 3), id("test/b.py", 2)}));
 
   std::vector<TestResult> raised = mismatch;
-  raised.push_back(result(id("test/b.py", 1), Outcome::error, "NotImplementedError"));
+  raised.push_back(result(id("test/b.py", 1), Outcome::kError, "NotImplementedError"));
   d = decide_wave2(staged(), kPlan, raised, nullptr);
   EXPECT_EQ(d["ran"], true);
   EXPECT_EQ(d["why"], id("test/b.py", 1) + " errored with NotImplementedError") << d.dump();
   // The same raise in the last green run is not news.
   std::vector<TestResult> green = {
-      result(id("test/b.py", 1), Outcome::error, "NotImplementedError")};
+      result(id("test/b.py", 1), Outcome::kError, "NotImplementedError")};
   EXPECT_EQ(decide_wave2(staged(), kPlan, raised, &green)["ran"], false);
 
   // A staged selection whose "then" holds only what wave 1 runs anyway: nothing to decide.

@@ -84,7 +84,7 @@ void apply_budget(ChangedSelection& s, const std::vector<PlanFileRef>& plan, Evi
 
   std::vector<BudgetItem> items;
   for (const auto& f : s.files) {
-    BudgetItem item{f, s.evidence.count(f) ? s.evidence.at(f) : Evidence::unknown, 0,
+    BudgetItem item{f, s.evidence.count(f) ? s.evidence.at(f) : Evidence::kUnknown, 0,
                     file_seconds.count(f) ? file_seconds.at(f) : 0};
     for (auto it = breakages.lower_bound(f + "::");
          it != breakages.end() && it->first.rfind(f + "::", 0) == 0; ++it)
@@ -97,7 +97,7 @@ void apply_budget(ChangedSelection& s, const std::vector<PlanFileRef>& plan, Evi
     auto b = breakages.find(t);
     // Not in the plan's run: the plan does not run it (no cost); no run: an average test.
     double cost = d != seconds.end() ? d->second : timed_by ? 0 : mean;
-    items.push_back({t, s.evidence.count(t) ? s.evidence.at(t) : Evidence::unknown,
+    items.push_back({t, s.evidence.count(t) ? s.evidence.at(t) : Evidence::kUnknown,
                      b == breakages.end() ? 0 : b->second, cost});
   }
   double budget_seconds = share * plan_seconds;

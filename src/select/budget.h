@@ -12,7 +12,7 @@ namespace ootci {
 
 struct BudgetItem {
   std::string id;  // a test id, or the relpath of a file run whole
-  Evidence evidence = Evidence::unknown;
+  Evidence evidence = Evidence::kUnknown;
   int breakages = 0;   // history: how often it went from passing to failing
   double seconds = 0;  // expected test time
 };

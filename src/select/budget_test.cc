@@ -12,11 +12,11 @@ namespace {
 using Strings = std::set<std::string>;
 
 TEST(Budget, KeepsTheStrongestEvidenceFirstThenPastBreakagesThenTheCheaper) {
-  std::vector<BudgetItem> items = {{"weak", Evidence::unknown, 9, 1},
-                                   {"op-slow", Evidence::op, 0, 3},
-                                   {"op-fast", Evidence::op, 0, 1},
-                                   {"op-broke", Evidence::op, 2, 3},
-                                   {"dtype", Evidence::op_and_dtype, 0, 2}};
+  std::vector<BudgetItem> items = {{"weak", Evidence::kUnknown, 9, 1},
+                                   {"op-slow", Evidence::kOp, 0, 3},
+                                   {"op-fast", Evidence::kOp, 0, 1},
+                                   {"op-broke", Evidence::kOp, 2, 3},
+                                   {"dtype", Evidence::kOpAndDtype, 0, 2}};
   size_t kept = items_within_budget(items, 6);
   std::vector<std::string> order;
   for (const auto& i : items) order.push_back(i.id);
@@ -74,10 +74,10 @@ TEST(Budget, CutsASelectionToItsShareAndReportsTheRecallAtRisk) {
   ChangedSelection s;
   s.summary = {{"full_plan", nlohmann::json::array()}, {"touched_ops", {"aten::add.Tensor"}}};
   s.tests = {a + "dtype", a + "op", a + "flaky_op", a + "unknown"};
-  s.evidence = {{a + "dtype", Evidence::op_and_dtype},
-                {a + "op", Evidence::op},
-                {a + "flaky_op", Evidence::op},
-                {a + "unknown", Evidence::unknown}};
+  s.evidence = {{a + "dtype", Evidence::kOpAndDtype},
+                {a + "op", Evidence::kOp},
+                {a + "flaky_op", Evidence::kOp},
+                {a + "unknown", Evidence::kUnknown}};
   for (const auto& t : s.tests) s.reasons[t] = {"why"};
   apply_budget(s, {{"test/test_a.py", "/nonexistent"}}, *store, 0.10);  // 2 s of 20
   EXPECT_EQ(s.tests, (Strings{a + "dtype", a + "flaky_op"}));
@@ -128,7 +128,7 @@ TEST(Budget, ThePlansNewestRunTimesIt) {
   ChangedSelection s;
   s.summary = {{"full_plan", nlohmann::json::array()}, {"touched_ops", nlohmann::json::array()}};
   s.tests = {a + "one", a + "two", a + "skipped_by_plan"};
-  for (const auto& t : s.tests) s.evidence[t] = Evidence::op;
+  for (const auto& t : s.tests) s.evidence[t] = Evidence::kOp;
   apply_budget(s, {{"test/test_a.py", "/nonexistent"}}, *store, 0.5, {"ref", "h-plan"});
   const auto& b = s.summary["budget"];
   EXPECT_EQ(b["timed_by"], "plan");

@@ -59,7 +59,7 @@ TestDtypes test_dtypes(const std::map<std::string, std::vector<std::string>>& pa
 }
 
 struct Reach {
-  Evidence evidence = Evidence::op;
+  Evidence evidence = Evidence::kOp;
   std::string with;  // the reason's tail after "the test called <op>"
 };
 
@@ -70,19 +70,19 @@ std::optional<Reach> reach(const OpChange& change, const std::string& called, co
   auto ran = t.ran_with.find(called);
   if (change.dtypes.empty() || ignore_dtypes) {
     if (ran != t.ran_with.end() && t.only_in_inputs(called, ran->second))
-      return Reach{Evidence::inputs_only, " only while generating its inputs"};
+      return Reach{Evidence::kInputsOnly, " only while generating its inputs"};
     return Reach{};
   }
   if (ran == t.ran_with.end())
-    return Reach{Evidence::op_any_dtype, " (its dtypes were not recorded)"};
+    return Reach{Evidence::kOpAnyDtype, " (its dtypes were not recorded)"};
   std::set<std::string> hit;
   std::set_intersection(ran->second.begin(), ran->second.end(), change.dtypes.begin(),
                         change.dtypes.end(), std::inserter(hit, hit.end()));
   if (hit.empty()) return std::nullopt;
   std::string with = fmt::format(" with {}", fmt::join(hit, ", "));
   if (t.only_in_inputs(called, hit))
-    return Reach{Evidence::inputs_only, with + " only while generating its inputs"};
-  return Reach{Evidence::op_and_dtype, with};
+    return Reach{Evidence::kInputsOnly, with + " only while generating its inputs"};
+  return Reach{Evidence::kOpAndDtype, with};
 }
 
 }  // namespace
@@ -96,12 +96,12 @@ void ChangeFacts::merge(const ChangeFacts& other) {
 
 std::string to_string(Evidence e) {
   static constexpr EnumName<Evidence> kNames[] = {
-      {Evidence::test_changed, "test changed"},
-      {Evidence::op_and_dtype, "op and dtype"},
-      {Evidence::op, "op"},
-      {Evidence::op_any_dtype, "op, dtypes not recorded"},
-      {Evidence::inputs_only, "op in input generation only"},
-      {Evidence::unknown, "no evidence"},
+      {Evidence::kTestChanged, "test changed"},
+      {Evidence::kOpAndDtype, "op and dtype"},
+      {Evidence::kOp, "op"},
+      {Evidence::kOpAnyDtype, "op, dtypes not recorded"},
+      {Evidence::kInputsOnly, "op in input generation only"},
+      {Evidence::kUnknown, "no evidence"},
   };
   return std::string(enum_text(kNames, e));
 }
@@ -144,7 +144,7 @@ void select_full_plan(const ChangeFacts& facts, const std::vector<PlanFileRef>& 
                       ChangedSelection& s) {
   for (const auto& f : plan) {
     s.files.insert(f.relpath);
-    s.note_evidence(f.relpath, Evidence::unknown);
+    s.note_evidence(f.relpath, Evidence::kUnknown);
     for (const auto& why : facts.full_plan) s.add_reason(f.relpath, "full plan: " + why);
   }
 }
@@ -156,7 +156,7 @@ void select_changed_files(const ChangeFacts& facts, const std::vector<PlanFileRe
     auto it = facts.files.find(f.relpath);
     if (it == facts.files.end()) continue;
     s.files.insert(f.relpath);
-    s.note_evidence(f.relpath, Evidence::test_changed);
+    s.note_evidence(f.relpath, Evidence::kTestChanged);
     for (const auto& why : it->second) s.add_reason(f.relpath, why);
   }
 }
@@ -180,7 +180,7 @@ const DiscoveredFile* current_discovery(const PlanFileRef& f,
     return &d->second;
   }
   s.files.insert(f.relpath);
-  s.note_evidence(f.relpath, Evidence::unknown);
+  s.note_evidence(f.relpath, Evidence::kUnknown);
   s.add_reason(f.relpath, why);
   return nullptr;
 }
@@ -223,7 +223,7 @@ size_t select_unrecorded(const std::string& relpath, const RunFacts& run, Change
       continue;
     ++n;
     s.tests.insert(r.test_id);
-    s.note_evidence(r.test_id, Evidence::unknown);
+    s.note_evidence(r.test_id, Evidence::kUnknown);
     s.add_reason(r.test_id,
                  fmt::format("no ops recorded: it {} in discovery ({}), so it may call any op",
                              failed_verb(r.outcome), error_or_outcome(r)));

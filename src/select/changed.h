@@ -49,12 +49,12 @@ struct PlanFileRef {
 // How directly the evidence ties a selected test or file to the change, strongest first: the
 // order in which `select changed --budget` keeps them.
 enum class Evidence {
-  test_changed,  // the upstream test file itself changed
-  op_and_dtype,  // it ran a changed op with a dtype the change can affect
-  op,            // it ran a changed op (the change can affect every dtype)
-  op_any_dtype,  // it ran a changed op; its dtypes were not recorded
-  inputs_only,   // it ran a changed op (with such a dtype) only while generating its inputs
-  unknown,       // no evidence either way: never discovered, stale, crashed, or the full plan
+  kTestChanged,  // the upstream test file itself changed
+  kOpAndDtype,   // it ran a changed op with a dtype the change can affect
+  kOp,           // it ran a changed op (the change can affect every dtype)
+  kOpAnyDtype,   // it ran a changed op; its dtypes were not recorded
+  kInputsOnly,   // it ran a changed op (with such a dtype) only while generating its inputs
+  kUnknown,      // no evidence either way: never discovered, stale, crashed, or the full plan
 };
 std::string to_string(Evidence e);
 

@@ -46,7 +46,7 @@ TestResult result(const std::string& file, const std::string& name, std::vector<
   t.name = name;
   t.test_id = file + "::TestOps::" + name;
   t.outcome = *parse_outcome(outcome);
-  t.mode = TestMode::mandatory_success;
+  t.mode = TestMode::kMandatorySuccess;
   t.ops = std::move(ops);
   return t;
 }
@@ -212,10 +212,10 @@ TEST_F(SelectChanged, AKernelForOneDtypeSelectsOnlyTestsThatRanItsOpWithThatDtyp
                "test/test_a.py::TestOps::test_add_mixed", "test/test_a.py::TestOps::test_crash",
                "test/test_b.py::TestOps::test_add"}));
   // Every test the change can reach is selected; the evidence says how directly.
-  EXPECT_EQ(s.evidence.at("test/test_a.py::TestOps::test_add_float32"), Evidence::op_and_dtype);
-  EXPECT_EQ(s.evidence.at("test/test_a.py::TestOps::test_add_in_inputs"), Evidence::inputs_only);
-  EXPECT_EQ(s.evidence.at("test/test_a.py::TestOps::test_add"), Evidence::op_any_dtype);
-  EXPECT_EQ(s.evidence.at("test/test_a.py::TestOps::test_crash"), Evidence::unknown);
+  EXPECT_EQ(s.evidence.at("test/test_a.py::TestOps::test_add_float32"), Evidence::kOpAndDtype);
+  EXPECT_EQ(s.evidence.at("test/test_a.py::TestOps::test_add_in_inputs"), Evidence::kInputsOnly);
+  EXPECT_EQ(s.evidence.at("test/test_a.py::TestOps::test_add"), Evidence::kOpAnyDtype);
+  EXPECT_EQ(s.evidence.at("test/test_a.py::TestOps::test_crash"), Evidence::kUnknown);
   EXPECT_NE(s.reasons.at("test/test_a.py::TestOps::test_add_in_inputs")[0].find(
                 "the test called aten::add.Tensor with float32 only while generating its inputs"),
             std::string::npos)
@@ -292,7 +292,7 @@ TEST_F(SelectChanged, StagedKeepsTestsWhoseOutcomeDependsOnTheirInputValuesFirst
   ChangedSelection probed = select_staged();
   EXPECT_EQ(probed.then_tests, Strings{"test/test_a.py::TestOps::test_add_in_inputs"});
   EXPECT_TRUE(probed.tests.count(fragile.test_id));
-  EXPECT_EQ(probed.evidence.at(fragile.test_id), Evidence::inputs_only);
+  EXPECT_EQ(probed.evidence.at(fragile.test_id), Evidence::kInputsOnly);
   EXPECT_EQ(probed.summary["value_sensitive_first_stage"], 1);
   EXPECT_EQ(probed.summary["unprobed_files"], 0);
   EXPECT_EQ(probed.reasons.at(fragile.test_id).back(),
@@ -329,7 +329,7 @@ TEST_F(SelectChanged, StagedKeepsInputTestsFirstWhenNoTestCallsTheOpItself) {
   ChangedSelection s = select_from_facts(backend_changes(repo_, base_ + "..HEAD", "PrivateUse1"),
                                          plan_, *store_, staged);
   EXPECT_TRUE(s.tests.count("test/test_a.py::TestOps::test_rsub_in_inputs"));
-  EXPECT_EQ(s.evidence.at("test/test_a.py::TestOps::test_rsub_in_inputs"), Evidence::inputs_only);
+  EXPECT_EQ(s.evidence.at("test/test_a.py::TestOps::test_rsub_in_inputs"), Evidence::kInputsOnly);
   EXPECT_TRUE(s.then_tests.empty());
   EXPECT_FALSE(s.to_json().contains("then"));
 }

@@ -17,7 +17,7 @@ namespace {
 class OwnCallsOnly : public InputsOnlyMode {
  public:
   bool selects(const std::string& test, const std::string&, Evidence evidence) override {
-    if (evidence != Evidence::inputs_only) return true;
+    if (evidence != Evidence::kInputsOnly) return true;
     reached_in_inputs_.insert(test);
     return false;
   }
@@ -52,7 +52,7 @@ class Staged : public InputsOnlyMode {
   }
 
   bool selects(const std::string& test, const std::string& family, Evidence evidence) override {
-    if (evidence == Evidence::inputs_only)
+    if (evidence == Evidence::kInputsOnly)
       input_families_[test].insert(family);
     else
       called_itself_.insert(family);
@@ -62,7 +62,7 @@ class Staged : public InputsOnlyMode {
   void decide(ChangedSelection& s) override {
     for (const auto& [test, families] : input_families_) {
       auto e = s.evidence.find(test);
-      if (e == s.evidence.end() || e->second != Evidence::inputs_only) continue;
+      if (e == s.evidence.end() || e->second != Evidence::kInputsOnly) continue;
       if (!std::includes(called_itself_.begin(), called_itself_.end(), families.begin(),
                          families.end()))
         continue;
