@@ -177,7 +177,7 @@ TaskItem read_task(const SqlRow& r) {
   t.attempts = static_cast<int>(r.i64(4));
   t.created_ms = r.i64(5);
   t.next_attempt_ms = r.i64(6);
-  t.status = r.text(7);
+  t.status = parse_task_status(r.text(7));
   t.last_error = r.text(8);
   t.lease = r.text(9);
   return t;
@@ -638,8 +638,10 @@ class SqlStore : public Store {
     return db_->read("task_counts", [&](SqlTx& tx) {
       TaskCounts c;
       tx.each("SELECT status, COUNT(*) FROM tasks GROUP BY status", {}, [&](const SqlRow& r) {
-        std::string st = r.text(0);
-        (st == "pending" ? c.pending : st == "done" ? c.done : c.failed) = r.i64(1);
+        TaskStatus st = parse_task_status(r.text(0));
+        (st == TaskStatus::kPending ? c.pending
+         : st == TaskStatus::kDone  ? c.done
+                                    : c.failed) += r.i64(1);
       });
       return c;
     });

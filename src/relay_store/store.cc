@@ -11,7 +11,21 @@ constexpr EnumName<OutboxStatus> kOutboxStatusNames[] = {
     {OutboxStatus::kFailed, "failed"},
 };
 
+constexpr EnumName<TaskStatus> kTaskStatusNames[] = {
+    {TaskStatus::kPending, "pending"},
+    {TaskStatus::kDone, "done"},
+    {TaskStatus::kFailed, "failed"},
+};
+
 }  // namespace
+
+const char* to_string(TaskStatus s) {
+  return enum_text(kTaskStatusNames, s).data();  // the table's literals end in NUL
+}
+
+TaskStatus parse_task_status(std::string_view text) {
+  return enum_parse(kTaskStatusNames, text).value_or(TaskStatus::kFailed);
+}
 
 const char* to_string(OutboxStatus s) {
   return enum_text(kOutboxStatusNames, s).data();  // the table's literals end in NUL

@@ -139,6 +139,11 @@ struct E2eBucket {
   bool operator==(const E2eBucket&) const = default;
 };
 
+enum class TaskStatus { kPending, kDone, kFailed };
+const char* to_string(TaskStatus s);
+// Text this relay does not know reads as failed: a task it cannot read is not run again.
+TaskStatus parse_task_status(std::string_view text);
+
 // A durable side effect of a callback or webhook (check run, re-run, HUD forward), retried until
 // done. Tasks sharing an ordering_key run one at a time in id order, so an in_progress check run
 // never lands after its completed one.
@@ -150,7 +155,7 @@ struct TaskItem {
   int attempts = 0;
   int64_t created_ms = 0;
   int64_t next_attempt_ms = 0;
-  std::string status = "pending";  // pending, done, failed
+  TaskStatus status = TaskStatus::kPending;
   std::string last_error;
   std::string lease;  // the claim that holds the task (claim_tasks); "" when none does
 };

@@ -448,7 +448,7 @@ TEST_P(StoreTest, ClaimTasksTakesOnlyTheOldestPendingTaskOfEachKey) {
   EXPECT_LT(first[0].id, first[1].id);
   EXPECT_EQ(first[0].kind, "check_run");
   EXPECT_EQ(first[0].ordering_key, "A");
-  EXPECT_EQ(first[0].status, "pending");
+  EXPECT_EQ(first[0].status, TaskStatus::kPending);
   EXPECT_EQ(first[0].created_ms, 900);
   EXPECT_EQ(first[0].next_attempt_ms, 1500);  // leased
   EXPECT_EQ(first[1].kind, "hud");
@@ -483,7 +483,7 @@ TEST_P(StoreTest, RetriedTaskWaitsForItsTimeAndKeepsItsKeyBlocked) {
   ASSERT_EQ(payloads(a2), Strings{"A2"});
   auto all = tasks_of_kind(*store_, "check_run");
   ASSERT_EQ(all.size(), 2u);
-  EXPECT_EQ(all[0].status, "done");
+  EXPECT_EQ(all[0].status, TaskStatus::kDone);
   EXPECT_EQ(all[0].attempts, 2);
   EXPECT_EQ(all[0].last_error, "");  // completion clears the retry's error
 }
@@ -496,7 +496,7 @@ TEST_P(StoreTest, FailedTaskUnblocksItsKey) {
   EXPECT_EQ(payloads(store_->claim_tasks(1000, 10, 500)), Strings{"A2"});
   auto all = tasks_of_kind(*store_, "check_run");
   ASSERT_EQ(all.size(), 2u);
-  EXPECT_EQ(all[0].status, "failed");
+  EXPECT_EQ(all[0].status, TaskStatus::kFailed);
   EXPECT_EQ(all[0].attempts, 5);
   EXPECT_EQ(all[0].last_error, "HTTP 422: gone");
   // A failed task is never claimed again: long after, only A2 (its lease expired) comes back.
@@ -552,14 +552,14 @@ TEST_P(StoreTest, TaskCountsAndTasksOfKind) {
   ASSERT_EQ(payloads(cr), (Strings{R"({"n":1})", "2", "4"}));
   EXPECT_LT(cr[0].id, cr[1].id);
   EXPECT_LT(cr[1].id, cr[2].id);
-  EXPECT_EQ(cr[0].status, "done");
-  EXPECT_EQ(cr[1].status, "failed");
+  EXPECT_EQ(cr[0].status, TaskStatus::kDone);
+  EXPECT_EQ(cr[1].status, TaskStatus::kFailed);
   EXPECT_EQ(cr[1].last_error, "boom");
-  EXPECT_EQ(cr[2].status, "pending");
+  EXPECT_EQ(cr[2].status, TaskStatus::kPending);
   EXPECT_EQ(cr[2].ordering_key, "D");
   auto hud = tasks_of_kind(*store_, "hud");
   ASSERT_EQ(hud.size(), 1u);
-  EXPECT_EQ(hud[0].status, "pending");
+  EXPECT_EQ(hud[0].status, TaskStatus::kPending);
   EXPECT_EQ(hud[0].attempts, 2);
   EXPECT_EQ(hud[0].next_attempt_ms, 9000);
   EXPECT_EQ(hud[0].last_error, "later");
@@ -1501,7 +1501,7 @@ TEST_P(StoreLateWriterTest, AWorkerWhoseRowWasTakenOverChangesNothing) {
   EXPECT_TRUE(store->complete_task(task[0], 2));
   EXPECT_FALSE(store->fail_task(stale[0], 1, "late"));
   EXPECT_FALSE(store->retry_task(task[0], 1, 99, "late"));
-  EXPECT_EQ(tasks_of_kind(*store, "check_run")[0].status, "done");
+  EXPECT_EQ(tasks_of_kind(*store, "check_run")[0].status, TaskStatus::kDone);
   EXPECT_EQ(tasks_of_kind(*store, "check_run")[0].attempts, 2);
   // A lease that ran out but that nobody took over still completes: no needless resend.
   o.repo = "b/y";
