@@ -63,7 +63,7 @@ changed_suites() {  # BASE
         folder=${folder%%/*}
         changed_add "$folder"
         for word in ${changed_suites_of[$folder]:-}; do changed_add "$word"; done
-        [[ $f == src/job/scaffold* ]] && changed_add stage:workflows
+        [[ $f == src/job/scaffold* || $f == src/job/templates/* ]] && changed_add stage:workflows
         ;;
       tests/testing/*)
         for word in ${changed_suites_of[cli]}; do changed_add "$word"; done ;;

@@ -1,7 +1,8 @@
 #pragma once
-// The texts `ootci init` writes, with @DEVICE@ where the device name goes (scaffold.cc fills
-// it in). @DEVICE@ rather than {device}: the generated ootci.yaml keeps gate's own `{device}`
-// placeholder, and the workflow is full of `${{ }}`.
+// The texts `ootci init` writes (src/job/templates, compiled in by cmake/embed_text.cmake), with
+// @DEVICE@ where the device name goes (scaffold.cc fills it in). @DEVICE@ rather than {device}:
+// the generated ootci.yaml keeps gate's own `{device}` placeholder, and the workflow is full of
+// `${{ }}`.
 
 namespace ootci::scaffold_templates {
 

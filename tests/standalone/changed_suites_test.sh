@@ -39,7 +39,7 @@ base=$(git rev-parse HEAD~1)
 echo "new" >tests/browser/new_test.mjs  # untracked
 echo "# a change" >>scripts/demo
 echo "// a change" >>tests/relay_integration_test.cc
-echo "// a change" >>src/job/scaffold_templates.cc
+echo "# a change" >>src/job/templates/ootci.yml
 changed_suites "$base"
 expect "committed since BASE, new, a script, a job template" \
   "agent_integration callback_integration gate_cli init_cli job relay_integration report_integration sql" \
