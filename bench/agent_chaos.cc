@@ -629,7 +629,7 @@ class Chaos {
       else
         not_success.push_back(
             fmt::format("{} (job {}): {} {} {}", d, j->id, j->state, j->conclusion, j->error));
-      auto rec = relay_store->get_job(fmt::format("{}:acme/two:{}:1:ootci-agent", d, j->id));
+      auto rec = relay_store->jobs.get_job(fmt::format("{}:acme/two:{}:1:ootci-agent", d, j->id));
       if (rec && rec->status == "completed" && rec->conclusion == "success" &&
           rec->tests_total == kVariants && rec->tests_passed == kVariants &&
           !rec->in_progress_hash.empty())

@@ -159,7 +159,7 @@ class AgentIntegration : public RelayFixture {
 
   std::optional<JobRecord> relay_job(const std::string& delivery, int64_t job_id) {
     auto store = open_store(store_uri_);
-    return store->get_job(fmt::format("{}:acme/two:{}:1:ootci-agent", delivery, job_id));
+    return store->jobs.get_job(fmt::format("{}:acme/two:{}:1:ootci-agent", delivery, job_id));
   }
 
   std::string torch_root_;

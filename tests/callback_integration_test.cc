@@ -95,7 +95,7 @@ TEST_P(CallbackIntegration, CrcrActionBodyInProgressThenCompletedIsStoredFieldBy
   EXPECT_EQ(reply(r2)["status"], "completed");
 
   auto store = open_store(store_uri_);
-  auto job = store->get_job(key(cp, "acme/two"));
+  auto job = store->jobs.get_job(key(cp, "acme/two"));
   ASSERT_TRUE(job);
   EXPECT_EQ(job->status, "completed");
   EXPECT_EQ(job->conclusion, "success");
@@ -192,9 +192,9 @@ TEST_P(CallbackIntegration, AttackTableGetsTheRightStatusAndWritesNothing) {
   EXPECT_EQ(reply(limited)["detail"], "rate limit exceeded for acme/two");
 
   auto store = open_store(store_uri_);
-  EXPECT_FALSE(store->get_job(key(cp, "acme/two")));
-  EXPECT_FALSE(store->get_job(key(cp, "acme/three")));
-  EXPECT_EQ(store->task_counts().pending + store->task_counts().done, 0);
+  EXPECT_FALSE(store->jobs.get_job(key(cp, "acme/two")));
+  EXPECT_FALSE(store->jobs.get_job(key(cp, "acme/three")));
+  EXPECT_EQ(store->tasks.task_counts().pending + store->tasks.task_counts().done, 0);
   // acme/two's callback token does not serve acme/four either (another repo, its own limit).
   HttpResult other_repo = callback(good, token("acme/four"));
   EXPECT_EQ(other_repo.status, 403) << other_repo.body;
@@ -213,7 +213,7 @@ TEST_P(CallbackIntegration, ExactRepeatsAreDuplicatesAndNothingChanges) {
   EXPECT_EQ(reply(again)["duplicate"], true);
   ASSERT_EQ(callback(done, token("acme/two")).status, 200);
   auto store = open_store(store_uri_);
-  auto first = store->get_job(key(cp, "acme/two"));
+  auto first = store->jobs.get_job(key(cp, "acme/two"));
   // A dropped response makes the client retry completed, and even the earlier in_progress.
   HttpResult retry_done = callback(done, token("acme/two"));
   EXPECT_EQ(retry_done.status, 200);
@@ -221,7 +221,7 @@ TEST_P(CallbackIntegration, ExactRepeatsAreDuplicatesAndNothingChanges) {
   HttpResult late_ip = callback(ip, token("acme/two"));
   EXPECT_EQ(late_ip.status, 200);
   EXPECT_EQ(reply(late_ip)["duplicate"], true);
-  auto after = store->get_job(key(cp, "acme/two"));
+  auto after = store->jobs.get_job(key(cp, "acme/two"));
   EXPECT_EQ(after->completed_ms, first->completed_ms);
   EXPECT_EQ(after->status, "completed");
 }
@@ -255,8 +255,8 @@ TEST_P(CallbackIntegration, ConflictsAndInvalidTransitions) {
   EXPECT_EQ(callback(weird, token("acme/two")).status, 400);
   // A nightly completed alone has no in_progress to go back to.
   auto store = open_store(store_uri_);
-  EXPECT_EQ(store->get_job(key(cp, "acme/two"))->conclusion, "success");
-  EXPECT_EQ(store->get_job(key(cp, "acme/two"))->tests_failed, 1);
+  EXPECT_EQ(store->jobs.get_job(key(cp, "acme/two"))->conclusion, "success");
+  EXPECT_EQ(store->jobs.get_job(key(cp, "acme/two"))->tests_failed, 1);
 }
 
 // CRCR's action step re-run after a dropped response: the same step with fresh timestamps
@@ -268,7 +268,7 @@ TEST_P(CallbackIntegration, TheRealClientsRetriesUuidRunIdsBareTokensAndWorkflow
   auto ip = action_body(cp, "in_progress", "acme/two");
   ASSERT_EQ(callback(ip, token("acme/two")).status, 200);
   auto store = open_store(store_uri_);
-  int64_t started = store->get_job(key(cp, "acme/two"))->in_progress_ms;
+  int64_t started = store->jobs.get_job(key(cp, "acme/two"))->in_progress_ms;
   auto ip_again = ip;
   ip_again["workflow"]["started_at"] = "2026-11-29T11:00:00Z";
   HttpResult r = callback(ip_again, token("acme/two"));
@@ -288,14 +288,14 @@ TEST_P(CallbackIntegration, TheRealClientsRetriesUuidRunIdsBareTokensAndWorkflow
   EXPECT_EQ(reply(applied)["warnings"],
             (nlohmann::json{"triage_verdict.summary cut to 1000 characters",
                             "triage_verdict.evidence cut to 10 of 12 entries"}));
-  auto first = store->get_job(key(cp, "acme/two"));
+  auto first = store->jobs.get_job(key(cp, "acme/two"));
   EXPECT_EQ(first->in_progress_ms, started);
   auto resent = done;
   resent["workflow"]["completed_at"] = "2026-11-29T10:45:00Z";
   HttpResult dup = callback(resent, token("acme/two"));
   EXPECT_EQ(dup.status, 200) << dup.body;
   EXPECT_EQ(reply(dup)["duplicate"], true);
-  auto after = store->get_job(key(cp, "acme/two"));
+  auto after = store->jobs.get_job(key(cp, "acme/two"));
   EXPECT_EQ(after->completed_ms, first->completed_ms);
   EXPECT_EQ(after->last_body, first->last_body);  // the stored step stands
   // A late in_progress re-send after completed is a duplicate too.
@@ -304,7 +304,7 @@ TEST_P(CallbackIntegration, TheRealClientsRetriesUuidRunIdsBareTokensAndWorkflow
   JobRecord legacy = *after;
   legacy.completed_hash = sha256_hex(legacy.last_body);
   legacy.in_progress_hash = sha256_hex(ip.dump());
-  ASSERT_TRUE(store->update_job(legacy, "completed", {}, legacy.check_run_created));
+  ASSERT_TRUE(store->jobs.update_job(legacy, "completed", {}, legacy.check_run_created));
   EXPECT_EQ(reply(callback(resent, token("acme/two")))["duplicate"], true);
   EXPECT_EQ(reply(callback(ip_again, token("acme/two")))["duplicate"], true);
   EXPECT_EQ(callback(action_body(cp, "completed", "acme/two"), token("acme/two")).status, 409);
@@ -338,7 +338,7 @@ TEST_P(CallbackIntegration, TheRealClientsRetriesUuidRunIdsBareTokensAndWorkflow
   HttpResult u2 = bare(uuid_done);
   EXPECT_EQ(u2.status, 200) << u2.body;
   std::string uuid_key = fmt::format("d-resend:acme/two:{}:1:bk", uuid);
-  auto bk = store->get_job(uuid_key);
+  auto bk = store->jobs.get_job(uuid_key);
   ASSERT_TRUE(bk) << relay_->log();
   EXPECT_EQ(bk->run_id, uuid);
   EXPECT_EQ(bk->status, "completed");
@@ -464,7 +464,7 @@ TEST_P(CallbackIntegration, SweeperTimesOutZombiesAndReportsItsHeartbeat) {
   auto store = open_store(store_uri_);
   std::optional<JobRecord> job;
   for (int i = 0; i < 100; ++i) {
-    job = store->get_job(key(cp, "acme/four"));
+    job = store->jobs.get_job(key(cp, "acme/four"));
     if (job && job->status == "completed") break;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
@@ -529,7 +529,7 @@ TEST_P(CallbackIntegration, NightlySelfReportValidatesTheSha) {
   auto running = body;
   running["workflow"]["status"] = "in_progress";
   EXPECT_EQ(callback(running, token("acme/two")).status, 400);
-  auto job = open_store(store_uri_)->get_job(sha + ":acme/two:77:1:all");
+  auto job = open_store(store_uri_)->jobs.get_job(sha + ":acme/two:77:1:all");
   ASSERT_TRUE(job);
   EXPECT_EQ(job->event_type, "nightly");
   EXPECT_EQ(job->head_sha, sha);
@@ -554,7 +554,7 @@ TEST_P(CallbackIntegration, FailedTestsAreCappedAndAnInvalidVerdictIsDroppedWhol
   EXPECT_EQ(reply(r)["triage_verdict"],
             "dropped: category must be upstream, backend, infra, flake or unknown");
   EXPECT_EQ(reply(r)["warnings"].size(), 1u);
-  auto job = open_store(store_uri_)->get_job(key(cp, "acme/two"));
+  auto job = open_store(store_uri_)->jobs.get_job(key(cp, "acme/two"));
   auto failed = nlohmann::json::parse(job->failed_tests_json);
   EXPECT_EQ(failed.size(), 1000u);
   EXPECT_EQ(failed[0]["message"].get<std::string>().size(), 1024u);
@@ -574,7 +574,7 @@ TEST_P(CallbackIntegration, FailedTestsAreCappedAndAnInvalidVerdictIsDroppedWhol
                             {"analyzer", "ootci"}};
   HttpResult r2 = callback(good, token("acme/two"));
   EXPECT_FALSE(reply(r2).contains("triage_verdict"));
-  auto job2 = open_store(store_uri_)->get_job(key(cp2, "acme/two"));
+  auto job2 = open_store(store_uri_)->jobs.get_job(key(cp2, "acme/two"));
   EXPECT_EQ(nlohmann::json::parse(job2->triage_json)["category"], "upstream");
 }
 
@@ -684,8 +684,8 @@ TEST_P(CallbackIntegration, GitLabAndCircleCiTokensMapThroughCiProviders) {
   EXPECT_EQ(callback(action_body(cp4, "completed", "acme/four"), circleci.mint(as_gitlab)).status,
             401);
   auto store = open_store(store_uri_);
-  EXPECT_EQ(store->get_job(key(cp, "acme/two"))->status, "completed");
-  EXPECT_EQ(store->get_job(key(cp4, "acme/four"))->status, "in_progress");
+  EXPECT_EQ(store->jobs.get_job(key(cp, "acme/two"))->status, "completed");
+  EXPECT_EQ(store->jobs.get_job(key(cp4, "acme/four"))->status, "in_progress");
 }
 
 // Participation (test-infra#8856): a nightly-only backend gets no pull_request dispatch, and a
@@ -724,10 +724,10 @@ TEST_P(CallbackIntegration, EventsInTheAllowlistDecideWhoIsDispatchedWhat) {
                                              "acme/five does not take part in nightly "
                                              "(allowlist events)"}}));
   auto store = open_store(store_uri_);
-  auto job = store->get_job(sha + ":acme/two:88:1:all");
+  auto job = store->jobs.get_job(sha + ":acme/two:88:1:all");
   ASSERT_TRUE(job);
   EXPECT_EQ(job->head_sha, sha);  // the top-level pytorch_head_sha, checked upstream
-  EXPECT_FALSE(store->get_job(sha + ":acme/five:88:1:all"));
+  EXPECT_FALSE(store->jobs.get_job(sha + ":acme/five:88:1:all"));
   // The HUD's allowlist says so too.
   auto allow = reply(get("/api/crcr/allowlist"));
   EXPECT_EQ(allow["L2"][0]["events"], nlohmann::json::array({"nightly"}));
@@ -755,12 +755,12 @@ TEST_P(CallbackIntegration, OverdueJobsAndStaleNightliesAreCounted) {
   JobRecord late = stuck;  // past its deadline, within the sweeper's grace
   late.key = "late";
   late.in_progress_ms = late.created_ms = now_ms() - 3600000 - 60000;
-  ASSERT_TRUE(store->insert_job(late, {}));
+  ASSERT_TRUE(store->jobs.insert_job(late, {}));
   health = reply(get("/healthz"));
   EXPECT_EQ(health["jobs_overdue"], 1);
   EXPECT_EQ(health["jobs_overdue_unswept"], 0);
   EXPECT_EQ(health["ok"], true);
-  ASSERT_TRUE(store->insert_job(stuck, {}));
+  ASSERT_TRUE(store->jobs.insert_job(stuck, {}));
   HttpResult h = get("/healthz");
   EXPECT_EQ(h.status, 503);
   EXPECT_EQ(reply(h)["jobs_overdue"], 2);
@@ -775,7 +775,7 @@ TEST_P(CallbackIntegration, OverdueJobsAndStaleNightliesAreCounted) {
     n.conclusion = "success";
     n.in_progress_ms = -1;
     n.created_ms = n.completed_ms = now_ms() - age_h * 3600000;
-    ASSERT_TRUE(store->insert_job(n, {}));
+    ASSERT_TRUE(store->jobs.insert_job(n, {}));
   }
   std::string metrics = get("/metrics").body;
   EXPECT_NE(metrics.find("ootci_jobs_overdue 2\n"), std::string::npos) << metrics;
@@ -824,7 +824,7 @@ class LevelLifecycle : public CallbackIntegration {
       j.queue_time_ms = 120000;
       j.execution_time_ms = 1800000;
       j.created_ms = j.in_progress_ms = now_ms() - (i + 1) * 3600000;
-      ASSERT_TRUE(store->insert_job(j, {}));
+      ASSERT_TRUE(store->jobs.insert_job(j, {}));
     }
   }
   CliRun sync(const std::vector<std::string>& more = {}) {
@@ -938,7 +938,7 @@ TEST_P(LevelLifecycle, TheRelaySyncsDemotionPrsOnItsOwnSchedule) {
   // Once an interval: the passes after it open nothing more, and the demotion is recorded.
   std::this_thread::sleep_for(std::chrono::milliseconds(2500));
   EXPECT_EQ(standin_->pulls(kUpstream).size(), 1u);
-  EXPECT_EQ(open_store(store_uri_)->demotion("acme/three")->pr_number, pulls[0].number);
+  EXPECT_EQ(open_store(store_uri_)->levels.demotion("acme/three")->pr_number, pulls[0].number);
   EXPECT_NE(get("/metrics").body.find("ootci_sync_levels_total{outcome=\"ok\"} 1"),
             std::string::npos);
 }

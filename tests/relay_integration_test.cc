@@ -109,8 +109,8 @@ TEST_P(RelayIntegration, BadSignatureGets401MissingSignature400AndNothingIsStore
   std::this_thread::sleep_for(std::chrono::milliseconds(800));
   EXPECT_TRUE(standin_->dispatches().empty());
   auto store = open_store(store_uri_);
-  EXPECT_FALSE(store->get_delivery("bad-1"));
-  EXPECT_FALSE(store->get_delivery("bad-2"));
+  EXPECT_FALSE(store->outbox.get_delivery("bad-1"));
+  EXPECT_FALSE(store->outbox.get_delivery("bad-2"));
 }
 
 // A store that cannot commit: the webhook is answered 503 with Retry-After, the delivery is not
@@ -127,8 +127,8 @@ TEST_P(RelayIntegration, AStoreThatRefusesWritesGets503KeepsNothingAndRecovers) 
       "Store unavailable; the request was not acknowledged, retry it later (a retry is safe)");
   EXPECT_EQ(refused.header("Retry-After"), "5");
   auto store = open_store(store_uri_);
-  EXPECT_FALSE(store->get_delivery("full-1"));
-  EXPECT_TRUE(store->outbox_for("full-1").empty());
+  EXPECT_FALSE(store->outbox.get_delivery("full-1"));
+  EXPECT_TRUE(store->outbox.outbox_for("full-1").empty());
   // Recovered by itself: the redelivery is taken and dispatched once to every target.
   HttpResult again = send("pull_request", "full-1", body);
   ASSERT_EQ(again.status, 200) << again.body;
@@ -170,7 +170,7 @@ TEST_P(RelayIntegration, WebhooksWaitingForALockedStoreEachGet503WithinGitHubsTi
     EXPECT_EQ(answer.status, 503) << answer.body;
     EXPECT_EQ(answer.header("Retry-After"), "5");
     EXPECT_LT(ms, 10000) << "answered after GitHub's delivery timeout";
-    EXPECT_FALSE(store->get_delivery(fmt::format("locked-{}", i)));
+    EXPECT_FALSE(store->outbox.get_delivery(fmt::format("locked-{}", i)));
   }
 }
 
@@ -233,8 +233,8 @@ TEST_P(RelayIntegration, FieldsOfTheWrongTypeReadAsAbsent) {
   body["pull_request"]["number"] = "12345";
   ASSERT_EQ(send("pull_request", "odd-3", body.dump()).status, 200);
   auto store = open_store(store_uri_);
-  EXPECT_FALSE(store->get_delivery("odd-1"));
-  auto d = store->get_delivery("odd-3");
+  EXPECT_FALSE(store->outbox.get_delivery("odd-1"));
+  auto d = store->outbox.get_delivery("odd-3");
   ASSERT_TRUE(d);
   EXPECT_EQ(d->pr_number, 0);  // a PR number that is no number is no PR number
 }
@@ -276,7 +276,7 @@ TEST_P(RelayIntegration, ABurstGoesOutOnceEachThroughSharedClaimsAndCommits) {
   EXPECT_LT(counter("ootci_dispatch_claims_total"), 20) << metrics;
   EXPECT_GE(counter("ootci_dispatch_commits_total"), 1);
   EXPECT_LE(counter("ootci_dispatch_commits_total"), 40);
-  for (const auto& o : open_store(store_uri_)->outbox_for("burst-9"))
+  for (const auto& o : open_store(store_uri_)->outbox.outbox_for("burst-9"))
     EXPECT_EQ(o.status, OutboxStatus::kDelivered) << o.repo;
 }
 
@@ -288,7 +288,7 @@ TEST_P(RelayIntegration, TargetAnswering503TwiceThen204GetsTheDispatchOnce) {
   EXPECT_EQ(standin_->dispatches_for("acme/two").size(), 1u);
   EXPECT_EQ(standin_->dispatch_requests("acme/two"), 3);
   auto store = open_store(store_uri_);
-  for (const auto& o : store->outbox_for("flaky-1")) {
+  for (const auto& o : store->outbox.outbox_for("flaky-1")) {
     EXPECT_EQ(o.status, OutboxStatus::kDelivered) << o.repo;
     EXPECT_EQ(o.attempts, o.repo == "acme/two" ? 3 : 1) << o.repo;
   }
@@ -329,11 +329,11 @@ TEST_P(RelayIntegration, PermanentErrorsAndDeadlinesEndAsFailedWithTheLastError)
   settle(2);
   auto store = open_store(store_uri_);
   for (int i = 0; i < 100; ++i) {
-    auto c = store->outbox_counts();
+    auto c = store->outbox.outbox_counts();
     if (c.pending == 0) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  for (const auto& o : store->outbox_for("fail-1")) {
+  for (const auto& o : store->outbox.outbox_for("fail-1")) {
     if (o.repo == "acme/three") {
       EXPECT_EQ(o.status, OutboxStatus::kFailed);
       EXPECT_EQ(o.attempts, 1);
@@ -390,14 +390,14 @@ TEST_P(RelayIntegration, FiltersEventsReposAndRoutes) {
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   EXPECT_TRUE(standin_->dispatches().empty());
   auto store = open_store(store_uri_);
-  EXPECT_TRUE(store->check_run_wanted(sha, "acme/three"));
-  EXPECT_FALSE(store->check_run_wanted(sha, "acme/two"));
+  EXPECT_TRUE(store->outbox.check_run_wanted(sha, "acme/three"));
+  EXPECT_FALSE(store->outbox.check_run_wanted(sha, "acme/two"));
   // L4 wants check runs on every dispatched PR.
   send("pull_request", "x-7", fixture("pull_request.opened.json"));
   settle(4);
   std::string opened_sha =
       nlohmann::json::parse(fixture("pull_request.opened.json"))["pull_request"]["head"]["sha"];
-  EXPECT_TRUE(store->check_run_wanted(opened_sha, "acme/four"));
+  EXPECT_TRUE(store->outbox.check_run_wanted(opened_sha, "acme/four"));
 }
 
 TEST_P(RelayIntegration, GenericWebhookTransportIsSigned) {

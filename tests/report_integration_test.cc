@@ -174,7 +174,7 @@ class ReportIntegration : public RelayFixture {
 
   std::optional<JobRecord> job(const json& cp, const std::string& job_name) {
     return open_store(store_uri_)
-        ->get_job(
+        ->jobs.get_job(
             fmt::format("{}:acme/two:42:1:{}", cp["delivery_id"].get<std::string>(), job_name));
   }
 
@@ -282,7 +282,7 @@ TEST_P(ReportIntegration, ARetryAfterADroppedResponseIsNoErrorAndNoDuplicate) {
 
   std::vector<JobRecord> records;
   for (const JobRecord& j :
-       open_store(store_uri_)->jobs_for_sha("ec26c3e57ca3a959ca5aad62de7213c562f8c821"))
+       open_store(store_uri_)->jobs.jobs_for_sha("ec26c3e57ca3a959ca5aad62de7213c562f8c821"))
     if (j.delivery_id == "d-drop" && j.repo == "acme/two") records.push_back(j);
   ASSERT_EQ(records.size(), 1u);
   expect_red_run_record(records[0], "test");

@@ -139,7 +139,7 @@ nlohmann::json l4_criteria(Store& store, const std::string& repo, const Windows&
                            const L4Criteria& k) {
   nlohmann::json out = nlohmann::json::array();
   if (k.at_l3_days) {
-    auto since = store.level_since(repo, "L3");
+    auto since = store.levels.level_since(repo, "L3");
     double days = since ? double(now - *since) / kDayMs : 0;
     out.push_back(criterion("At L3", days, since && days >= *k.at_l3_days,
                             since ? fmt::format("{:.1f} days", days) : "not at L3",
@@ -193,7 +193,7 @@ nlohmann::json readiness_json(Store& store, const std::string& repo, const std::
     return {{"target", "L3"}, {"criteria", criteria}, {"ready", ready}, {"note", ""}};
   }
   auto find = [&](int64_t since, JobFilter f) {
-    for (const auto& s : store.repo_stats(since, f, repo))
+    for (const auto& s : store.jobs.repo_stats(since, f, repo))
       if (s.repo == repo) return s;
     return RepoStats{repo, ""};
   };
@@ -202,7 +202,7 @@ nlohmann::json readiness_json(Store& store, const std::string& repo, const std::
   w.d30 = find(now - 30 * kDayMs, JobFilter::kPullRequest);
   w.d14 = find(now - 14 * kDayMs, JobFilter::kPullRequest);
   w.d7 = find(now - 7 * kDayMs, JobFilter::kPullRequest);
-  int64_t p50 = percentile_ms(store.e2e_histogram(repo, now - 14 * kDayMs), 0.5);
+  int64_t p50 = percentile_ms(store.jobs.e2e_histogram(repo, now - 14 * kDayMs), 0.5);
   w.p50_h14 = p50 < 0 ? -1 : p50 / double(kHourMs);
   nlohmann::json criteria = l4_criteria(store, repo, w, now, settings.l4);
   bool ready = !criteria.empty() && std::all_of(criteria.begin(), criteria.end(),
@@ -272,7 +272,7 @@ nlohmann::json allowlist_json(const Allowlist& allow) {
 nlohmann::json summary_json(Store& store, const Allowlist& allow, const HudQuery& q,
                             const nlohmann::json& relay_health, const HudSettings& settings) {
   int64_t from = q.now_ms - range_ms(q.range);
-  auto stats = store.repo_stats(from, filter_of(q.tab));
+  auto stats = store.jobs.repo_stats(from, filter_of(q.tab));
   std::map<std::string, RepoStats> by_repo;
   for (const auto& s : stats) by_repo[s.repo] = s;
   static const std::vector<std::pair<std::string, std::string>> levels = {
@@ -309,7 +309,7 @@ nlohmann::json summary_json(Store& store, const Allowlist& allow, const HudQuery
           {"tab", q.tab},
           {"from_ms", from},
           {"to_ms", q.now_ms},
-          {"detail_since_ms", store.detail_since()},
+          {"detail_since_ms", store.jobs.detail_since()},
           {"health", relay_health},
           {"sections", sections},
           {"level_status",
@@ -322,12 +322,12 @@ nlohmann::json repo_json(Store& store, const Allowlist& allow, const std::string
   int64_t now = q.now_ms;
   int64_t from = now - range_ms(q.range);
   JobFilter filter = filter_of(q.tab);
-  auto found = store.repo_stats(from, filter, repo);
+  auto found = store.jobs.repo_stats(from, filter, repo);
   RepoStats s = found.empty() ? RepoStats{repo, ""} : found[0];
   const AllowlistEntry* entry = allow.find(repo);
   std::string level = entry ? to_string(entry->level) : (s.level.empty() ? "none" : s.level);
   int64_t completed = s.jobs - s.in_progress;
-  auto e2e = store.e2e_histogram(repo, from);
+  auto e2e = store.jobs.e2e_histogram(repo, from);
   nlohmann::json stats = {
       {"pass_rate", percent(s.success, completed)},
       {"pass_rate_excluding_upstream", percent(s.success, completed - s.failure_upstream)},
@@ -348,7 +348,7 @@ nlohmann::json repo_json(Store& store, const Allowlist& allow, const std::string
                         {"level", level},
                         {"range", q.range},
                         {"tab", q.tab},
-                        {"detail_since_ms", store.detail_since()},
+                        {"detail_since_ms", store.jobs.detail_since()},
                         {"stats", stats},
                         {"level_status", nullptr}};
   // One status serves both the readiness panel (below L3) and the level check (L2, L3).
@@ -362,10 +362,10 @@ nlohmann::json repo_json(Store& store, const Allowlist& allow, const std::string
   int offset = (q.page - 1) * q.per_page;
   if (q.tab == "pr") {
     int64_t total = 0;
-    auto prs = store.repo_prs(repo, from, q.per_page, offset, &total);
+    auto prs = store.jobs.repo_prs(repo, from, q.per_page, offset, &total);
     std::vector<std::string> columns;
     std::map<int64_t, nlohmann::json> cells;
-    for (const JobRecord& j : store.repo_jobs_for_prs(repo, prs, from)) {
+    for (const JobRecord& j : store.jobs.repo_jobs_for_prs(repo, prs, from)) {
       std::string col = j.workflow_name + "/" + j.job_name;
       if (std::find(columns.begin(), columns.end(), col) == columns.end()) columns.push_back(col);
       auto& cell = cells[j.pr_number][col];
@@ -382,7 +382,7 @@ nlohmann::json repo_json(Store& store, const Allowlist& allow, const std::string
   } else {
     int64_t total = 0;
     nlohmann::json rows = nlohmann::json::array();
-    for (const auto& j : store.recent_jobs(repo, from, filter, q.per_page, offset, &total))
+    for (const auto& j : store.jobs.recent_jobs(repo, from, filter, q.per_page, offset, &total))
       rows.push_back(job_summary(j));
     out["runs"] = {{"page", q.page},
                    {"per_page", q.per_page},
@@ -394,7 +394,7 @@ nlohmann::json repo_json(Store& store, const Allowlist& allow, const std::string
 }
 
 nlohmann::json job_json(Store& store, const std::string& key) {
-  auto j = store.get_job(key);
+  auto j = store.jobs.get_job(key);
   if (!j) return nullptr;
   nlohmann::json out = job_summary(*j);
   out["level"] = j->level;
@@ -417,7 +417,7 @@ nlohmann::json metrics_json(Store& store, const HudQuery& q) {
   int64_t last_day = q.now_ms / kDayMs;
   int64_t first_day = last_day - q.days + 1;
   std::map<std::string, nlohmann::json> by_repo;
-  for (const auto& d : store.daily_stats(first_day * kDayMs, filter_of(q.tab))) {
+  for (const auto& d : store.jobs.daily_stats(first_day * kDayMs, filter_of(q.tab))) {
     auto& points = by_repo[d.repo];
     if (points.is_null()) points = nlohmann::json::array();
     points.push_back({{"day", d.day},
@@ -428,14 +428,17 @@ nlohmann::json metrics_json(Store& store, const HudQuery& q) {
   }
   nlohmann::json backends = nlohmann::json::array();
   for (auto& [repo, points] : by_repo) backends.push_back({{"repo", repo}, {"points", points}});
-  return {
-      {"days", q.days},         {"tab", q.tab},         {"detail_since_ms", store.detail_since()},
-      {"first_day", first_day}, {"last_day", last_day}, {"backends", backends}};
+  return {{"days", q.days},
+          {"tab", q.tab},
+          {"detail_since_ms", store.jobs.detail_since()},
+          {"first_day", first_day},
+          {"last_day", last_day},
+          {"backends", backends}};
 }
 
 nlohmann::json pr_json(Store& store, const Allowlist& allow, int64_t pr_number) {
   std::map<std::string, nlohmann::json> by_repo;
-  for (const JobRecord& j : store.jobs_for_pr(pr_number)) {
+  for (const JobRecord& j : store.jobs.jobs_for_pr(pr_number)) {
     auto& b = by_repo[j.repo];
     if (b.is_null()) {
       const AllowlistEntry* e = allow.find(j.repo);

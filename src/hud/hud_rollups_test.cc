@@ -66,7 +66,7 @@ std::vector<StatsRow> scan_repo_stats(SqlDb& db, int64_t since, JobFilter f) {
 
 std::vector<StatsRow> store_repo_stats(Store& store, int64_t since, JobFilter f) {
   std::vector<StatsRow> out;
-  for (const RepoStats& s : store.repo_stats(since, f)) {
+  for (const RepoStats& s : store.jobs.repo_stats(since, f)) {
     StatsRow row{s.repo, s.level};
     for (int64_t v : {s.jobs, s.success, s.failure, s.timed_out, s.cancelled, s.in_progress, s.prs,
                       s.queue_sum_ms, s.queue_n, s.exec_sum_ms, s.exec_n, s.overruns, s.first_ms,
@@ -95,7 +95,7 @@ std::vector<DayRow> scan_daily(SqlDb& db, int64_t since, JobFilter f) {
 
 std::vector<DayRow> store_daily(Store& store, int64_t since, JobFilter f) {
   std::vector<DayRow> out;
-  for (const DailyStats& d : store.daily_stats(since, f))
+  for (const DailyStats& d : store.jobs.daily_stats(since, f))
     out.emplace_back(d.repo, d.day, d.jobs, d.success, d.failure);
   return out;
 }
@@ -149,14 +149,14 @@ void add_callback_jobs(Store& store, RelayConfig& config) {
     j.dispatched_ms = kNow - (8 + i % 5) * kHour - 60000 * i;
     j.queue_time_ms = 60000 * (i % 11);
     j.in_progress_ms = j.created_ms = j.dispatched_ms + j.queue_time_ms;
-    ASSERT_TRUE(store.insert_job(j, {}));
+    ASSERT_TRUE(store.jobs.insert_job(j, {}));
     if (i % 2) {  // a completed callback; the rest stay in progress for the sweeper
       j.status = "completed";
       j.conclusion = i % 4 == 1 ? "success" : "failure";
       j.completed_ms = j.in_progress_ms + 3 * kHour + 1000 * i;
       j.execution_time_ms = j.completed_ms - j.in_progress_ms;
       j.level = "L3";  // the repo moved up between its callbacks
-      ASSERT_TRUE(store.update_job(j, "in_progress", {}));
+      ASSERT_TRUE(store.jobs.update_job(j, "in_progress", {}));
     }
   }
   Metrics metrics;
@@ -198,7 +198,7 @@ TEST_P(HudRollups, EqualTheRowScanOnASeededStore) {
       // is the exact percentile rounded as the HUD shows it.
       std::vector<int64_t> values = scan_e2e(*db, repo, since);
       ASSERT_FALSE(values.empty());
-      auto histogram = store->e2e_histogram(repo, since);
+      auto histogram = store->jobs.e2e_histogram(repo, since);
       int64_t n = 0;
       for (const auto& bucket : histogram) n += bucket.jobs;
       EXPECT_EQ(n, static_cast<int64_t>(values.size()));
@@ -208,7 +208,7 @@ TEST_P(HudRollups, EqualTheRowScanOnASeededStore) {
       }
       int64_t total = -1;
       std::vector<int64_t> prs = scan_prs(*db, repo, since);
-      EXPECT_EQ(store->repo_prs(repo, since, -1, 0, &total), prs);
+      EXPECT_EQ(store->jobs.repo_prs(repo, since, -1, 0, &total), prs);
       EXPECT_EQ(total, static_cast<int64_t>(prs.size()));
     }
   }
@@ -261,7 +261,7 @@ TEST_P(HudRollups, PruningLeavesThe30And90DayFiguresUnchanged) {
   Sweeper sweeper(*store, config, tasks, metrics);
   EXPECT_GT(sweeper.prune_once(kNow), 5000);
   EXPECT_EQ(count_jobs(*db, cutoff), 0);
-  EXPECT_EQ(store->detail_since(), cutoff);
+  EXPECT_EQ(store->jobs.detail_since(), cutoff);
   EXPECT_EQ(sweeper.prune_once(kNow), 0);
 
   nlohmann::json after = pages(*store, allow);

@@ -6,8 +6,6 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
-#include "relay_store/store_tools.h"
-
 namespace ootci {
 namespace {
 
@@ -47,18 +45,19 @@ SeedResult seed_store(Store& store, const SeedOptions& o) {
     if (level == "L3") l3 += "  seed-device:\n    " + repo + ": [seed-oncall]\n";
     if (level == "L4") l4 += "  - " + repo + ": '@seed-oncall'\n";
     // Tenure: the L2 backends have been there 45 days, the higher ones were L2 before.
-    store.record_level(repo, "L2", o.now_ms - 90 * kDay);
-    if (level != "L2") store.record_level(repo, level, o.now_ms - (level == "L1" ? 5 : 40) * kDay);
+    store.levels.record_level(repo, "L2", o.now_ms - 90 * kDay);
+    if (level != "L2")
+      store.levels.record_level(repo, level, o.now_ms - (level == "L1" ? 5 : 40) * kDay);
   }
   out.allowlist_yaml = "L1:\n" + l1 + "L2:\n" + l2 + "L3:\n" + l3 + "L4:\n" + l4;
   if (o.pending_demotion && o.backends > 1)
-    store.set_demotion({backends[1].repo, o.now_ms - 2 * 60 * kMinute, 4242,
-                        "https://github.com/pytorch/pytorch/pull/4242"});
+    store.levels.set_demotion({backends[1].repo, o.now_ms - 2 * 60 * kMinute, 4242,
+                               "https://github.com/pytorch/pytorch/pull/4242"});
   out.first_backend = backends.empty() ? "" : backends[0].repo;
 
   std::vector<JobRecord> batch;
   auto flush = [&] {
-    insert_jobs_bulk(store, batch);
+    store.jobs.insert_jobs_bulk(batch);
     out.jobs += batch.size();
     batch.clear();
   };

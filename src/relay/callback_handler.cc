@@ -110,7 +110,7 @@ Reply CallbackHandler::handle(const CallbackRequest& req) {
   // Stage 3: per-repo rate limit over CRCR's 60 s window, with Retry-After so clients can back
   // off correctly. Unlike CRCR, rejected requests do not count.
   if (int64_t wait =
-          d_.store.rate_limit(repo, now_ms(), d_.config.callback.rate_limit_per_min, 60)) {
+          d_.store.shared.rate_limit(repo, now_ms(), d_.config.callback.rate_limit_per_min, 60)) {
     count("rate_limited");
     Reply r = detail_reply(429, "rate limit exceeded for " + repo);
     r.headers.push_back({"Retry-After", std::to_string(wait)});
@@ -155,12 +155,12 @@ Reply CallbackHandler::apply(const std::string& repo, const AllowlistEntry& entr
         d_.sha_validator.check(body.head_sha, now_s()) == ShaValidator::Result::kUnknown)
       return detail_reply(400, "unknown upstream SHA " + body.head_sha);
   } else {
-    auto dispatch = d_.store.dispatch_record(body.delivery_id, repo);
+    auto dispatch = d_.store.outbox.dispatch_record(body.delivery_id, repo);
     if (!dispatch) return detail_reply(400, "callback rejected: no matching dispatch record");
     dispatched_ms = dispatch->delivered_ms > 0 ? dispatch->delivered_ms : dispatch->created_ms;
     // The commit, PR and labels are what upstream sent us, never what the callback echoes: a
     // downstream must not be able to put check runs on another PR.
-    delivery = d_.store.get_delivery(body.delivery_id, false);
+    delivery = d_.store.outbox.get_delivery(body.delivery_id, false);
     if (!delivery) return detail_reply(400, "callback rejected: no matching dispatch record");
     if (token_sha && *token_sha != delivery->head_sha)
       return detail_reply(403, "callback_token was issued for another commit");
@@ -170,7 +170,7 @@ Reply CallbackHandler::apply(const std::string& repo, const AllowlistEntry& entr
   std::string key = body.state_key(repo);
   // Compare-and-set on the job's status; a concurrent writer makes us decide again.
   for (int round = 0; round < 3; ++round) {
-    std::optional<JobRecord> current = d_.store.get_job(key);
+    std::optional<JobRecord> current = d_.store.jobs.get_job(key);
     std::optional<JobRecord> seen = current;
     if (seen) read_stored_hashes_as_outcomes(*seen, body.outcome_hash);
     TransitionDecision dec =
@@ -228,11 +228,11 @@ Reply CallbackHandler::apply(const std::string& repo, const AllowlistEntry& entr
     std::vector<TaskItem> tasks;
     if (!body.is_self_report() && entry.level >= Level::kL3 && body.pr_number > 0 &&
         !j.head_sha.empty()) {
-      bool wanted = j.check_run_created || d_.store.check_run_wanted(j.head_sha, repo);
+      bool wanted = j.check_run_created || d_.store.outbox.check_run_wanted(j.head_sha, repo);
       // Labels only matter for L3 without the flag; parse the stored webhook only then.
       nlohmann::json payload = nlohmann::json::object();
       if (!wanted && entry.level == Level::kL3) {
-        auto full = d_.store.get_delivery(body.delivery_id);
+        auto full = d_.store.outbox.get_delivery(body.delivery_id);
         if (full) payload = nlohmann::json::parse(full->body, nullptr, false);
       }
       // A pending demotion holds back the check runs of jobs that started after it began.
@@ -240,15 +240,16 @@ Reply CallbackHandler::apply(const std::string& repo, const AllowlistEntry& entr
                           wanted) &&
           !(entry.level == Level::kL3 &&
             check_runs_suppressed(
-                entry.level, d_.store.demotion(repo),
+                entry.level, d_.store.levels.demotion(repo),
                 j.in_progress_ms >= 0 ? std::optional(j.in_progress_ms) : std::nullopt))) {
         j.check_run_created = true;
         tasks.push_back(check_run_task(j, d_.config.upstream_repo, now));
       }
     }
     if (!d_.config.hud_forward.url.empty()) tasks.push_back(hud_forward_task(j, body.json, now));
-    bool ok = current ? d_.store.update_job(j, current->status, tasks, current->check_run_created)
-                      : d_.store.insert_job(j, tasks);
+    bool ok = current
+                  ? d_.store.jobs.update_job(j, current->status, tasks, current->check_run_created)
+                  : d_.store.jobs.insert_job(j, tasks);
     if (!ok) continue;
     if (!tasks.empty()) d_.tasks.wake();
     d_.metrics.inc("ootci_callbacks_total", fmt::format("result=\"{}\"", body.status));

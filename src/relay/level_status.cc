@@ -46,11 +46,11 @@ std::optional<double> ratio(int64_t part, int64_t whole) {
 Measured measure(Store& store, const std::string& repo, int64_t since_ms,
                  const LevelThresholds& t) {
   Measured m;
-  auto found = store.repo_stats(since_ms, JobFilter::kPullRequest, repo);
+  auto found = store.jobs.repo_stats(since_ms, JobFilter::kPullRequest, repo);
   m.stats = found.empty() ? RepoStats{repo, ""} : found[0];
   const RepoStats& s = m.stats;
   int64_t completed = s.jobs - s.in_progress;
-  int64_t p50 = percentile_ms(store.e2e_histogram(repo, since_ms), 0.5);
+  int64_t p50 = percentile_ms(store.jobs.e2e_histogram(repo, since_ms), 0.5);
   if (p50 >= 0) m.e2e_p50_s = p50 / 1000.0;
   if (s.exec_max_ms >= 0) m.max_exec_s = s.exec_max_ms / 1000.0;
   if (s.queue_n > 0) m.avg_queue_s = double(s.queue_sum_ms) / s.queue_n / 1000.0;
@@ -134,7 +134,7 @@ LevelStatus promotion_status(Store& store, const std::string& repo, int64_t now_
   Measured m = measure(store, repo, now_ms - t.promotion_window_days * kRollupDayMs, t);
   out.no_data = m.stats.jobs == 0;
   std::optional<double> days;
-  if (auto first = store.first_at_level(repo, "L2"))
+  if (auto first = store.levels.first_at_level(repo, "L2"))
     days = double(now_ms - *first) / 1000.0 / kDaySeconds;
   out.criteria = {
       with(tenure(t), days),
@@ -156,7 +156,8 @@ LevelStatus promotion_status(Store& store, const std::string& repo, int64_t now_
 
 LevelStatus demotion_status(Store& store, const std::string& repo, int64_t now_ms,
                             const LevelThresholds& t) {
-  LevelStatus out{repo, "L3", false, false, t.demotion_window_days, {}, store.demotion(repo)};
+  LevelStatus out{
+      repo, "L3", false, false, t.demotion_window_days, {}, store.levels.demotion(repo)};
   Measured m = measure(store, repo, now_ms - t.demotion_window_days * kRollupDayMs, t);
   out.no_data = m.stats.jobs == 0;
   out.criteria = {

@@ -89,7 +89,7 @@ class LevelStatusOnStore : public ::testing::TestWithParam<std::string> {
     j.execution_time_ms = exec_ms;
     j.created_ms = at;
     if (!verdict.empty()) j.verdict_category = verdict, j.verdict_confidence = "high";
-    ASSERT_TRUE(store_->insert_job(j, {}));
+    ASSERT_TRUE(store_->jobs.insert_job(j, {}));
   }
 
   // The window's figures by a plain scan of the job rows.
@@ -128,8 +128,8 @@ class LevelStatusOnStore : public ::testing::TestWithParam<std::string> {
 
 TEST_P(LevelStatusOnStore, NumbersEqualTheJobRowsAtTheWindowEdges) {
   const std::string repo = "acme/edge";
-  store_->record_level(repo, "L2", kNow - 40 * kDay);
-  store_->record_level(repo, "L3", kNow - 20 * kDay);
+  store_->levels.record_level(repo, "L2", kNow - 40 * kDay);
+  store_->levels.record_level(repo, "L3", kNow - 20 * kDay);
   for (int days : {7, 14}) {
     int64_t edge = kNow - days * kDay;
     // On the first millisecond of the window: counted. One before it: not, however long.
@@ -187,12 +187,12 @@ TEST_P(LevelStatusOnStore, TheAllowlistsL2AndL3ReposInCrcrsShape) {
   Allowlist allow = Allowlist::parse(load_yaml_text(
       "a.yml",
       "L1: [acme/one]\nL2: [acme/two]\nL3:\n  dev:\n    acme/three: [ann]\nL4: [acme/four]\n"));
-  store_->record_level("acme/two", "L2", kNow - 45 * kDay);
+  store_->levels.record_level("acme/two", "L2", kNow - 45 * kDay);
   for (int i = 0; i < 20; ++i) {
     job("acme/two", kNow - i * 3600000 - 5, "success", 5 * kMin, 60 * kMin);
     job("acme/three", kNow - i * 3600000 - 5, i % 4 ? "success" : "failure", 5 * kMin, 200 * kMin);
   }
-  store_->set_demotion({"acme/three", kNow - 3600000, 42, "https://github.com/p/p/pull/42"});
+  store_->levels.set_demotion({"acme/three", kNow - 3600000, 42, "https://github.com/p/p/pull/42"});
   auto json = level_status_json(level_statuses(*store_, allow, kNow, LevelThresholds{}));
   ASSERT_EQ(json["repos"].size(), 2u);
   const auto& promote = json["repos"][1];

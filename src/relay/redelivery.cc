@@ -152,12 +152,12 @@ Redeliverer::Pass Redeliverer::run_once(int64_t now) {
   int64_t mark = newest;
   for (const HookDelivery& d :
        redelivery_candidates(all, now, config_.redelivery.max_age_s * 1000)) {
-    if (stored_as_delivery(d) && store_.get_delivery(d.guid, false)) {
+    if (stored_as_delivery(d) && store_.outbox.get_delivery(d.guid, false)) {
       p.stored++;
       continue;
     }
     if (p.requested >= config_.redelivery.max_per_pass ||
-        !store_.claim_redelivery(d.guid, now, kMinGapMs, config_.redelivery.max_attempts)) {
+        !store_.shared.claim_redelivery(d.guid, now, kMinGapMs, config_.redelivery.max_attempts)) {
       mark = std::min(mark, d.delivered_ms);
       continue;
     }

@@ -97,8 +97,8 @@ struct RelayServer::Impl {
   std::vector<RouteHook> hooks;
 
   nlohmann::json health() {
-    OutboxCounts c = store->outbox_counts();
-    TaskCounts t = store->task_counts();
+    OutboxCounts c = store->outbox.outbox_counts();
+    TaskCounts t = store->tasks.task_counts();
     int64_t age = sweeper_age_s();
     // A sweeper that missed three passes is stuck: say so, so an orchestrator can act.
     int64_t grace_s = 3 * config.sweeper.interval_s + 30;
@@ -106,8 +106,8 @@ struct RelayServer::Impl {
     // In-progress jobs past their deadline: the sweeper times them out within a pass, so a job
     // overdue by more than the same grace means it does not (CRCR's blind spot, #8800).
     int64_t deadline = now_ms() - config.sweeper.zombie_timeout_s * 1000;
-    int64_t overdue = store->count_overdue_jobs(deadline);
-    int64_t stuck = overdue ? store->count_overdue_jobs(deadline - grace_s * 1000) : 0;
+    int64_t overdue = store->jobs.count_overdue_jobs(deadline);
+    int64_t stuck = overdue ? store->jobs.count_overdue_jobs(deadline - grace_s * 1000) : 0;
     return {{"ok", sweeper_ok && stuck == 0}, {"outbox_pending", c.pending},
             {"outbox_failed", c.failed},      {"tasks_pending", t.pending},
             {"tasks_failed", t.failed},       {"sweeper_last_run_age_s", age},
@@ -117,7 +117,7 @@ struct RelayServer::Impl {
 
   // Seconds since the sweeper last finished a pass (any replica), or -1 if it never has.
   int64_t sweeper_age_s() {
-    auto v = store->get_meta(Sweeper::kHeartbeatKey);
+    auto v = store->shared.get_meta(Sweeper::kHeartbeatKey);
     return v ? (now_ms() - std::stoll(*v)) / 1000 : -1;
   }
 };
@@ -144,12 +144,13 @@ void RelayServer::run() {
   Impl& s = *impl_;
   // Level tenure for the HUD's L3 readiness: recorded whenever the allowlist (re)loads.
   s.allowlist.set_on_load([&s](const Allowlist& a) {
-    for (const auto& e : a.entries()) s.store->record_level(e.repo, to_string(e.level), now_ms());
+    for (const auto& e : a.entries())
+      s.store->levels.record_level(e.repo, to_string(e.level), now_ms());
   });
   s.allowlist.get();  // fail fast on a broken allowlist
   // With SQLite this process is the only user of the file, so rows leased by a killed
   // predecessor can be retried at once instead of after their lease.
-  if (s.config.store.rfind("sqlite:", 0) == 0) s.store->release_leases(now_ms());
+  if (s.config.store.rfind("sqlite:", 0) == 0) s.store->outbox.release_leases(now_ms());
 
   auto& http = s.http;
   int threads = s.config.http_threads;
@@ -208,11 +209,12 @@ void RelayServer::run() {
     double heartbeat = 0, overdue = 0;
     std::vector<std::pair<std::string, double>> nightly, stale;
     try {
-      c = s.store->outbox_counts();
-      t = s.store->task_counts();
-      if (auto v = s.store->get_meta(Sweeper::kHeartbeatKey)) heartbeat = std::stoll(*v) / 1000.0;
-      overdue =
-          double(s.store->count_overdue_jobs(now_ms() - s.config.sweeper.zombie_timeout_s * 1000));
+      c = s.store->outbox.outbox_counts();
+      t = s.store->tasks.task_counts();
+      if (auto v = s.store->shared.get_meta(Sweeper::kHeartbeatKey))
+        heartbeat = std::stoll(*v) / 1000.0;
+      overdue = double(
+          s.store->jobs.count_overdue_jobs(now_ms() - s.config.sweeper.zombie_timeout_s * 1000));
       for (const auto& f : nightly_freshness(*s.store, *s.allowlist.get(), now_ms(),
                                              s.config.nightly.stale_after_h)) {
         std::string label = fmt::format("{{repo=\"{}\"}}", f.repo);

@@ -44,7 +44,7 @@ void Sweeper::stop() {
 
 int Sweeper::sweep_once(int64_t now) {
   int cleaned = 0;
-  for (JobRecord j : store_.overdue_jobs(now - config_.sweeper.zombie_timeout_s * 1000, 500)) {
+  for (JobRecord j : store_.jobs.overdue_jobs(now - config_.sweeper.zombie_timeout_s * 1000, 500)) {
     j.status = "completed";
     j.conclusion = "timed_out";
     j.completed_ms = now;
@@ -62,9 +62,9 @@ int Sweeper::sweep_once(int64_t now) {
     if (!config_.hud_forward.url.empty()) tasks.push_back(hud_forward_task(j, body, now));
     // The flag must not have changed since we read it: a label backfill racing the sweep would
     // otherwise lose its completed check run.
-    if (store_.update_job(j, "in_progress", tasks, j.check_run_created)) cleaned++;
+    if (store_.jobs.update_job(j, "in_progress", tasks, j.check_run_created)) cleaned++;
   }
-  store_.set_meta(kHeartbeatKey, std::to_string(now));
+  store_.shared.set_meta(kHeartbeatKey, std::to_string(now));
   metrics_.inc("ootci_sweeper_timed_out_total", "", cleaned);
   if (cleaned) tasks_.wake();
   return cleaned;
@@ -74,7 +74,7 @@ void Sweeper::lifecycle_once(int64_t now) {
   if (!app_ || !allowlist_) return;
   int64_t interval = config_.sync_levels.interval_s;
   // A little early, so a pass every interval_s seconds is not skipped for a few milliseconds.
-  if (interval > 0 && store_.run_due("sync_levels", now, interval * 1000 - 1000)) {
+  if (interval > 0 && store_.shared.run_due("sync_levels", now, interval * 1000 - 1000)) {
     SyncReport r = sync_levels(*app_, store_, config_, now);
     for (const auto& d : r.done) spdlog::info("sync-levels: {}", d);
     for (const auto& f : r.failed) spdlog::error("sync-levels: {}", f);
@@ -91,7 +91,7 @@ int64_t Sweeper::prune_once(int64_t now) {
   int64_t before = now - config_.sweeper.job_retention_days * 86400000;
   int64_t total = 0;
   for (int64_t n = kBatch; n == kBatch;) {
-    n = store_.prune_jobs(before, kBatch);
+    n = store_.jobs.prune_jobs(before, kBatch);
     total += n;
   }
   metrics_.inc("ootci_sweeper_pruned_total", "", total);

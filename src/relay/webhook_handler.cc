@@ -134,7 +134,7 @@ Reply WebhookHandler::dispatch(const WebhookRequest& req, const nlohmann::json& 
         d.check_run_repos.push_back(e.repo);
     }
   }
-  if (!store_.accept_delivery(d, rows)) {
+  if (!store_.outbox.accept_delivery(d, rows)) {
     metrics_.inc("ootci_webhooks_total", "event=\"" + req.event + "\",result=\"redelivery\"");
     return json_reply(200, {{"ok", true},
                             {"duplicate", true},
@@ -149,7 +149,7 @@ Reply WebhookHandler::dispatch(const WebhookRequest& req, const nlohmann::json& 
         200, {{"ok", true}, {"dispatched", dispatched}, {"failed", failed}, {"queued", true}});
   }
   // Baseline: fan out inside the request, one attempt each, at most 32 at a time (CRCR's pool).
-  std::vector<OutboxItem> items = store_.outbox_for(req.delivery);
+  std::vector<OutboxItem> items = store_.outbox.outbox_for(req.delivery);
   std::vector<SendResult> results(items.size());
   for (size_t start = 0; start < items.size(); start += 32) {
     std::vector<std::future<void>> batch;
@@ -180,22 +180,22 @@ Reply WebhookHandler::record_label(const nlohmann::json& payload) {
     int64_t now = now_ms();
     // Scenario 1 (label before the callbacks): the flag makes later callbacks create them. Set
     // before reading the jobs, so a job either sees the flag or is seen by the backfill.
-    for (const auto& repo : repos) store_.set_check_run_wanted(sha, repo, now);
-    std::vector<JobRecord> jobs = store_.jobs_for_sha(sha);
+    for (const auto& repo : repos) store_.outbox.set_check_run_wanted(sha, repo, now);
+    std::vector<JobRecord> jobs = store_.jobs.jobs_for_sha(sha);
     for (const auto& repo : repos) {
       // A label is "now": during a pending demotion it adds no check run.
-      if (check_runs_suppressed(Level::kL3, store_.demotion(repo), std::nullopt)) continue;
+      if (check_runs_suppressed(Level::kL3, store_.levels.demotion(repo), std::nullopt)) continue;
       // Scenarios 2 and 3 (label while running, or after completion): backfill from the jobs.
       for (const JobRecord& listed : jobs) {
         if (listed.repo != repo || listed.event_type != "pull_request") continue;
         // A callback may move the job meanwhile: re-read and retry, so no backfill is lost.
         for (int round = 0; round < 3; ++round) {
-          auto j = round == 0 ? std::optional<JobRecord>(listed) : store_.get_job(listed.key);
+          auto j = round == 0 ? std::optional<JobRecord>(listed) : store_.jobs.get_job(listed.key);
           if (!j || j->check_run_created) break;
           JobRecord next = *j;
           next.check_run_created = true;
-          if (store_.update_job(next, j->status, {check_run_task(next, config_.upstream_repo, now)},
-                                false)) {
+          if (store_.jobs.update_job(next, j->status,
+                                     {check_run_task(next, config_.upstream_repo, now)}, false)) {
             backfilled++;
             break;
           }
@@ -233,7 +233,7 @@ Reply WebhookHandler::rerun_requested(const std::string& event, const nlohmann::
   } else {
     // Re-run all: every job with a check run on this commit, one full /rerun per (repo, run).
     for (const JobRecord& j :
-         store_.jobs_for_sha(str_at(payload, "/check_suite/head_sha"_json_pointer)))
+         store_.jobs.jobs_for_sha(str_at(payload, "/check_suite/head_sha"_json_pointer)))
       if (j.check_run_created) add(j.repo, j.run_id);
   }
   std::vector<TaskItem> tasks;
@@ -244,7 +244,7 @@ Reply WebhookHandler::rerun_requested(const std::string& event, const nlohmann::
     tasks.push_back(task::make(task::kRerun, fmt::format("rerun:{}:{}", repo, run_id), p, now));
     queued.push_back({{"repo", repo}, {"run_id", run_id}});
   }
-  store_.enqueue_tasks(tasks);
+  store_.tasks.enqueue_tasks(tasks);
   if (!tasks.empty()) tasks_.wake();
   return json_reply(200, {{"ok", true}, {"status", "rerun_queued"}, {"runs", queued}});
 }

@@ -9,7 +9,7 @@
 #include <tuple>
 #include <vector>
 
-#include "relay_store/store.h"
+#include "relay_store/records.h"
 
 namespace ootci {
 

@@ -22,7 +22,6 @@
 #include "base/error.h"
 #include "relay_store/hud_rollup.h"
 #include "relay_store/migrations.h"
-#include "relay_store/store_tools.h"
 #include "testing/test_env.h"
 
 namespace ootci {
@@ -30,14 +29,14 @@ namespace {
 
 // One outcome each, settled alone, as a worker whose batch holds one row.
 bool mark_delivered(Store& s, const OutboxItem& leased, int attempts, int64_t now_ms) {
-  return s.settle_outbox({{OutboxOutcome::kDelivered, leased, attempts, now_ms, ""}})[0];
+  return s.outbox.settle_outbox({{OutboxOutcome::kDelivered, leased, attempts, now_ms, ""}})[0];
 }
 bool mark_retry(Store& s, const OutboxItem& leased, int attempts, int64_t next_ms,
                 const std::string& error) {
-  return s.settle_outbox({{OutboxOutcome::kRetry, leased, attempts, next_ms, error}})[0];
+  return s.outbox.settle_outbox({{OutboxOutcome::kRetry, leased, attempts, next_ms, error}})[0];
 }
 bool mark_failed(Store& s, const OutboxItem& leased, int attempts, const std::string& error) {
-  return s.settle_outbox({{OutboxOutcome::kFailed, leased, attempts, 0, error}})[0];
+  return s.outbox.settle_outbox({{OutboxOutcome::kFailed, leased, attempts, 0, error}})[0];
 }
 
 class StoreTest : public ::testing::TestWithParam<std::string> {
@@ -115,43 +114,43 @@ TEST_P(StoreTest, MigratesToLatestVersion) {
 }
 
 TEST_P(StoreTest, AcceptsOnceAndRejectsRedelivery) {
-  EXPECT_TRUE(store_->accept_delivery(delivery("d1"), rows({"a/x", "b/y"})));
-  EXPECT_FALSE(store_->accept_delivery(delivery("d1"), rows({"a/x", "b/y", "c/z"})));
-  auto items = store_->outbox_for("d1");
+  EXPECT_TRUE(store_->outbox.accept_delivery(delivery("d1"), rows({"a/x", "b/y"})));
+  EXPECT_FALSE(store_->outbox.accept_delivery(delivery("d1"), rows({"a/x", "b/y", "c/z"})));
+  auto items = store_->outbox.outbox_for("d1");
   ASSERT_EQ(items.size(), 2u);
   EXPECT_EQ(items[0].repo, "a/x");
   EXPECT_EQ(items[0].callback_token, "tok-a/x");
   EXPECT_EQ(items[0].status, OutboxStatus::kPending);
-  auto d = store_->get_delivery("d1");
+  auto d = store_->outbox.get_delivery("d1");
   ASSERT_TRUE(d);
   EXPECT_EQ(d->body, R"({"a":1})");
   EXPECT_EQ(d->pr_number, 2);
-  EXPECT_FALSE(store_->get_delivery("nope"));
+  EXPECT_FALSE(store_->outbox.get_delivery("nope"));
 }
 
 TEST_P(StoreTest, ClaimLeasesRowsUntilTheLeaseExpires) {
-  store_->accept_delivery(delivery("d1"), rows({"a/x", "b/y"}));
-  auto first = store_->claim_due(1000, 10, 500);
+  store_->outbox.accept_delivery(delivery("d1"), rows({"a/x", "b/y"}));
+  auto first = store_->outbox.claim_due(1000, 10, 500);
   EXPECT_EQ(first.size(), 2u);
-  EXPECT_TRUE(store_->claim_due(1200, 10, 500).empty());
-  EXPECT_EQ(store_->claim_due(1500, 10, 500).size(), 2u);  // lease over: back in play
+  EXPECT_TRUE(store_->outbox.claim_due(1200, 10, 500).empty());
+  EXPECT_EQ(store_->outbox.claim_due(1500, 10, 500).size(), 2u);  // lease over: back in play
 }
 
 TEST_P(StoreTest, ClaimHonoursLimitAndDueTime) {
-  store_->accept_delivery(delivery("d1"), rows({"a/x", "b/y", "c/z"}, 5000));
-  EXPECT_TRUE(store_->claim_due(4999, 10, 100).empty());
-  EXPECT_EQ(store_->claim_due(5000, 2, 100).size(), 2u);
-  EXPECT_EQ(store_->claim_due(5000, 2, 100).size(), 1u);
+  store_->outbox.accept_delivery(delivery("d1"), rows({"a/x", "b/y", "c/z"}, 5000));
+  EXPECT_TRUE(store_->outbox.claim_due(4999, 10, 100).empty());
+  EXPECT_EQ(store_->outbox.claim_due(5000, 2, 100).size(), 2u);
+  EXPECT_EQ(store_->outbox.claim_due(5000, 2, 100).size(), 1u);
 }
 
 TEST_P(StoreTest, DeliveredRetryAndFailedTransitions) {
-  store_->accept_delivery(delivery("d1"), rows({"a/x", "b/y", "c/z"}));
-  auto claimed = store_->claim_due(1000, 10, 100000);
+  store_->outbox.accept_delivery(delivery("d1"), rows({"a/x", "b/y", "c/z"}));
+  auto claimed = store_->outbox.claim_due(1000, 10, 100000);
   ASSERT_EQ(claimed.size(), 3u);
   mark_delivered(*store_, claimed[0], 1, 1234);
   mark_retry(*store_, claimed[1], 1, 3000, "HTTP 503");
   mark_failed(*store_, claimed[2], 4, "deadline passed: HTTP 500");
-  auto items = store_->outbox_for("d1");
+  auto items = store_->outbox.outbox_for("d1");
   EXPECT_EQ(items[0].status, OutboxStatus::kDelivered);
   EXPECT_EQ(items[0].delivered_ms, 1234);
   EXPECT_EQ(items[1].status, OutboxStatus::kPending);
@@ -159,28 +158,28 @@ TEST_P(StoreTest, DeliveredRetryAndFailedTransitions) {
   EXPECT_EQ(items[1].next_attempt_ms, 3000);
   EXPECT_EQ(items[2].status, OutboxStatus::kFailed);
   EXPECT_EQ(items[2].attempts, 4);
-  auto c = store_->outbox_counts();
+  auto c = store_->outbox.outbox_counts();
   EXPECT_EQ(c.pending, 1);
   EXPECT_EQ(c.delivered, 1);
   EXPECT_EQ(c.failed, 1);
-  EXPECT_EQ(store_->next_due_ms(), 3000);
+  EXPECT_EQ(store_->outbox.next_due_ms(), 3000);
   // Retried row comes back only when due; delivered and failed rows never do.
-  EXPECT_TRUE(store_->claim_due(2999, 10, 100).empty());
-  auto again = store_->claim_due(3000, 10, 100);
+  EXPECT_TRUE(store_->outbox.claim_due(2999, 10, 100).empty());
+  auto again = store_->outbox.claim_due(3000, 10, 100);
   ASSERT_EQ(again.size(), 1u);
   EXPECT_EQ(again[0].repo, "b/y");
   EXPECT_EQ(again[0].attempts, 1);
 }
 
 TEST_P(StoreTest, ReleaseLeasesMakesLeasedRowsDueNow) {
-  store_->accept_delivery(delivery("d1"), rows({"a/x"}));
-  ASSERT_EQ(store_->claim_due(1000, 10, 1000000).size(), 1u);
-  store_->release_leases(1100);
-  EXPECT_EQ(store_->claim_due(1100, 10, 100).size(), 1u);
+  store_->outbox.accept_delivery(delivery("d1"), rows({"a/x"}));
+  ASSERT_EQ(store_->outbox.claim_due(1000, 10, 1000000).size(), 1u);
+  store_->outbox.release_leases(1100);
+  EXPECT_EQ(store_->outbox.claim_due(1100, 10, 100).size(), 1u);
 }
 
 TEST_P(StoreTest, NoDueRowsMeansNoNextDue) {
-  EXPECT_FALSE(store_->next_due_ms());
+  EXPECT_FALSE(store_->outbox.next_due_ms());
 }
 
 // Claims from four threads until nothing is left; every id handed out, repeats included.
@@ -205,26 +204,26 @@ std::multiset<int64_t> claim_from_four_threads(Claim claim) {
 TEST_P(StoreTest, ConcurrentClaimsNeverHandOutARowTwice) {
   std::vector<std::string> repos;
   for (int i = 0; i < 200; ++i) repos.push_back("org/r" + std::to_string(i));
-  store_->accept_delivery(delivery("d1"), rows(repos));
+  store_->outbox.accept_delivery(delivery("d1"), rows(repos));
   std::multiset<int64_t> seen =
-      claim_from_four_threads([&] { return store_->claim_due(1000, 7, 1000000); });
+      claim_from_four_threads([&] { return store_->outbox.claim_due(1000, 7, 1000000); });
   EXPECT_EQ(seen.size(), 200u);
   EXPECT_EQ(std::set<int64_t>(seen.begin(), seen.end()).size(), 200u);
 }
 
 TEST_P(StoreTest, CheckRunWanted) {
-  EXPECT_FALSE(store_->check_run_wanted("sha", "a/x"));
-  store_->set_check_run_wanted("sha", "a/x", 1);
-  store_->set_check_run_wanted("sha", "a/x", 2);
-  EXPECT_TRUE(store_->check_run_wanted("sha", "a/x"));
-  EXPECT_FALSE(store_->check_run_wanted("sha", "b/y"));
+  EXPECT_FALSE(store_->outbox.check_run_wanted("sha", "a/x"));
+  store_->outbox.set_check_run_wanted("sha", "a/x", 1);
+  store_->outbox.set_check_run_wanted("sha", "a/x", 2);
+  EXPECT_TRUE(store_->outbox.check_run_wanted("sha", "a/x"));
+  EXPECT_FALSE(store_->outbox.check_run_wanted("sha", "b/y"));
 }
 
 TEST_P(StoreTest, DispatchRecordFindsTheOutboxRowOfDeliveryAndRepo) {
-  store_->accept_delivery(delivery("d1"), rows({"a/x", "b/y"}, 2000));
-  auto all = store_->outbox_for("d1");
+  store_->outbox.accept_delivery(delivery("d1"), rows({"a/x", "b/y"}, 2000));
+  auto all = store_->outbox.outbox_for("d1");
   ASSERT_EQ(all.size(), 2u);
-  auto r = store_->dispatch_record("d1", "b/y");
+  auto r = store_->outbox.dispatch_record("d1", "b/y");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->id, all[1].id);
   EXPECT_EQ(r->delivery_id, "d1");
@@ -233,8 +232,8 @@ TEST_P(StoreTest, DispatchRecordFindsTheOutboxRowOfDeliveryAndRepo) {
   EXPECT_EQ(r->created_ms, 2000);
   EXPECT_EQ(r->deadline_ms, 62000);
   EXPECT_EQ(r->status, OutboxStatus::kPending);
-  EXPECT_FALSE(store_->dispatch_record("d1", "c/z"));
-  EXPECT_FALSE(store_->dispatch_record("d2", "a/x"));
+  EXPECT_FALSE(store_->outbox.dispatch_record("d1", "c/z"));
+  EXPECT_FALSE(store_->outbox.dispatch_record("d2", "a/x"));
 }
 
 // Every field, so a comparison catches a dropped or swapped column. 32 is JobRecord's field count.
@@ -341,32 +340,32 @@ using Strings = std::vector<std::string>;
 
 TEST_P(StoreTest, InsertJobRoundTripsEveryFieldAndRejectsADuplicateKey) {
   JobRecord j = full_job();
-  EXPECT_FALSE(store_->get_job(j.key));
-  ASSERT_TRUE(store_->insert_job(j, {task("check_run", j.key, "first")}));
-  expect_same_job(store_->get_job(j.key), j);
+  EXPECT_FALSE(store_->jobs.get_job(j.key));
+  ASSERT_TRUE(store_->jobs.insert_job(j, {task("check_run", j.key, "first")}));
+  expect_same_job(store_->jobs.get_job(j.key), j);
 
   // A second insert of the key changes nothing: neither the row nor any task is written.
   JobRecord other = j;
   other.status = "completed";
   other.conclusion = "success";
   other.check_run_created = false;
-  EXPECT_FALSE(store_->insert_job(
+  EXPECT_FALSE(store_->jobs.insert_job(
       other, {task("check_run", j.key, "second"), task("hud", j.key, "second-hud")}));
-  expect_same_job(store_->get_job(j.key), j);
-  EXPECT_EQ(payloads(tasks_of_kind(*store_, "check_run")), Strings{"first"});
-  EXPECT_TRUE(tasks_of_kind(*store_, "hud").empty());
-  EXPECT_EQ(store_->task_counts().pending, 1);
+  expect_same_job(store_->jobs.get_job(j.key), j);
+  EXPECT_EQ(payloads(store_->tasks.tasks_of_kind("check_run")), Strings{"first"});
+  EXPECT_TRUE(store_->tasks.tasks_of_kind("hud").empty());
+  EXPECT_EQ(store_->tasks.task_counts().pending, 1);
 
   // check_run_created=false round-trips too.
   JobRecord plain = job("k2", "sha", "in_progress", 5);
-  ASSERT_TRUE(store_->insert_job(plain, {}));
-  expect_same_job(store_->get_job("k2"), plain);
-  EXPECT_EQ(store_->task_counts().pending, 1);
+  ASSERT_TRUE(store_->jobs.insert_job(plain, {}));
+  expect_same_job(store_->jobs.get_job("k2"), plain);
+  EXPECT_EQ(store_->tasks.task_counts().pending, 1);
 }
 
 TEST_P(StoreTest, UpdateJobIsACompareAndSetOnStatus) {
   JobRecord j = full_job();
-  ASSERT_TRUE(store_->insert_job(j, {}));
+  ASSERT_TRUE(store_->jobs.insert_job(j, {}));
 
   JobRecord done = j;
   done.status = "completed";
@@ -379,71 +378,71 @@ TEST_P(StoreTest, UpdateJobIsACompareAndSetOnStatus) {
   done.last_body = "{\"status\":\"completed\"}";
   done.triage_json = "";
   done.created_ms = 1700000000999;  // update_job writes every column, created_ms too
-  ASSERT_TRUE(store_->update_job(
+  ASSERT_TRUE(store_->jobs.update_job(
       done, "in_progress", {task("check_run", j.key, "complete"), task("hud", j.key, "forward")}));
-  expect_same_job(store_->get_job(j.key), done);
-  EXPECT_EQ(payloads(tasks_of_kind(*store_, "check_run")), Strings{"complete"});
-  EXPECT_EQ(payloads(tasks_of_kind(*store_, "hud")), Strings{"forward"});
+  expect_same_job(store_->jobs.get_job(j.key), done);
+  EXPECT_EQ(payloads(store_->tasks.tasks_of_kind("check_run")), Strings{"complete"});
+  EXPECT_EQ(payloads(store_->tasks.tasks_of_kind("hud")), Strings{"forward"});
 
   // The stored status is now "completed": an update expecting "in_progress" writes nothing.
   JobRecord stale = j;
   stale.status = "completed";
   stale.conclusion = "failure";
   stale.last_body = "stale";
-  EXPECT_FALSE(store_->update_job(stale, "in_progress", {task("check_run", j.key, "stale")}));
-  expect_same_job(store_->get_job(j.key), done);
-  EXPECT_EQ(payloads(tasks_of_kind(*store_, "check_run")), Strings{"complete"});
-  EXPECT_EQ(store_->task_counts().pending, 2);
+  EXPECT_FALSE(store_->jobs.update_job(stale, "in_progress", {task("check_run", j.key, "stale")}));
+  expect_same_job(store_->jobs.get_job(j.key), done);
+  EXPECT_EQ(payloads(store_->tasks.tasks_of_kind("check_run")), Strings{"complete"});
+  EXPECT_EQ(store_->tasks.task_counts().pending, 2);
 
   // Nor does an update of a key that does not exist.
-  EXPECT_FALSE(
-      store_->update_job(job("nope", "s", "completed", 1), "in_progress", {task("x", "k", "p")}));
-  EXPECT_FALSE(store_->get_job("nope"));
-  EXPECT_TRUE(tasks_of_kind(*store_, "x").empty());
+  EXPECT_FALSE(store_->jobs.update_job(job("nope", "s", "completed", 1), "in_progress",
+                                       {task("x", "k", "p")}));
+  EXPECT_FALSE(store_->jobs.get_job("nope"));
+  EXPECT_TRUE(store_->tasks.tasks_of_kind("x").empty());
 
   // The matching expectation succeeds again, and may keep the status.
   done.conclusion = "cancelled";
-  EXPECT_TRUE(store_->update_job(done, "completed", {}));
-  expect_same_job(store_->get_job(j.key), done);
-  EXPECT_EQ(store_->task_counts().pending, 2);
+  EXPECT_TRUE(store_->jobs.update_job(done, "completed", {}));
+  expect_same_job(store_->jobs.get_job(j.key), done);
+  EXPECT_EQ(store_->tasks.task_counts().pending, 2);
 }
 
 TEST_P(StoreTest, JobsForShaInKeyOrder) {
-  store_->insert_job(job("k-b", "sha1", "in_progress", 1), {});
-  store_->insert_job(job("k-a", "sha1", "completed", 2), {});
-  store_->insert_job(job("k-c", "sha2", "in_progress", 3), {});
-  EXPECT_EQ(keys(store_->jobs_for_sha("sha1")), (Strings{"k-a", "k-b"}));
-  EXPECT_EQ(keys(store_->jobs_for_sha("sha2")), Strings{"k-c"});
-  EXPECT_TRUE(store_->jobs_for_sha("sha3").empty());
-  auto got = store_->jobs_for_sha("sha1");
+  store_->jobs.insert_job(job("k-b", "sha1", "in_progress", 1), {});
+  store_->jobs.insert_job(job("k-a", "sha1", "completed", 2), {});
+  store_->jobs.insert_job(job("k-c", "sha2", "in_progress", 3), {});
+  EXPECT_EQ(keys(store_->jobs.jobs_for_sha("sha1")), (Strings{"k-a", "k-b"}));
+  EXPECT_EQ(keys(store_->jobs.jobs_for_sha("sha2")), Strings{"k-c"});
+  EXPECT_TRUE(store_->jobs.jobs_for_sha("sha3").empty());
+  auto got = store_->jobs.jobs_for_sha("sha1");
   EXPECT_EQ(got[0].status, "completed");
   EXPECT_EQ(got[0].in_progress_ms, 2);
 }
 
 TEST_P(StoreTest, OverdueJobsOldestFirstBeforeTheCutoffUpToTheLimit) {
-  store_->insert_job(job("j300", "s", "in_progress", 300), {});
-  store_->insert_job(job("j100", "s", "in_progress", 100), {});
-  store_->insert_job(job("j400", "s", "in_progress", 400), {});
-  store_->insert_job(job("j200", "s", "in_progress", 200), {});
-  store_->insert_job(job("j500", "s", "in_progress", 500), {});
-  store_->insert_job(job("done50", "s", "completed", 50), {});  // completed: never overdue
-  EXPECT_EQ(keys(store_->overdue_jobs(400, 10)), (Strings{"j100", "j200", "j300"}));
-  EXPECT_EQ(keys(store_->overdue_jobs(400, 2)), (Strings{"j100", "j200"}));
-  EXPECT_EQ(keys(store_->overdue_jobs(1000, 10)),
+  store_->jobs.insert_job(job("j300", "s", "in_progress", 300), {});
+  store_->jobs.insert_job(job("j100", "s", "in_progress", 100), {});
+  store_->jobs.insert_job(job("j400", "s", "in_progress", 400), {});
+  store_->jobs.insert_job(job("j200", "s", "in_progress", 200), {});
+  store_->jobs.insert_job(job("j500", "s", "in_progress", 500), {});
+  store_->jobs.insert_job(job("done50", "s", "completed", 50), {});  // completed: never overdue
+  EXPECT_EQ(keys(store_->jobs.overdue_jobs(400, 10)), (Strings{"j100", "j200", "j300"}));
+  EXPECT_EQ(keys(store_->jobs.overdue_jobs(400, 2)), (Strings{"j100", "j200"}));
+  EXPECT_EQ(keys(store_->jobs.overdue_jobs(1000, 10)),
             (Strings{"j100", "j200", "j300", "j400", "j500"}));
-  EXPECT_TRUE(store_->overdue_jobs(100, 10).empty());  // strictly before the cutoff
-  EXPECT_TRUE(store_->overdue_jobs(40, 10).empty());
+  EXPECT_TRUE(store_->jobs.overdue_jobs(100, 10).empty());  // strictly before the cutoff
+  EXPECT_TRUE(store_->jobs.overdue_jobs(40, 10).empty());
 
   // Once completed, a job is no longer overdue.
   JobRecord j = job("j100", "s", "completed", 100);
-  ASSERT_TRUE(store_->update_job(j, "in_progress", {}));
-  EXPECT_EQ(keys(store_->overdue_jobs(400, 10)), (Strings{"j200", "j300"}));
+  ASSERT_TRUE(store_->jobs.update_job(j, "in_progress", {}));
+  EXPECT_EQ(keys(store_->jobs.overdue_jobs(400, 10)), (Strings{"j200", "j300"}));
 }
 
 TEST_P(StoreTest, ClaimTasksTakesOnlyTheOldestPendingTaskOfEachKey) {
-  store_->enqueue_tasks(
+  store_->tasks.enqueue_tasks(
       {task("check_run", "A", "A1"), task("check_run", "A", "A2"), task("hud", "B", "B1")});
-  auto first = store_->claim_tasks(1000, 10, 500);
+  auto first = store_->tasks.claim_tasks(1000, 10, 500);
   ASSERT_EQ(payloads(first), (Strings{"A1", "B1"}));
   EXPECT_LT(first[0].id, first[1].id);
   EXPECT_EQ(first[0].kind, "check_run");
@@ -454,34 +453,34 @@ TEST_P(StoreTest, ClaimTasksTakesOnlyTheOldestPendingTaskOfEachKey) {
   EXPECT_EQ(first[1].kind, "hud");
 
   // A1 is leased, not done: it still blocks A2.
-  EXPECT_TRUE(store_->claim_tasks(1000, 10, 500).empty());
-  store_->complete_task(first[0], 1);
-  auto second = store_->claim_tasks(1000, 10, 500);
+  EXPECT_TRUE(store_->tasks.claim_tasks(1000, 10, 500).empty());
+  store_->tasks.complete_task(first[0], 1);
+  auto second = store_->tasks.claim_tasks(1000, 10, 500);
   ASSERT_EQ(payloads(second), Strings{"A2"});
   EXPECT_GT(second[0].id, first[0].id);
-  store_->complete_task(second[0], 1);
-  store_->complete_task(first[1], 1);
-  EXPECT_TRUE(store_->claim_tasks(1000000, 10, 500).empty());  // done tasks never come back
+  store_->tasks.complete_task(second[0], 1);
+  store_->tasks.complete_task(first[1], 1);
+  EXPECT_TRUE(store_->tasks.claim_tasks(1000000, 10, 500).empty());  // done tasks never come back
 }
 
 TEST_P(StoreTest, RetriedTaskWaitsForItsTimeAndKeepsItsKeyBlocked) {
-  store_->enqueue_tasks({task("check_run", "A", "A1"), task("check_run", "A", "A2")});
-  auto a1 = store_->claim_tasks(1000, 10, 500);
+  store_->tasks.enqueue_tasks({task("check_run", "A", "A1"), task("check_run", "A", "A2")});
+  auto a1 = store_->tasks.claim_tasks(1000, 10, 500);
   ASSERT_EQ(payloads(a1), Strings{"A1"});
-  store_->retry_task(a1[0], 1, 3000, "HTTP 502");
+  store_->tasks.retry_task(a1[0], 1, 3000, "HTTP 502");
   // A1 is not due and A2 is behind it, though A2 is due and A1's lease is gone.
-  EXPECT_TRUE(store_->claim_tasks(2000, 10, 500).empty());
-  EXPECT_TRUE(store_->claim_tasks(2999, 10, 500).empty());
-  auto again = store_->claim_tasks(3000, 10, 500);
+  EXPECT_TRUE(store_->tasks.claim_tasks(2000, 10, 500).empty());
+  EXPECT_TRUE(store_->tasks.claim_tasks(2999, 10, 500).empty());
+  auto again = store_->tasks.claim_tasks(3000, 10, 500);
   ASSERT_EQ(payloads(again), Strings{"A1"});
   EXPECT_EQ(again[0].id, a1[0].id);
   EXPECT_EQ(again[0].attempts, 1);
   EXPECT_EQ(again[0].last_error, "HTTP 502");
   EXPECT_EQ(again[0].next_attempt_ms, 3500);
-  store_->complete_task(again[0], 2);
-  auto a2 = store_->claim_tasks(3000, 10, 500);
+  store_->tasks.complete_task(again[0], 2);
+  auto a2 = store_->tasks.claim_tasks(3000, 10, 500);
   ASSERT_EQ(payloads(a2), Strings{"A2"});
-  auto all = tasks_of_kind(*store_, "check_run");
+  auto all = store_->tasks.tasks_of_kind("check_run");
   ASSERT_EQ(all.size(), 2u);
   EXPECT_EQ(all[0].status, TaskStatus::kDone);
   EXPECT_EQ(all[0].attempts, 2);
@@ -489,66 +488,66 @@ TEST_P(StoreTest, RetriedTaskWaitsForItsTimeAndKeepsItsKeyBlocked) {
 }
 
 TEST_P(StoreTest, FailedTaskUnblocksItsKey) {
-  store_->enqueue_tasks({task("check_run", "A", "A1"), task("check_run", "A", "A2")});
-  auto a1 = store_->claim_tasks(1000, 10, 500);
+  store_->tasks.enqueue_tasks({task("check_run", "A", "A1"), task("check_run", "A", "A2")});
+  auto a1 = store_->tasks.claim_tasks(1000, 10, 500);
   ASSERT_EQ(payloads(a1), Strings{"A1"});
-  store_->fail_task(a1[0], 5, "HTTP 422: gone");
-  EXPECT_EQ(payloads(store_->claim_tasks(1000, 10, 500)), Strings{"A2"});
-  auto all = tasks_of_kind(*store_, "check_run");
+  store_->tasks.fail_task(a1[0], 5, "HTTP 422: gone");
+  EXPECT_EQ(payloads(store_->tasks.claim_tasks(1000, 10, 500)), Strings{"A2"});
+  auto all = store_->tasks.tasks_of_kind("check_run");
   ASSERT_EQ(all.size(), 2u);
   EXPECT_EQ(all[0].status, TaskStatus::kFailed);
   EXPECT_EQ(all[0].attempts, 5);
   EXPECT_EQ(all[0].last_error, "HTTP 422: gone");
   // A failed task is never claimed again: long after, only A2 (its lease expired) comes back.
-  EXPECT_EQ(payloads(store_->claim_tasks(1000000, 10, 500)), Strings{"A2"});
+  EXPECT_EQ(payloads(store_->tasks.claim_tasks(1000000, 10, 500)), Strings{"A2"});
 }
 
 TEST_P(StoreTest, ExpiredTaskLeaseBringsTheTaskBack) {
-  store_->enqueue_tasks({task("check_run", "A", "A1"), task("check_run", "A", "A2")});
-  auto a1 = store_->claim_tasks(1000, 10, 500);
+  store_->tasks.enqueue_tasks({task("check_run", "A", "A1"), task("check_run", "A", "A2")});
+  auto a1 = store_->tasks.claim_tasks(1000, 10, 500);
   ASSERT_EQ(payloads(a1), Strings{"A1"});
-  EXPECT_TRUE(store_->claim_tasks(1499, 10, 500).empty());
-  auto back = store_->claim_tasks(1500, 10, 500);
+  EXPECT_TRUE(store_->tasks.claim_tasks(1499, 10, 500).empty());
+  auto back = store_->tasks.claim_tasks(1500, 10, 500);
   ASSERT_EQ(payloads(back), Strings{"A1"});  // A2 stays behind the crashed worker's A1
   EXPECT_EQ(back[0].id, a1[0].id);
   EXPECT_EQ(back[0].next_attempt_ms, 2000);
 }
 
 TEST_P(StoreTest, ClaimTasksHonoursLimitAndDueTime) {
-  store_->enqueue_tasks(
+  store_->tasks.enqueue_tasks(
       {task("k", "A", "A1", 5000), task("k", "B", "B1", 5000), task("k", "C", "C1", 5000)});
-  EXPECT_TRUE(store_->claim_tasks(4999, 10, 100).empty());
-  EXPECT_EQ(payloads(store_->claim_tasks(5000, 2, 100)), (Strings{"A1", "B1"}));
-  EXPECT_EQ(payloads(store_->claim_tasks(5000, 2, 100)), Strings{"C1"});
+  EXPECT_TRUE(store_->tasks.claim_tasks(4999, 10, 100).empty());
+  EXPECT_EQ(payloads(store_->tasks.claim_tasks(5000, 2, 100)), (Strings{"A1", "B1"}));
+  EXPECT_EQ(payloads(store_->tasks.claim_tasks(5000, 2, 100)), Strings{"C1"});
 }
 
 TEST_P(StoreTest, JobTasksAreClaimable) {
   JobRecord j = job("k1", "s", "in_progress", 1);
-  ASSERT_TRUE(store_->insert_job(j, {task("check_run", "k1", "create")}));
+  ASSERT_TRUE(store_->jobs.insert_job(j, {task("check_run", "k1", "create")}));
   j.status = "completed";
-  ASSERT_TRUE(store_->update_job(j, "in_progress", {task("check_run", "k1", "complete")}));
-  auto first = store_->claim_tasks(1000, 10, 500);
+  ASSERT_TRUE(store_->jobs.update_job(j, "in_progress", {task("check_run", "k1", "complete")}));
+  auto first = store_->tasks.claim_tasks(1000, 10, 500);
   ASSERT_EQ(payloads(first), Strings{"create"});
-  store_->complete_task(first[0], 1);
-  EXPECT_EQ(payloads(store_->claim_tasks(1000, 10, 500)), Strings{"complete"});
+  store_->tasks.complete_task(first[0], 1);
+  EXPECT_EQ(payloads(store_->tasks.claim_tasks(1000, 10, 500)), Strings{"complete"});
 }
 
 TEST_P(StoreTest, TaskCountsAndTasksOfKind) {
-  EXPECT_EQ(store_->task_counts().pending, 0);
-  store_->enqueue_tasks({task("check_run", "A", R"({"n":1})"), task("check_run", "B", "2"),
-                         task("hud", "C", "3"), task("check_run", "D", "4")});
-  store_->enqueue_tasks({});
-  auto claimed = store_->claim_tasks(1000, 10, 500);
+  EXPECT_EQ(store_->tasks.task_counts().pending, 0);
+  store_->tasks.enqueue_tasks({task("check_run", "A", R"({"n":1})"), task("check_run", "B", "2"),
+                               task("hud", "C", "3"), task("check_run", "D", "4")});
+  store_->tasks.enqueue_tasks({});
+  auto claimed = store_->tasks.claim_tasks(1000, 10, 500);
   ASSERT_EQ(claimed.size(), 4u);
-  store_->complete_task(claimed[0], 1);
-  store_->fail_task(claimed[1], 3, "boom");
-  store_->retry_task(claimed[2], 2, 9000, "later");
-  TaskCounts c = store_->task_counts();
+  store_->tasks.complete_task(claimed[0], 1);
+  store_->tasks.fail_task(claimed[1], 3, "boom");
+  store_->tasks.retry_task(claimed[2], 2, 9000, "later");
+  TaskCounts c = store_->tasks.task_counts();
   EXPECT_EQ(c.pending, 2);
   EXPECT_EQ(c.done, 1);
   EXPECT_EQ(c.failed, 1);
 
-  auto cr = tasks_of_kind(*store_, "check_run");
+  auto cr = store_->tasks.tasks_of_kind("check_run");
   ASSERT_EQ(payloads(cr), (Strings{R"({"n":1})", "2", "4"}));
   EXPECT_LT(cr[0].id, cr[1].id);
   EXPECT_LT(cr[1].id, cr[2].id);
@@ -557,22 +556,22 @@ TEST_P(StoreTest, TaskCountsAndTasksOfKind) {
   EXPECT_EQ(cr[1].last_error, "boom");
   EXPECT_EQ(cr[2].status, TaskStatus::kPending);
   EXPECT_EQ(cr[2].ordering_key, "D");
-  auto hud = tasks_of_kind(*store_, "hud");
+  auto hud = store_->tasks.tasks_of_kind("hud");
   ASSERT_EQ(hud.size(), 1u);
   EXPECT_EQ(hud[0].status, TaskStatus::kPending);
   EXPECT_EQ(hud[0].attempts, 2);
   EXPECT_EQ(hud[0].next_attempt_ms, 9000);
   EXPECT_EQ(hud[0].last_error, "later");
-  EXPECT_TRUE(tasks_of_kind(*store_, "none").empty());
+  EXPECT_TRUE(store_->tasks.tasks_of_kind("none").empty());
 }
 
 TEST_P(StoreTest, ConcurrentTaskClaimsNeverHandOutATaskTwice) {
   std::vector<TaskItem> tasks;
   for (int i = 0; i < 200; ++i)
     tasks.push_back(task("k", "key" + std::to_string(i), std::to_string(i)));
-  store_->enqueue_tasks(tasks);
+  store_->tasks.enqueue_tasks(tasks);
   std::multiset<int64_t> seen =
-      claim_from_four_threads([&] { return store_->claim_tasks(1000, 7, 1000000); });
+      claim_from_four_threads([&] { return store_->tasks.claim_tasks(1000, 7, 1000000); });
   EXPECT_EQ(seen.size(), 200u);
   EXPECT_EQ(std::set<int64_t>(seen.begin(), seen.end()).size(), 200u);
 }
@@ -584,7 +583,7 @@ TEST_P(StoreTest, ConcurrentTaskClaimsRunOneTaskOfAKeyAtATime) {
   constexpr int kPreloaded = 30, kPerEnqueuer = 15, kTotal = kPreloaded + 2 * kPerEnqueuer;
   std::vector<TaskItem> pre;
   for (int i = 0; i < kPreloaded; ++i) pre.push_back(task("k", "shared", "p" + std::to_string(i)));
-  store_->enqueue_tasks(pre);
+  store_->tasks.enqueue_tasks(pre);
 
   std::mutex mu;
   std::optional<int64_t> out;
@@ -596,13 +595,13 @@ TEST_P(StoreTest, ConcurrentTaskClaimsRunOneTaskOfAKeyAtATime) {
   for (int e = 0; e < 2; ++e)
     threads.emplace_back([&, e] {
       for (int i = 0; i < kPerEnqueuer; ++i)
-        store_->enqueue_tasks(
+        store_->tasks.enqueue_tasks(
             {task("k", "shared", "e" + std::to_string(e) + "-" + std::to_string(i))});
     });
   for (int t = 0; t < 4; ++t)
     threads.emplace_back([&] {
       while (done < kTotal && std::chrono::steady_clock::now() < deadline) {
-        auto got = store_->claim_tasks(1000, 5, 1000000);
+        auto got = store_->tasks.claim_tasks(1000, 5, 1000000);
         if (got.empty()) {
           std::this_thread::yield();
           continue;
@@ -620,7 +619,7 @@ TEST_P(StoreTest, ConcurrentTaskClaimsRunOneTaskOfAKeyAtATime) {
           std::lock_guard lock(mu);
           out.reset();
         }
-        for (const auto& t : got) store_->complete_task(t, 1);
+        for (const auto& t : got) store_->tasks.complete_task(t, 1);
         done += static_cast<int>(got.size());
       }
     });
@@ -629,21 +628,21 @@ TEST_P(StoreTest, ConcurrentTaskClaimsRunOneTaskOfAKeyAtATime) {
   EXPECT_EQ(multi, 0);
   EXPECT_EQ(overlaps, 0);
   EXPECT_EQ(out_of_order, 0);
-  TaskCounts c = store_->task_counts();
+  TaskCounts c = store_->tasks.task_counts();
   EXPECT_EQ(c.done, kTotal);
   EXPECT_EQ(c.pending, 0);
 }
 
 TEST_P(StoreTest, MetaUpserts) {
-  EXPECT_FALSE(store_->get_meta("sweeper_heartbeat"));
-  store_->set_meta("sweeper_heartbeat", "1000");
-  EXPECT_EQ(store_->get_meta("sweeper_heartbeat"), "1000");
-  store_->set_meta("sweeper_heartbeat", "2000");
-  EXPECT_EQ(store_->get_meta("sweeper_heartbeat"), "2000");
-  store_->set_meta("other", "");
-  EXPECT_EQ(store_->get_meta("other"), "");
-  EXPECT_EQ(store_->get_meta("sweeper_heartbeat"), "2000");
-  EXPECT_FALSE(store_->get_meta("missing"));
+  EXPECT_FALSE(store_->shared.get_meta("sweeper_heartbeat"));
+  store_->shared.set_meta("sweeper_heartbeat", "1000");
+  EXPECT_EQ(store_->shared.get_meta("sweeper_heartbeat"), "1000");
+  store_->shared.set_meta("sweeper_heartbeat", "2000");
+  EXPECT_EQ(store_->shared.get_meta("sweeper_heartbeat"), "2000");
+  store_->shared.set_meta("other", "");
+  EXPECT_EQ(store_->shared.get_meta("other"), "");
+  EXPECT_EQ(store_->shared.get_meta("sweeper_heartbeat"), "2000");
+  EXPECT_FALSE(store_->shared.get_meta("missing"));
 }
 
 // ---- HUD reads ----
@@ -674,7 +673,7 @@ JobRecord hud_job(const std::string& key, const std::string& repo, const std::st
 }
 
 void insert_all(Store& store, const std::vector<JobRecord>& jobs) {
-  for (const auto& j : jobs) ASSERT_TRUE(store.insert_job(j, {})) << j.key;
+  for (const auto& j : jobs) ASSERT_TRUE(store.jobs.insert_job(j, {})) << j.key;
 }
 
 auto stats_fields(const RepoStats& r) {
@@ -757,8 +756,8 @@ TEST_P(StoreTest, RepoStatsAggregatesTheWindowPerRepoAndFilter) {
   b.first_ms = since + 100, b.last_ms = 14 * H;
   RepoStats z = stats("Zed/upper", "L1");
   z.jobs = 1, z.first_ms = z.last_ms = 12 * H + 9;
-  expect_stats(store_->repo_stats(since, JobFilter::kPullRequest), {z, a, b});
-  expect_stats(store_->repo_stats(since, JobFilter::kPullRequest, "org/b"), {b});
+  expect_stats(store_->jobs.repo_stats(since, JobFilter::kPullRequest), {z, a, b});
+  expect_stats(store_->jobs.repo_stats(since, JobFilter::kPullRequest, "org/b"), {b});
 
   RepoStats an = stats("org/a", "L4");
   an.jobs = 2, an.success = 1, an.cancelled = 1;
@@ -767,10 +766,10 @@ TEST_P(StoreTest, RepoStatsAggregatesTheWindowPerRepoAndFilter) {
   an.first_ms = since + 200, an.last_ms = 15 * H;
   RepoStats cn = stats("org/c", "L1");
   cn.jobs = 1, cn.failure = 1, cn.first_ms = cn.last_ms = 11 * H + 1;
-  expect_stats(store_->repo_stats(since, JobFilter::kNightly), {an, cn});
+  expect_stats(store_->jobs.repo_stats(since, JobFilter::kNightly), {an, cn});
 
   // From a whole hour: rollups only.
-  auto narrow = store_->repo_stats(11 * H, JobFilter::kPullRequest);
+  auto narrow = store_->jobs.repo_stats(11 * H, JobFilter::kPullRequest);
   ASSERT_EQ(narrow.size(), 3u);
   EXPECT_EQ(narrow[1].repo, "org/a");
   EXPECT_EQ(narrow[1].jobs, 3);  // a2, a3, a4
@@ -781,38 +780,38 @@ TEST_P(StoreTest, RepoStatsAggregatesTheWindowPerRepoAndFilter) {
   EXPECT_EQ(narrow[1].last_ms, 13 * H + 7);
   EXPECT_EQ(narrow[2].prs, 1);  // PR 7's newest job is at 14 h
   // From within the first hour of all: rows only for the rest of that hour.
-  auto wide = store_->repo_stats(1, JobFilter::kPullRequest);
+  auto wide = store_->jobs.repo_stats(1, JobFilter::kPullRequest);
   ASSERT_EQ(wide.size(), 3u);
   EXPECT_EQ(wide[1].jobs, 5);
   EXPECT_EQ(wide[1].prs, 3);
   EXPECT_EQ(wide[1].first_ms, since - 1);
   EXPECT_EQ(wide[1].last_ms, 13 * H + 7);
-  EXPECT_TRUE(store_->repo_stats(16 * H, JobFilter::kPullRequest).empty());
-  EXPECT_TRUE(store_->repo_stats(15 * H + 1, JobFilter::kNightly).empty());
+  EXPECT_TRUE(store_->jobs.repo_stats(16 * H, JobFilter::kPullRequest).empty());
+  EXPECT_TRUE(store_->jobs.repo_stats(15 * H + 1, JobFilter::kNightly).empty());
 }
 
 TEST_P(StoreTest, UpdatesMoveTheRollupsWithTheJob) {
   constexpr int64_t H = 3'600'000;
   JobRecord j = hud_job("u1", "org/u", "pull_request", 3, 5 * H + 10, "", 60000, -1, "L2");
-  ASSERT_TRUE(store_->insert_job(j, {}));
-  auto s = store_->repo_stats(0, JobFilter::kPullRequest);
+  ASSERT_TRUE(store_->jobs.insert_job(j, {}));
+  auto s = store_->jobs.repo_stats(0, JobFilter::kPullRequest);
   ASSERT_EQ(s.size(), 1u);
   EXPECT_EQ(s[0].in_progress, 1);
   EXPECT_EQ(s[0].exec_n, 0);
-  EXPECT_TRUE(store_->e2e_histogram("org/u", 0).empty());
+  EXPECT_TRUE(store_->jobs.e2e_histogram("org/u", 0).empty());
 
   // The callback completes it; a second one with a higher level only changes the level.
   j.status = "completed";
   j.conclusion = "success";
   j.execution_time_ms = 4 * H;
-  ASSERT_TRUE(store_->update_job(j, "in_progress", {}));
+  ASSERT_TRUE(store_->jobs.update_job(j, "in_progress", {}));
   j.level = "L3";
-  ASSERT_TRUE(store_->update_job(j, "completed", {}));
+  ASSERT_TRUE(store_->jobs.update_job(j, "completed", {}));
   // A refused update changes nothing.
   JobRecord refused = j;
   refused.conclusion = "failure";
-  EXPECT_FALSE(store_->update_job(refused, "in_progress", {}));
-  s = store_->repo_stats(0, JobFilter::kPullRequest);
+  EXPECT_FALSE(store_->jobs.update_job(refused, "in_progress", {}));
+  s = store_->jobs.repo_stats(0, JobFilter::kPullRequest);
   ASSERT_EQ(s.size(), 1u);
   EXPECT_EQ(s[0].jobs, 1);
   EXPECT_EQ(s[0].in_progress, 0);
@@ -822,7 +821,8 @@ TEST_P(StoreTest, UpdatesMoveTheRollupsWithTheJob) {
   EXPECT_EQ(s[0].overruns, 1);
   EXPECT_EQ(s[0].level, "L3");
   EXPECT_EQ(s[0].prs, 1);
-  EXPECT_EQ(store_->e2e_histogram("org/u", 0), (std::vector<E2eBucket>{{2410, 1}}));  // 241 min
+  EXPECT_EQ(store_->jobs.e2e_histogram("org/u", 0),
+            (std::vector<E2eBucket>{{2410, 1}}));  // 241 min
 }
 
 TEST_P(StoreTest, DailyStatsGroupsByUtcDay) {
@@ -845,19 +845,19 @@ TEST_P(StoreTest, DailyStatsGroupsByUtcDay) {
     return out;
   };
   using Row = std::tuple<std::string, int64_t, int64_t, int64_t, int64_t>;
-  EXPECT_EQ(rows(store_->daily_stats(10 * kDay, JobFilter::kPullRequest)),
+  EXPECT_EQ(rows(store_->jobs.daily_stats(10 * kDay, JobFilter::kPullRequest)),
             (std::vector<Row>{{"Org/A", 12, 1, 0, 0},
                               {"org/x", 10, 3, 1, 1},
                               {"org/x", 11, 2, 2, 0},
                               {"org/y", 10, 1, 0, 1}}));
-  EXPECT_EQ(rows(store_->daily_stats(10 * kDay, JobFilter::kNightly)),
+  EXPECT_EQ(rows(store_->jobs.daily_stats(10 * kDay, JobFilter::kNightly)),
             (std::vector<Row>{{"org/x", 11, 1, 0, 1}, {"org/x", 13, 1, 0, 0}}));
   // The window starts inside a day: only the part of the day in the window counts, from the job
   // rows up to the next whole hour (x3) and from the rollups after it (x2).
   EXPECT_EQ(
-      rows(store_->daily_stats(10 * kDay + 2, JobFilter::kPullRequest)),
+      rows(store_->jobs.daily_stats(10 * kDay + 2, JobFilter::kPullRequest)),
       (std::vector<Row>{{"Org/A", 12, 1, 0, 0}, {"org/x", 10, 2, 0, 1}, {"org/x", 11, 2, 2, 0}}));
-  EXPECT_TRUE(store_->daily_stats(14 * kDay, JobFilter::kPullRequest).empty());
+  EXPECT_TRUE(store_->jobs.daily_stats(14 * kDay, JobFilter::kPullRequest).empty());
 }
 
 TEST_P(StoreTest, RepoPrsNewestFirstWithPagingAndTotal) {
@@ -872,25 +872,28 @@ TEST_P(StoreTest, RepoPrsNewestFirstWithPagingAndTotal) {
                           hud_job("other", "org/s", "pull_request", 11, 500),
                       });
   int64_t total = -1;
-  EXPECT_EQ(store_->repo_prs("org/r", 0, 10, 0, &total), (std::vector<int64_t>{8, 3, 9, 5, 7}));
+  EXPECT_EQ(store_->jobs.repo_prs("org/r", 0, 10, 0, &total),
+            (std::vector<int64_t>{8, 3, 9, 5, 7}));
   EXPECT_EQ(total, 5);
   total = -1;
-  EXPECT_EQ(store_->repo_prs("org/r", 0, 2, 1, &total), (std::vector<int64_t>{3, 9}));
+  EXPECT_EQ(store_->jobs.repo_prs("org/r", 0, 2, 1, &total), (std::vector<int64_t>{3, 9}));
   EXPECT_EQ(total, 5);  // the total ignores the page
-  EXPECT_EQ(store_->repo_prs("org/r", 0, 2, 3, &total), (std::vector<int64_t>{5, 7}));
+  EXPECT_EQ(store_->jobs.repo_prs("org/r", 0, 2, 3, &total), (std::vector<int64_t>{5, 7}));
   total = -1;
-  EXPECT_TRUE(store_->repo_prs("org/r", 0, 10, 5, &total).empty());
+  EXPECT_TRUE(store_->jobs.repo_prs("org/r", 0, 10, 5, &total).empty());
   EXPECT_EQ(total, 5);
-  EXPECT_EQ(store_->repo_prs("org/r", 0, -1, 0, nullptr), (std::vector<int64_t>{8, 3, 9, 5, 7}));
+  EXPECT_EQ(store_->jobs.repo_prs("org/r", 0, -1, 0, nullptr),
+            (std::vector<int64_t>{8, 3, 9, 5, 7}));
   // A PR is in the window while its newest job is.
-  EXPECT_EQ(store_->repo_prs("org/r", 150, 10, 0, &total), (std::vector<int64_t>{8, 3, 9, 5}));
+  EXPECT_EQ(store_->jobs.repo_prs("org/r", 150, 10, 0, &total), (std::vector<int64_t>{8, 3, 9, 5}));
   EXPECT_EQ(total, 4);
   // A new job moves its PR forward; an older one does not move it back.
   insert_all(*store_, {hud_job("p7b", "org/r", "pull_request", 7, 250),
                        hud_job("p8old", "org/r", "pull_request", 8, 10)});
-  EXPECT_EQ(store_->repo_prs("org/r", 150, 10, 0, &total), (std::vector<int64_t>{8, 3, 7, 9, 5}));
+  EXPECT_EQ(store_->jobs.repo_prs("org/r", 150, 10, 0, &total),
+            (std::vector<int64_t>{8, 3, 7, 9, 5}));
   EXPECT_EQ(total, 5);
-  EXPECT_TRUE(store_->repo_prs("org/none", 0, 10, 0, &total).empty());
+  EXPECT_TRUE(store_->jobs.repo_prs("org/none", 0, 10, 0, &total).empty());
   EXPECT_EQ(total, 0);
 }
 
@@ -915,20 +918,20 @@ TEST_P(StoreTest, RepoJobsForPrsOrdersByPrThenWorkflowJobAttempt) {
                           j("k6", "org/r", 9, "A", "a", 1),
                           j("k7", "org/s", 5, "A", "a", 1),
                       });
-  auto got = store_->repo_jobs_for_prs("org/r", {3, 5}, 0);
+  auto got = store_->jobs.repo_jobs_for_prs("org/r", {3, 5}, 0);
   EXPECT_EQ(keys(got), (Strings{"k4", "k3", "k2", "k1", full.key}));
   ASSERT_EQ(got.size(), 5u);
   expect_same_job(got[4], full);
-  EXPECT_EQ(keys(store_->repo_jobs_for_prs("org/r", {9}, 0)), Strings{"k6"});
-  EXPECT_EQ(keys(store_->repo_jobs_for_prs("org/s", {5, 9, 3}, 0)), Strings{"k7"});
-  EXPECT_TRUE(store_->repo_jobs_for_prs("org/r", {}, 0).empty());
-  EXPECT_TRUE(store_->repo_jobs_for_prs("org/r", {4}, 0).empty());
+  EXPECT_EQ(keys(store_->jobs.repo_jobs_for_prs("org/r", {9}, 0)), Strings{"k6"});
+  EXPECT_EQ(keys(store_->jobs.repo_jobs_for_prs("org/s", {5, 9, 3}, 0)), Strings{"k7"});
+  EXPECT_TRUE(store_->jobs.repo_jobs_for_prs("org/r", {}, 0).empty());
+  EXPECT_TRUE(store_->jobs.repo_jobs_for_prs("org/r", {4}, 0).empty());
   // Only the window's jobs: k8 is older.
   JobRecord old = j("k8", "org/r", 9, "A", "b", 1);
   old.created_ms = 40;
   insert_all(*store_, {old});
-  EXPECT_EQ(keys(store_->repo_jobs_for_prs("org/r", {9}, 0)), (Strings{"k6", "k8"}));
-  EXPECT_EQ(keys(store_->repo_jobs_for_prs("org/r", {9}, 50)), Strings{"k6"});
+  EXPECT_EQ(keys(store_->jobs.repo_jobs_for_prs("org/r", {9}, 0)), (Strings{"k6", "k8"}));
+  EXPECT_EQ(keys(store_->jobs.repo_jobs_for_prs("org/r", {9}, 50)), Strings{"k6"});
 }
 
 TEST_P(StoreTest, RecentJobsNewestFirstWithFilterPagingAndTotal) {
@@ -943,26 +946,26 @@ TEST_P(StoreTest, RecentJobsNewestFirstWithFilterPagingAndTotal) {
                           hud_job("other", "org/s", "nightly", 0, 250),
                       });
   int64_t total = -1;
-  EXPECT_EQ(keys(store_->recent_jobs("org/r", 150, JobFilter::kNightly, 10, 0, &total)),
+  EXPECT_EQ(keys(store_->jobs.recent_jobs("org/r", 150, JobFilter::kNightly, 10, 0, &total)),
             (Strings{"n5", "p1", "n-a", "n-b", "n3"}));
   EXPECT_EQ(total, 5);
   total = -1;
-  EXPECT_EQ(keys(store_->recent_jobs("org/r", 150, JobFilter::kNightly, 2, 1, &total)),
+  EXPECT_EQ(keys(store_->jobs.recent_jobs("org/r", 150, JobFilter::kNightly, 2, 1, &total)),
             (Strings{"p1", "n-a"}));
   EXPECT_EQ(total, 5);
-  EXPECT_EQ(keys(store_->recent_jobs("org/r", 150, JobFilter::kNightly, 2, 4, &total)),
+  EXPECT_EQ(keys(store_->jobs.recent_jobs("org/r", 150, JobFilter::kNightly, 2, 4, &total)),
             Strings{"n3"});
-  EXPECT_TRUE(store_->recent_jobs("org/r", 150, JobFilter::kNightly, 2, 5, &total).empty());
+  EXPECT_TRUE(store_->jobs.recent_jobs("org/r", 150, JobFilter::kNightly, 2, 5, &total).empty());
   EXPECT_EQ(total, 5);
-  EXPECT_EQ(keys(store_->recent_jobs("org/r", 0, JobFilter::kNightly, -1, 0, nullptr)),
+  EXPECT_EQ(keys(store_->jobs.recent_jobs("org/r", 0, JobFilter::kNightly, -1, 0, nullptr)),
             (Strings{"n5", "p1", "n-a", "n-b", "n3", "n1"}));
-  EXPECT_EQ(keys(store_->recent_jobs("org/r", 150, JobFilter::kPullRequest, 10, 0, &total)),
+  EXPECT_EQ(keys(store_->jobs.recent_jobs("org/r", 150, JobFilter::kPullRequest, 10, 0, &total)),
             Strings{"pr"});
   EXPECT_EQ(total, 1);
-  auto one = store_->recent_jobs("org/s", 0, JobFilter::kNightly, 10, 0, &total);
+  auto one = store_->jobs.recent_jobs("org/s", 0, JobFilter::kNightly, 10, 0, &total);
   ASSERT_EQ(one.size(), 1u);
   expect_same_job(one[0], hud_job("other", "org/s", "nightly", 0, 250));
-  EXPECT_TRUE(store_->recent_jobs("org/t", 0, JobFilter::kNightly, 10, 0, &total).empty());
+  EXPECT_TRUE(store_->jobs.recent_jobs("org/t", 0, JobFilter::kNightly, 10, 0, &total).empty());
   EXPECT_EQ(total, 0);
 }
 
@@ -983,10 +986,10 @@ TEST_P(StoreTest, E2eHistogramOnlyForJobsWithBothTimesToTheTenthOfAMinute) {
           hud_job("early", "org/r", "pull_request", 1, 99, "success", 1, 1),
           hud_job("other", "org/s", "pull_request", 1, 100, "success", 1, 1),
       });
-  EXPECT_EQ(store_->e2e_histogram("org/r", 100),
+  EXPECT_EQ(store_->jobs.e2e_histogram("org/r", 100),
             (std::vector<E2eBucket>{{0, 3}, {1, 1}, {200, 2}}));
-  EXPECT_EQ(store_->e2e_histogram("org/r", kDay), (std::vector<E2eBucket>{{200, 1}}));
-  EXPECT_TRUE(store_->e2e_histogram("org/t", 0).empty());
+  EXPECT_EQ(store_->jobs.e2e_histogram("org/r", kDay), (std::vector<E2eBucket>{{200, 1}}));
+  EXPECT_TRUE(store_->jobs.e2e_histogram("org/t", 0).empty());
   EXPECT_EQ(e2e_bucket(2999), 0);
   EXPECT_EQ(e2e_bucket(3000), 1);
   EXPECT_EQ(e2e_bucket(1'200'000), 200);
@@ -1000,23 +1003,23 @@ TEST_P(StoreTest, PruningKeepsTheRollupsAndSaysWhereDetailBegins) {
                           hud_job("running", "org/r", "pull_request", 3, 2 * H + 9, ""),
                           hud_job("new", "org/r", "pull_request", 1, 5 * H, "success", 1, 1),
                       });
-  EXPECT_EQ(store_->detail_since(), 0);
-  auto before = store_->repo_stats(0, JobFilter::kPullRequest);
-  auto e2e_before = store_->e2e_histogram("org/r", 0);
-  EXPECT_EQ(store_->prune_jobs(4 * H, 1), 1);  // one per call
-  EXPECT_EQ(store_->prune_jobs(4 * H, 10), 1);
-  EXPECT_EQ(store_->prune_jobs(4 * H, 10), 0);  // an in-progress job stays
-  EXPECT_FALSE(store_->get_job("old1"));
-  EXPECT_FALSE(store_->get_job("old2"));
-  EXPECT_TRUE(store_->get_job("running"));
-  EXPECT_EQ(store_->detail_since(), 4 * H);
-  expect_stats(store_->repo_stats(0, JobFilter::kPullRequest), before);
-  EXPECT_EQ(store_->e2e_histogram("org/r", 0), e2e_before);
+  EXPECT_EQ(store_->jobs.detail_since(), 0);
+  auto before = store_->jobs.repo_stats(0, JobFilter::kPullRequest);
+  auto e2e_before = store_->jobs.e2e_histogram("org/r", 0);
+  EXPECT_EQ(store_->jobs.prune_jobs(4 * H, 1), 1);  // one per call
+  EXPECT_EQ(store_->jobs.prune_jobs(4 * H, 10), 1);
+  EXPECT_EQ(store_->jobs.prune_jobs(4 * H, 10), 0);  // an in-progress job stays
+  EXPECT_FALSE(store_->jobs.get_job("old1"));
+  EXPECT_FALSE(store_->jobs.get_job("old2"));
+  EXPECT_TRUE(store_->jobs.get_job("running"));
+  EXPECT_EQ(store_->jobs.detail_since(), 4 * H);
+  expect_stats(store_->jobs.repo_stats(0, JobFilter::kPullRequest), before);
+  EXPECT_EQ(store_->jobs.e2e_histogram("org/r", 0), e2e_before);
   // PR 2 had no job after the cut: gone from the PR list, still counted in the rollups.
-  EXPECT_EQ(store_->repo_prs("org/r", 4 * H, 10, 0, nullptr), (std::vector<int64_t>{1}));
+  EXPECT_EQ(store_->jobs.repo_prs("org/r", 4 * H, 10, 0, nullptr), (std::vector<int64_t>{1}));
   // An earlier cut does not move detail back.
-  store_->prune_jobs(3 * H, 10);
-  EXPECT_EQ(store_->detail_since(), 4 * H);
+  store_->jobs.prune_jobs(3 * H, 10);
+  EXPECT_EQ(store_->jobs.detail_since(), 4 * H);
 }
 
 TEST_P(StoreTest, JobsForPrAcrossReposInOrder) {
@@ -1036,14 +1039,14 @@ TEST_P(StoreTest, JobsForPrAcrossReposInOrder) {
                           j("k5", "Org/z", 42, "CI", "a", 1),
                           j("k6", "org/a", 43, "CI", "a", 1),
                       });
-  EXPECT_EQ(keys(store_->jobs_for_pr(42)), (Strings{"k5", "k4", "k3", "k2", "k1"}));
-  EXPECT_EQ(keys(store_->jobs_for_pr(43)), Strings{"k6"});
-  EXPECT_TRUE(store_->jobs_for_pr(44).empty());
+  EXPECT_EQ(keys(store_->jobs.jobs_for_pr(42)), (Strings{"k5", "k4", "k3", "k2", "k1"}));
+  EXPECT_EQ(keys(store_->jobs.jobs_for_pr(43)), Strings{"k6"});
+  EXPECT_TRUE(store_->jobs.jobs_for_pr(44).empty());
 }
 
 TEST_P(StoreTest, InsertJobsBulkIgnoresExistingKeysAndRoundTrips) {
   JobRecord existing = hud_job("k0", "org/r", "pull_request", 1, 100, "");
-  ASSERT_TRUE(store_->insert_job(existing, {}));
+  ASSERT_TRUE(store_->jobs.insert_job(existing, {}));
 
   // Text that a COPY or a multi-row INSERT must escape.
   JobRecord tricky = full_job();
@@ -1071,16 +1074,17 @@ TEST_P(StoreTest, InsertJobsBulkIgnoresExistingKeysAndRoundTrips) {
     bulk.push_back(j);
   }
   bulk.push_back(dup);  // a repeated key in the batch: the first one wins
-  insert_jobs_bulk(*store_, bulk);
-  insert_jobs_bulk(*store_, {});
+  store_->jobs.insert_jobs_bulk(bulk);
+  store_->jobs.insert_jobs_bulk({});
 
-  expect_same_job(store_->get_job("k0"), existing);
-  expect_same_job(store_->get_job("k1"), tricky);
-  for (size_t i = 2; i < 2002; i += 333) expect_same_job(store_->get_job(bulk[i].key), bulk[i]);
+  expect_same_job(store_->jobs.get_job("k0"), existing);
+  expect_same_job(store_->jobs.get_job("k1"), tricky);
+  for (size_t i = 2; i < 2002; i += 333)
+    expect_same_job(store_->jobs.get_job(bulk[i].key), bulk[i]);
   int64_t total = 0;
-  store_->recent_jobs("org/r", 0, JobFilter::kPullRequest, 1, 0, &total);
+  store_->jobs.recent_jobs("org/r", 0, JobFilter::kPullRequest, 1, 0, &total);
   EXPECT_EQ(total, 2002);
-  auto s = store_->repo_stats(0, JobFilter::kPullRequest);
+  auto s = store_->jobs.repo_stats(0, JobFilter::kPullRequest);
   ASSERT_EQ(s.size(), 1u);
   EXPECT_EQ(s[0].jobs, 2002);
   EXPECT_EQ(s[0].in_progress, 2);  // k0 and k1, neither overwritten
@@ -1088,36 +1092,36 @@ TEST_P(StoreTest, InsertJobsBulkIgnoresExistingKeysAndRoundTrips) {
 
   // Bulk inserting again adds nothing and changes nothing.
   bulk[5].conclusion = "cancelled";
-  insert_jobs_bulk(*store_, bulk);
-  EXPECT_EQ(store_->repo_stats(0, JobFilter::kPullRequest)[0].jobs, 2002);
-  EXPECT_EQ(store_->get_job(bulk[5].key)->conclusion, "success");
+  store_->jobs.insert_jobs_bulk(bulk);
+  EXPECT_EQ(store_->jobs.repo_stats(0, JobFilter::kPullRequest)[0].jobs, 2002);
+  EXPECT_EQ(store_->jobs.get_job(bulk[5].key)->conclusion, "success");
 }
 
 TEST_P(StoreTest, RecordLevelAppendsOnlyOnChange) {
-  EXPECT_FALSE(store_->level_since("org/r", "L1"));
-  store_->record_level("org/r", "L1", 100);
-  EXPECT_EQ(store_->level_since("org/r", "L1"), 100);
-  store_->record_level("org/r", "L1", 200);  // same level: the run still began at 100
-  EXPECT_EQ(store_->level_since("org/r", "L1"), 100);
-  EXPECT_FALSE(store_->level_since("org/r", "L2"));
+  EXPECT_FALSE(store_->levels.level_since("org/r", "L1"));
+  store_->levels.record_level("org/r", "L1", 100);
+  EXPECT_EQ(store_->levels.level_since("org/r", "L1"), 100);
+  store_->levels.record_level("org/r", "L1", 200);  // same level: the run still began at 100
+  EXPECT_EQ(store_->levels.level_since("org/r", "L1"), 100);
+  EXPECT_FALSE(store_->levels.level_since("org/r", "L2"));
 
-  store_->record_level("org/r", "L2", 300);
-  store_->record_level("org/r", "L2", 400);
-  EXPECT_EQ(store_->level_since("org/r", "L2"), 300);
-  EXPECT_FALSE(store_->level_since("org/r", "L1"));  // no longer the current level
+  store_->levels.record_level("org/r", "L2", 300);
+  store_->levels.record_level("org/r", "L2", 400);
+  EXPECT_EQ(store_->levels.level_since("org/r", "L2"), 300);
+  EXPECT_FALSE(store_->levels.level_since("org/r", "L1"));  // no longer the current level
 
   // Back to L1: a new run, not the old one.
-  store_->record_level("org/r", "L1", 500);
-  EXPECT_EQ(store_->level_since("org/r", "L1"), 500);
-  EXPECT_FALSE(store_->level_since("org/r", "L2"));
-  store_->record_level("org/r", "L1", 600);
-  EXPECT_EQ(store_->level_since("org/r", "L1"), 500);
+  store_->levels.record_level("org/r", "L1", 500);
+  EXPECT_EQ(store_->levels.level_since("org/r", "L1"), 500);
+  EXPECT_FALSE(store_->levels.level_since("org/r", "L2"));
+  store_->levels.record_level("org/r", "L1", 600);
+  EXPECT_EQ(store_->levels.level_since("org/r", "L1"), 500);
 
   // Repos are independent.
-  EXPECT_FALSE(store_->level_since("org/s", "L1"));
-  store_->record_level("org/s", "L2", 700);
-  EXPECT_EQ(store_->level_since("org/s", "L2"), 700);
-  EXPECT_EQ(store_->level_since("org/r", "L1"), 500);
+  EXPECT_FALSE(store_->levels.level_since("org/s", "L1"));
+  store_->levels.record_level("org/s", "L2", 700);
+  EXPECT_EQ(store_->levels.level_since("org/s", "L2"), 700);
+  EXPECT_EQ(store_->levels.level_since("org/r", "L1"), 500);
 
   // The history holds the changes and nothing else.
   EXPECT_EQ(raw_sql(uri_, "SELECT repo, level, since_ms FROM level_history ORDER BY since_ms"),
@@ -1128,55 +1132,56 @@ TEST_P(StoreTest, RecordLevelAppendsOnlyOnChange) {
 }
 
 TEST_P(StoreTest, FirstAtLevelIsWhenTheRepoFirstReachedIt) {
-  EXPECT_FALSE(store_->first_at_level("org/r", "L2"));
-  store_->record_level("org/r", "L2", 100);
-  store_->record_level("org/r", "L3", 300);
-  store_->record_level("org/r", "L2", 500);  // demoted: tenure still counts from 100
-  EXPECT_EQ(store_->first_at_level("org/r", "L2"), 100);
-  EXPECT_EQ(store_->level_since("org/r", "L2"), 500);
-  EXPECT_EQ(store_->first_at_level("org/r", "L3"), 300);
-  EXPECT_FALSE(store_->first_at_level("org/r", "L4"));
+  EXPECT_FALSE(store_->levels.first_at_level("org/r", "L2"));
+  store_->levels.record_level("org/r", "L2", 100);
+  store_->levels.record_level("org/r", "L3", 300);
+  store_->levels.record_level("org/r", "L2", 500);  // demoted: tenure still counts from 100
+  EXPECT_EQ(store_->levels.first_at_level("org/r", "L2"), 100);
+  EXPECT_EQ(store_->levels.level_since("org/r", "L2"), 500);
+  EXPECT_EQ(store_->levels.first_at_level("org/r", "L3"), 300);
+  EXPECT_FALSE(store_->levels.first_at_level("org/r", "L4"));
 }
 
 TEST_P(StoreTest, DemotionsKeepTheirFirstSinceUntilCleared) {
-  EXPECT_TRUE(store_->demotions().empty());
-  store_->set_demotion({"org/b", 1000, 12, "https://github.com/u/p/pull/12"});
-  store_->set_demotion({"org/a", 1500, 13, "u13"});
-  store_->set_demotion({"org/b", 9000, 14, "u14"});  // seen again: since stays, the PR moves on
-  auto b = store_->demotion("org/b");
+  EXPECT_TRUE(store_->levels.demotions().empty());
+  store_->levels.set_demotion({"org/b", 1000, 12, "https://github.com/u/p/pull/12"});
+  store_->levels.set_demotion({"org/a", 1500, 13, "u13"});
+  store_->levels.set_demotion(
+      {"org/b", 9000, 14, "u14"});  // seen again: since stays, the PR moves on
+  auto b = store_->levels.demotion("org/b");
   ASSERT_TRUE(b);
   EXPECT_EQ(b->since_ms, 1000);
   EXPECT_EQ(b->pr_number, 14);
   EXPECT_EQ(b->pr_url, "u14");
-  auto all = store_->demotions();
+  auto all = store_->levels.demotions();
   ASSERT_EQ(all.size(), 2u);
   EXPECT_EQ(all[0].repo, "org/a");
-  store_->clear_demotion("org/b");
-  EXPECT_FALSE(store_->demotion("org/b"));
-  store_->set_demotion({"org/b", 20000, 15, "u15"});  // a new demotion begins anew
-  EXPECT_EQ(store_->demotion("org/b")->since_ms, 20000);
+  store_->levels.clear_demotion("org/b");
+  EXPECT_FALSE(store_->levels.demotion("org/b"));
+  store_->levels.set_demotion({"org/b", 20000, 15, "u15"});  // a new demotion begins anew
+  EXPECT_EQ(store_->levels.demotion("org/b")->since_ms, 20000);
 }
 
 TEST_P(StoreTest, RunDueLetsOneCallerRunPerInterval) {
-  EXPECT_TRUE(store_->run_due("sync", 1000, 500));
-  EXPECT_FALSE(store_->run_due("sync", 1200, 500));
-  EXPECT_TRUE(store_->run_due("other", 1200, 500));
-  EXPECT_TRUE(store_->run_due("sync", 1500, 500));
+  EXPECT_TRUE(store_->shared.run_due("sync", 1000, 500));
+  EXPECT_FALSE(store_->shared.run_due("sync", 1200, 500));
+  EXPECT_TRUE(store_->shared.run_due("other", 1200, 500));
+  EXPECT_TRUE(store_->shared.run_due("sync", 1500, 500));
   // Replicas racing for one pass: exactly one wins.
   std::atomic<int> won{0};
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t)
-    threads.emplace_back([&] { won += store_->run_due("sync", 5000, 500); });
+    threads.emplace_back([&] { won += store_->shared.run_due("sync", 5000, 500); });
   for (auto& t : threads) t.join();
   EXPECT_EQ(won, 1);
 }
 
 TEST_P(StoreTest, ClaimRedeliveryIsBoundedByGapAndAttempts) {
-  EXPECT_TRUE(store_->claim_redelivery("g1", 1000, 100, 2));
-  EXPECT_FALSE(store_->claim_redelivery("g1", 1050, 100, 2));  // asked for a moment ago
-  EXPECT_TRUE(store_->claim_redelivery("g2", 1050, 100, 2));
-  EXPECT_TRUE(store_->claim_redelivery("g1", 1100, 100, 2));
-  EXPECT_FALSE(store_->claim_redelivery("g1", 5000, 100, 2));  // max attempts reached
+  EXPECT_TRUE(store_->shared.claim_redelivery("g1", 1000, 100, 2));
+  EXPECT_FALSE(store_->shared.claim_redelivery("g1", 1050, 100, 2));  // asked for a moment ago
+  EXPECT_TRUE(store_->shared.claim_redelivery("g2", 1050, 100, 2));
+  EXPECT_TRUE(store_->shared.claim_redelivery("g1", 1100, 100, 2));
+  EXPECT_FALSE(store_->shared.claim_redelivery("g1", 5000, 100, 2));  // max attempts reached
 }
 
 TEST_P(StoreTest, CountOverdueJobsAndTheNewestJobPerRepo) {
@@ -1189,11 +1194,11 @@ TEST_P(StoreTest, CountOverdueJobsAndTheNewestJobPerRepo) {
   JobRecord later = hud_job("f", "org/c", "pull_request", 1, 400, "");
   later.in_progress_ms = 400;
   insert_all(*store_, {running, later});
-  EXPECT_EQ(store_->count_overdue_jobs(300), 2);  // d (never started: -1), e
-  EXPECT_EQ(store_->count_overdue_jobs(500), 3);
-  EXPECT_EQ(store_->last_job_ms(JobFilter::kNightly),
+  EXPECT_EQ(store_->jobs.count_overdue_jobs(300), 2);  // d (never started: -1), e
+  EXPECT_EQ(store_->jobs.count_overdue_jobs(500), 3);
+  EXPECT_EQ(store_->jobs.last_job_ms(JobFilter::kNightly),
             (std::map<std::string, int64_t>{{"org/a", 9000}, {"org/b", 7000}}));
-  EXPECT_EQ(store_->last_job_ms(JobFilter::kPullRequest),
+  EXPECT_EQ(store_->jobs.last_job_ms(JobFilter::kPullRequest),
             (std::map<std::string, int64_t>{{"org/c", 8000}}));
 }
 
@@ -1211,7 +1216,7 @@ TEST_P(StoreTest, ALaterNightlyAttemptSupersedesTheEarlierOne) {
     return j;
   };
   insert_all(*store_, {attempt("s:1", "suite", 1, 10 * H, "failure")});
-  auto nightly = [&] { return store_->repo_stats(0, JobFilter::kNightly, "org/n").at(0); };
+  auto nightly = [&] { return store_->jobs.repo_stats(0, JobFilter::kNightly, "org/n").at(0); };
   EXPECT_EQ(nightly().failure, 1);
   insert_all(*store_, {attempt("s:2", "suite", 2, 13 * H, "success")});
   EXPECT_EQ(nightly().jobs, 1);
@@ -1219,35 +1224,35 @@ TEST_P(StoreTest, ALaterNightlyAttemptSupersedesTheEarlierOne) {
   EXPECT_EQ(nightly().failure, 0);
   EXPECT_EQ(nightly().first_ms, 13 * H);
   EXPECT_EQ(nightly().exec_max_ms, 2000);
-  EXPECT_TRUE(store_->get_job("s:1")->superseded);
-  EXPECT_FALSE(store_->get_job("s:2")->superseded);
+  EXPECT_TRUE(store_->jobs.get_job("s:1")->superseded);
+  EXPECT_FALSE(store_->jobs.get_job("s:2")->superseded);
   // An earlier attempt stored late is superseded at once; another job of the run is not.
   insert_all(*store_, {attempt("s:0", "suite", 1, 9 * H, "cancelled"),
                        attempt("o:1", "other", 1, 10 * H, "failure")});
-  EXPECT_TRUE(store_->get_job("s:0")->superseded);
+  EXPECT_TRUE(store_->jobs.get_job("s:0")->superseded);
   EXPECT_EQ(nightly().jobs, 2);
   EXPECT_EQ(nightly().cancelled, 0);
   int64_t total = 0;
-  auto runs = store_->recent_jobs("org/n", 0, JobFilter::kNightly, 10, 0, &total);
+  auto runs = store_->jobs.recent_jobs("org/n", 0, JobFilter::kNightly, 10, 0, &total);
   EXPECT_EQ(total, 2);
   ASSERT_EQ(runs.size(), 2u);
   EXPECT_EQ(runs[0].key, "s:2");
   EXPECT_EQ(runs[1].key, "o:1");
-  auto days = store_->daily_stats(0, JobFilter::kNightly);
+  auto days = store_->jobs.daily_stats(0, JobFilter::kNightly);
   ASSERT_EQ(days.size(), 1u);
   EXPECT_EQ(days[0].jobs, 2);
   // The same through the bulk path, in one transaction.
-  insert_jobs_bulk(*store_, {attempt("b:1", "bulk", 1, 20 * H, "failure"),
-                             attempt("b:2", "bulk", 2, 21 * H, "success")});
-  EXPECT_TRUE(store_->get_job("b:1")->superseded);
+  store_->jobs.insert_jobs_bulk(
+      {attempt("b:1", "bulk", 1, 20 * H, "failure"), attempt("b:2", "bulk", 2, 21 * H, "success")});
+  EXPECT_TRUE(store_->jobs.get_job("b:1")->superseded);
   EXPECT_EQ(nightly().jobs, 3);
   // Pull-request re-runs are not superseded: each attempt counts, as upstream's PR summary does.
   JobRecord pr1 = attempt("p:1", "pr", 1, 10 * H, "failure"),
             pr2 = attempt("p:2", "pr", 2, 11 * H, "success");
   pr1.event_type = pr2.event_type = "pull_request";
   insert_all(*store_, {pr1, pr2});
-  EXPECT_FALSE(store_->get_job("p:1")->superseded);
-  EXPECT_EQ(store_->repo_stats(0, JobFilter::kPullRequest, "org/n").at(0).jobs, 2);
+  EXPECT_FALSE(store_->jobs.get_job("p:1")->superseded);
+  EXPECT_EQ(store_->jobs.repo_stats(0, JobFilter::kPullRequest, "org/n").at(0).jobs, 2);
 }
 
 // Four writers recording the same change at once append it once: each must see the others'
@@ -1259,11 +1264,11 @@ TEST_P(StoreTest, ConcurrentRecordLevelAppendsAChangeOnce) {
     std::vector<std::thread> threads;
     for (int t = 0; t < 4; ++t)
       threads.emplace_back([&] {
-        for (int i = 0; i < 5; ++i) store_->record_level("org/r", level, now++);
+        for (int i = 0; i < 5; ++i) store_->levels.record_level("org/r", level, now++);
       });
     for (auto& t : threads) t.join();
     // Which writer got there first is up to the scheduler.
-    auto since = store_->level_since("org/r", level);
+    auto since = store_->levels.level_since("org/r", level);
     ASSERT_TRUE(since) << round;
     EXPECT_GE(*since, 1000 * (round + 1)) << round;
     EXPECT_LT(*since, now.load()) << round;
@@ -1292,26 +1297,26 @@ TEST_P(StoreTest, MigrationV3BackfillsCreatedMs) {
 
   auto store = open_store(uri);
   EXPECT_EQ(store->schema_version(), static_cast<int>(steps.size()));
-  auto started = store->get_job("started");
+  auto started = store->jobs.get_job("started");
   ASSERT_TRUE(started);
   EXPECT_EQ(started->created_ms, 500);
   EXPECT_EQ(started->in_progress_ms, 500);
   EXPECT_EQ(started->triage_json, "");
-  auto cancelled = store->get_job("cancelled");
+  auto cancelled = store->jobs.get_job("cancelled");
   ASSERT_TRUE(cancelled);
   EXPECT_EQ(cancelled->created_ms, 700);
   EXPECT_EQ(cancelled->status, "completed");
-  EXPECT_EQ(store->jobs_for_pr(4).size(), 2u);
+  EXPECT_EQ(store->jobs.jobs_for_pr(4).size(), 2u);
   // The new table works on the upgraded schema too.
-  store->record_level("org/r", "L1", 5);
-  EXPECT_EQ(store->level_since("org/r", "L1"), 5);
+  store->levels.record_level("org/r", "L1", 5);
+  EXPECT_EQ(store->levels.level_since("org/r", "L1"), 5);
   // Migration 5: integer run ids read back as they were, and a Buildkite build UUID fits.
   EXPECT_EQ(started->run_id, "1");
   JobRecord bk = *started;
   bk.key = "bk";
   bk.run_id = "0190b2f1-5c6e-4c3a-9a53-6f3c1c7e2b11";
-  ASSERT_TRUE(store->insert_job(bk, {}));
-  EXPECT_EQ(store->get_job("bk")->run_id, "0190b2f1-5c6e-4c3a-9a53-6f3c1c7e2b11");
+  ASSERT_TRUE(store->jobs.insert_job(bk, {}));
+  EXPECT_EQ(store->jobs.get_job("bk")->run_id, "0190b2f1-5c6e-4c3a-9a53-6f3c1c7e2b11");
 }
 
 constexpr const char* kUndoV8 =
@@ -1328,25 +1333,25 @@ constexpr const char* kUndoV7 =
 // Rows a v6 relay left leased or pending go on under v7: their leases run out as before, and
 // the next claim holds them.
 TEST_P(StoreTest, MigrationV7KeepsTheRowsInFlight) {
-  store_->accept_delivery(delivery("d1"), rows({"a/x", "b/y"}));
-  store_->enqueue_tasks({task("check_run", "A", "A1")});
-  ASSERT_EQ(store_->claim_due(1000, 1, 500).size(), 1u);  // leased by a v6 worker
+  store_->outbox.accept_delivery(delivery("d1"), rows({"a/x", "b/y"}));
+  store_->tasks.enqueue_tasks({task("check_run", "A", "A1")});
+  ASSERT_EQ(store_->outbox.claim_due(1000, 1, 500).size(), 1u);  // leased by a v6 worker
   store_.reset();
   raw_sql(uri_, std::string(kUndoV8) + kUndoV8Rollups + kUndoV7 +
                     "UPDATE schema_version SET version = 6;");
   store_ = open_store(uri_);
   EXPECT_EQ(store_->schema_version(), 8);
-  auto pending = store_->claim_due(1000, 10, 500);
+  auto pending = store_->outbox.claim_due(1000, 10, 500);
   ASSERT_EQ(pending.size(), 1u);
   EXPECT_TRUE(mark_delivered(*store_, pending[0], 1, 1001));
-  auto expired = store_->claim_due(1500, 10, 500);
+  auto expired = store_->outbox.claim_due(1500, 10, 500);
   ASSERT_EQ(expired.size(), 1u);
   EXPECT_TRUE(mark_failed(*store_, expired[0], 2, "gone"));
-  auto t = store_->claim_tasks(1000, 10, 500);
+  auto t = store_->tasks.claim_tasks(1000, 10, 500);
   ASSERT_EQ(t.size(), 1u);
-  EXPECT_TRUE(store_->complete_task(t[0], 1));
-  EXPECT_EQ(store_->rate_limit("org/a", 1000, 1, 60), 0);
-  EXPECT_EQ(store_->rate_limit("org/a", 1000, 1, 60), 60);
+  EXPECT_TRUE(store_->tasks.complete_task(t[0], 1));
+  EXPECT_EQ(store_->shared.rate_limit("org/a", 1000, 1, 60), 0);
+  EXPECT_EQ(store_->shared.rate_limit("org/a", 1000, 1, 60), 60);
 }
 
 // Migrations 6 and 8 together: the rollups a store back-fills equal those its writes keep,
@@ -1388,7 +1393,7 @@ TEST_P(StoreTest, MigrationV6BackfillsTheRollupsTheWritesKeep) {
     j.status = "completed";
     j.conclusion = "success";
     j.execution_time_ms = 4 * H;
-    ASSERT_TRUE(store_->update_job(j, "in_progress", {}));
+    ASSERT_TRUE(store_->jobs.update_job(j, "in_progress", {}));
   }
   std::string tables[] = {"SELECT * FROM hud_hourly ORDER BY job_class, hour, repo",
                           "SELECT * FROM hud_e2e_daily ORDER BY repo, day, tenth_min",
@@ -1421,9 +1426,9 @@ TEST(StoreOpen, RejectsUnknownUri) {
 
 TEST(StoreOpen, SqliteReopenKeepsData) {
   std::string path = make_temp_dir() + "/reopen.db";
-  open_store("sqlite:" + path)->accept_delivery(delivery("d1"), rows({"a/x"}));
+  open_store("sqlite:" + path)->outbox.accept_delivery(delivery("d1"), rows({"a/x"}));
   auto again = open_store("sqlite:" + path);
-  EXPECT_EQ(again->outbox_for("d1").size(), 1u);
+  EXPECT_EQ(again->outbox.outbox_for("d1").size(), 1u);
   EXPECT_EQ(again->schema_version(),
             static_cast<int>(relay_schema(SqlDialect::kSqlite).steps.size()));
 }
@@ -1441,14 +1446,14 @@ class StoreDeliveryTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(StoreDeliveryTest, GetDeliveryCanSkipTheBody) {
   auto store = open_test_store(GetParam());
-  ASSERT_TRUE(store->accept_delivery(
+  ASSERT_TRUE(store->outbox.accept_delivery(
       {"d1", "pull_request", "opened", "abc", 7, 1000, R"({"big":1})", {}}, {}));
-  auto lean = store->get_delivery("d1", false);
+  auto lean = store->outbox.get_delivery("d1", false);
   ASSERT_TRUE(lean);
   EXPECT_EQ(lean->head_sha, "abc");
   EXPECT_EQ(lean->pr_number, 7);
   EXPECT_EQ(lean->body, "");
-  EXPECT_EQ(store->get_delivery("d1")->body, R"({"big":1})");
+  EXPECT_EQ(store->outbox.get_delivery("d1")->body, R"({"big":1})");
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, StoreDeliveryTest, ::testing::ValuesIn(test_store_kinds()),
@@ -1471,19 +1476,19 @@ TEST_P(StoreLateWriterTest, AWorkerWhoseRowWasTakenOverChangesNothing) {
   o.callback_token = "t";
   o.created_ms = o.next_attempt_ms = 1000;
   o.deadline_ms = 100000;
-  ASSERT_TRUE(store->accept_delivery({"d1", "push", "", "abc", 0, 1000, "{}", {}}, {o}));
-  auto first = store->claim_due(1000, 1, 10);      // a worker whose lease will run out
-  auto second = store->claim_due(1020, 1, 10000);  // the worker that takes over
+  ASSERT_TRUE(store->outbox.accept_delivery({"d1", "push", "", "abc", 0, 1000, "{}", {}}, {o}));
+  auto first = store->outbox.claim_due(1000, 1, 10);      // a worker whose lease will run out
+  auto second = store->outbox.claim_due(1020, 1, 10000);  // the worker that takes over
   ASSERT_EQ(first.size(), 1u);
   ASSERT_EQ(second.size(), 1u);
   EXPECT_NE(first[0].lease, second[0].lease);
   // Before the new holder records anything, the old one can neither finish nor reschedule it.
   EXPECT_FALSE(mark_delivered(*store, first[0], 1, 1025));
   EXPECT_FALSE(mark_retry(*store, first[0], 1, 5000, "late timeout"));
-  EXPECT_EQ(store->outbox_for("d1")[0].status, OutboxStatus::kPending);
+  EXPECT_EQ(store->outbox.outbox_for("d1")[0].status, OutboxStatus::kPending);
   EXPECT_TRUE(mark_delivered(*store, second[0], 2, 1030));
   EXPECT_FALSE(mark_failed(*store, first[0], 1, "late timeout"));
-  auto row = store->outbox_for("d1")[0];
+  auto row = store->outbox.outbox_for("d1")[0];
   EXPECT_EQ(row.status, OutboxStatus::kDelivered);
   EXPECT_EQ(row.attempts, 2);
   EXPECT_EQ(row.delivered_ms, 1030);
@@ -1492,21 +1497,21 @@ TEST_P(StoreLateWriterTest, AWorkerWhoseRowWasTakenOverChangesNothing) {
   t.kind = "check_run";
   t.ordering_key = "k";
   t.payload = "{}";
-  store->enqueue_tasks({t});
-  auto stale = store->claim_tasks(0, 1, 10);
-  auto task = store->claim_tasks(20, 1, 10000);
+  store->tasks.enqueue_tasks({t});
+  auto stale = store->tasks.claim_tasks(0, 1, 10);
+  auto task = store->tasks.claim_tasks(20, 1, 10000);
   ASSERT_EQ(stale.size(), 1u);
   ASSERT_EQ(task.size(), 1u);
-  EXPECT_FALSE(store->complete_task(stale[0], 1));
-  EXPECT_TRUE(store->complete_task(task[0], 2));
-  EXPECT_FALSE(store->fail_task(stale[0], 1, "late"));
-  EXPECT_FALSE(store->retry_task(task[0], 1, 99, "late"));
-  EXPECT_EQ(tasks_of_kind(*store, "check_run")[0].status, TaskStatus::kDone);
-  EXPECT_EQ(tasks_of_kind(*store, "check_run")[0].attempts, 2);
+  EXPECT_FALSE(store->tasks.complete_task(stale[0], 1));
+  EXPECT_TRUE(store->tasks.complete_task(task[0], 2));
+  EXPECT_FALSE(store->tasks.fail_task(stale[0], 1, "late"));
+  EXPECT_FALSE(store->tasks.retry_task(task[0], 1, 99, "late"));
+  EXPECT_EQ(store->tasks.tasks_of_kind("check_run")[0].status, TaskStatus::kDone);
+  EXPECT_EQ(store->tasks.tasks_of_kind("check_run")[0].attempts, 2);
   // A lease that ran out but that nobody took over still completes: no needless resend.
   o.repo = "b/y";
-  ASSERT_TRUE(store->accept_delivery({"d2", "push", "", "abc", 0, 1000, "{}", {}}, {o}));
-  auto late = store->claim_due(1000, 1, 10);
+  ASSERT_TRUE(store->outbox.accept_delivery({"d2", "push", "", "abc", 0, 1000, "{}", {}}, {o}));
+  auto late = store->outbox.claim_due(1000, 1, 10);
   ASSERT_EQ(late.size(), 1u);
   EXPECT_TRUE(mark_delivered(*store, late[0], 1, 99999));
 }
@@ -1524,20 +1529,20 @@ TEST_P(StoreLateWriterTest, ABatchOfOutcomesAppliesEachUnderItsOwnLease) {
     o.deadline_ms = 100000;
     rows.push_back(o);
   }
-  ASSERT_TRUE(store->accept_delivery({"d1", "push", "", "abc", 0, 1000, "{}", {}}, rows));
-  auto claimed = store->claim_due(1000, 3, 10);
+  ASSERT_TRUE(store->outbox.accept_delivery({"d1", "push", "", "abc", 0, 1000, "{}", {}}, rows));
+  auto claimed = store->outbox.claim_due(1000, 3, 10);
   ASSERT_EQ(claimed.size(), 3u);
-  EXPECT_EQ(claimed[0].lease, claimed[2].lease);  // one claim, one lease
-  auto taken = store->claim_due(1020, 1, 10000);  // the leases ran out; a/x is taken over
+  EXPECT_EQ(claimed[0].lease, claimed[2].lease);         // one claim, one lease
+  auto taken = store->outbox.claim_due(1020, 1, 10000);  // the leases ran out; a/x is taken over
   ASSERT_EQ(taken.size(), 1u);
   EXPECT_EQ(taken[0].repo, "a/x");
   std::vector<bool> applied =
-      store->settle_outbox({{OutboxOutcome::kDelivered, claimed[0], 1, 1030, ""},
-                            {OutboxOutcome::kRetry, claimed[1], 1, 5000, "HTTP 502"},
-                            {OutboxOutcome::kFailed, claimed[2], 1, 1030, "HTTP 422"}});
+      store->outbox.settle_outbox({{OutboxOutcome::kDelivered, claimed[0], 1, 1030, ""},
+                                   {OutboxOutcome::kRetry, claimed[1], 1, 5000, "HTTP 502"},
+                                   {OutboxOutcome::kFailed, claimed[2], 1, 1030, "HTTP 422"}});
   EXPECT_EQ(applied, (std::vector<bool>{false, true, true}));
   auto by_repo = [&](const std::string& repo) {
-    for (const auto& r : store->outbox_for("d1"))
+    for (const auto& r : store->outbox.outbox_for("d1"))
       if (r.repo == repo) return r;
     return OutboxItem{};
   };
@@ -1546,7 +1551,7 @@ TEST_P(StoreLateWriterTest, ABatchOfOutcomesAppliesEachUnderItsOwnLease) {
   EXPECT_EQ(by_repo("b/y").next_attempt_ms, 5000);
   EXPECT_EQ(by_repo("b/y").last_error, "HTTP 502");
   EXPECT_EQ(by_repo("c/z").status, OutboxStatus::kFailed);
-  EXPECT_TRUE(store->settle_outbox({}).empty());
+  EXPECT_TRUE(store->outbox.settle_outbox({}).empty());
 }
 
 // Three relays on one store are three Store objects on one database. With SQLite that is three
@@ -1572,8 +1577,8 @@ TEST_P(StoreReplicasTest, NoRowIsSentTwiceAtOnceAndOnlyItsHolderCompletesIt) {
     o.deadline_ms = 1LL << 50;
     rows.push_back(o);
   }
-  ASSERT_TRUE(
-      replicas_[0]->accept_delivery({"d1", "pull_request", "opened", "abc", 1, 0, "{}", {}}, rows));
+  ASSERT_TRUE(replicas_[0]->outbox.accept_delivery(
+      {"d1", "pull_request", "opened", "abc", 1, 0, "{}", {}}, rows));
   // Four dispatch workers per replica, claiming by the wall clock. A third of the "sends" outlive
   // their lease, so rows are taken over while their first holder is still sending.
   constexpr int64_t kLeaseMs = 40;
@@ -1599,7 +1604,7 @@ TEST_P(StoreReplicasTest, NoRowIsSentTwiceAtOnceAndOnlyItsHolderCompletesIt) {
         auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
                        std::chrono::system_clock::now().time_since_epoch())
                        .count();
-        auto got = store.claim_due(now, 1, kLeaseMs);
+        auto got = store.outbox.claim_due(now, 1, kLeaseMs);
         if (got.empty()) {
           ++idle;
           std::this_thread::sleep_for(std::chrono::milliseconds(5));
@@ -1625,7 +1630,7 @@ TEST_P(StoreReplicasTest, NoRowIsSentTwiceAtOnceAndOnlyItsHolderCompletesIt) {
     });
   for (auto& t : workers) t.join();
   // Every row delivered, each recorded by exactly one worker: the one holding it at the time.
-  auto stored = replicas_[1]->outbox_for("d1");
+  auto stored = replicas_[1]->outbox.outbox_for("d1");
   ASSERT_EQ(stored.size(), 300u);
   for (const auto& o : stored) {
     EXPECT_EQ(o.status, OutboxStatus::kDelivered) << o.repo;
@@ -1647,14 +1652,14 @@ TEST_P(StoreReplicasTest, NoRowIsSentTwiceAtOnceAndOnlyItsHolderCompletesIt) {
   EXPECT_EQ(lost.load(), resent);  // each late worker learned its row was taken over
   EXPECT_GT(overlaps, 0);          // the test did make leases run out
   // With a lease longer than any send (the relay's: three request timeouts), nothing overlaps.
-  ASSERT_TRUE(
-      replicas_[0]->accept_delivery({"d2", "pull_request", "opened", "abc", 1, 0, "{}", {}}, rows));
+  ASSERT_TRUE(replicas_[0]->outbox.accept_delivery(
+      {"d2", "pull_request", "opened", "abc", 1, 0, "{}", {}}, rows));
   std::map<int64_t, int> claimed;
   std::vector<std::thread> holders;
   for (int w = 0; w < 12; ++w)
     holders.emplace_back([&, w] {
       for (;;) {
-        auto got = replicas_[w % 3]->claim_due(1LL << 40, 1, 1LL << 40);
+        auto got = replicas_[w % 3]->outbox.claim_due(1LL << 40, 1, 1LL << 40);
         if (got.empty()) return;
         {
           std::lock_guard lock(mu);
@@ -1676,27 +1681,30 @@ TEST_P(StoreReplicasTest, OneCallbackRateLimitHoldsAcrossReplicas) {
   for (int t = 0; t < 12; ++t)
     threads.emplace_back([&, t] {
       for (int i = 0; i < 30; ++i)
-        (replicas_[t % 3]->rate_limit("org/busy", 100500, 50, 60) == 0 ? admitted : refused)++;
+        (replicas_[t % 3]->shared.rate_limit("org/busy", 100500, 50, 60) == 0 ? admitted
+                                                                              : refused)++;
     });
   for (auto& t : threads) t.join();
   EXPECT_EQ(admitted.load(), 50);
   EXPECT_EQ(refused.load(), 310);
   // Refusals do not count, and Retry-After is when the oldest second leaves the window.
-  EXPECT_EQ(replicas_[2]->rate_limit("org/busy", 159000, 50, 60), 1);   // 100 s + 60 s - 159 s
-  EXPECT_EQ(replicas_[1]->rate_limit("org/other", 159000, 50, 60), 0);  // per key
-  EXPECT_EQ(replicas_[0]->rate_limit("org/busy", 160000, 50, 60), 0);   // the window moved on
+  EXPECT_EQ(replicas_[2]->shared.rate_limit("org/busy", 159000, 50, 60),
+            1);  // 100 s + 60 s - 159 s
+  EXPECT_EQ(replicas_[1]->shared.rate_limit("org/other", 159000, 50, 60), 0);  // per key
+  EXPECT_EQ(replicas_[0]->shared.rate_limit("org/busy", 160000, 50, 60), 0);  // the window moved on
 }
 
 TEST_P(StoreReplicasTest, TheRateWindowSlidesBySecondsWithRetryAfter) {
   Store& r = *replicas_[0];
-  EXPECT_EQ(r.rate_limit("a", 1000, 3, 60), 0);
-  EXPECT_EQ(r.rate_limit("a", 2000, 3, 60), 0);
-  EXPECT_EQ(r.rate_limit("a", 3000, 3, 60), 0);
-  EXPECT_EQ(r.rate_limit("a", 4000, 3, 60), 57);  // the hit of second 1 leaves at 61 s
-  EXPECT_EQ(r.rate_limit("b", 4000, 3, 60), 0);   // per key
-  EXPECT_EQ(replicas_[1]->rate_limit("a", 61000, 3, 60), 0);
-  EXPECT_EQ(replicas_[2]->rate_limit("a", 61500, 3, 60), 1);  // second 2 leaves at 62 s: 0.5 s
-  EXPECT_EQ(r.rate_limit("a", 62000, 3, 60), 0);
+  EXPECT_EQ(r.shared.rate_limit("a", 1000, 3, 60), 0);
+  EXPECT_EQ(r.shared.rate_limit("a", 2000, 3, 60), 0);
+  EXPECT_EQ(r.shared.rate_limit("a", 3000, 3, 60), 0);
+  EXPECT_EQ(r.shared.rate_limit("a", 4000, 3, 60), 57);  // the hit of second 1 leaves at 61 s
+  EXPECT_EQ(r.shared.rate_limit("b", 4000, 3, 60), 0);   // per key
+  EXPECT_EQ(replicas_[1]->shared.rate_limit("a", 61000, 3, 60), 0);
+  EXPECT_EQ(replicas_[2]->shared.rate_limit("a", 61500, 3, 60),
+            1);  // second 2 leaves at 62 s: 0.5 s
+  EXPECT_EQ(r.shared.rate_limit("a", 62000, 3, 60), 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, StoreReplicasTest, ::testing::ValuesIn(test_store_kinds()),

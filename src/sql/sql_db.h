@@ -152,6 +152,21 @@ class SqlDb {
       return std::move(*out);
     }
   }
+
+ public:
+  // One statement in its own write transaction: the rows it changed.
+  int64_t exec(const char* op, std::string_view sql, SqlParams params = {}) {
+    return write(op, [&](SqlTx& tx) { return tx.exec(sql, params); });
+  }
+  // One query in its own read transaction: every row, or the first, through `read`.
+  template <typename Read>
+  auto all(const char* op, std::string_view sql, SqlParams params, Read&& read) {
+    return this->read(op, [&](SqlTx& tx) { return tx.all(sql, params, read); });
+  }
+  template <typename Read>
+  auto first(const char* op, std::string_view sql, SqlParams params, Read&& read) {
+    return this->read(op, [&](SqlTx& tx) { return tx.first(sql, params, read); });
+  }
 };
 
 // Each database is opened with a wait: the most one transaction waits in all, for this
