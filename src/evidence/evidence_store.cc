@@ -8,6 +8,7 @@
 #include "base/error.h"
 #include "base/text.h"
 #include "sql/migrate.h"
+#include "sql/record_columns.h"
 #include "sql/sql_db.h"
 #include "sql/sql_dialect.h"
 
@@ -94,16 +95,88 @@ constexpr int kBusyTimeoutMs = 60000;
 constexpr const char* kConnectionPragmas =
     "PRAGMA cache_size = -65536; PRAGMA mmap_size = 268435456;";
 
-constexpr const char* kRunColumns =
-    "id, backend, config_hash, shard, status, verdict, started_ms, ended_ms, manifest";
-constexpr const char* kResultColumns =
-    "test_id, file, class, name, device, dtype, op, mode, outcome, duration_s, error_class, "
-    "message, reruns, flaky, finished_ms, base";
+// A stored run. Its status and verdict are parsed where they are read; text this ootci does not
+// know stops the read with the run named, rather than guessing.
+const RecordColumns<RunInfo>& run_columns() {
+  static const RecordColumns<RunInfo> columns{
+      column<&RunInfo::id>("id"),
+      column<&RunInfo::backend>("backend"),
+      column<&RunInfo::config_hash>("config_hash"),
+      {"shard", [](const RunInfo& r) { return null_if_empty(r.shard); },
+       [](RunInfo& r, const SqlRow& row, int i) { r.shard = row.text(i); }},
+      {"status", [](const RunInfo& r) { return SqlParam::owned(to_string(r.status)); },
+       [](RunInfo& r, const SqlRow& row, int i) {
+         std::string text = row.text(i);
+         auto status = parse_run_status(text);
+         if (!status)
+           throw Error(fmt::format("run {}: status '{}' is not running, finished or interrupted",
+                                   r.id, text));
+         r.status = *status;
+       }},
+      {"verdict",
+       [](const RunInfo& r) {
+         return r.verdict ? SqlParam::owned(to_string(*r.verdict)) : SqlParam(nullptr);
+       },
+       [](RunInfo& r, const SqlRow& row, int i) {
+         r.verdict = parse_stored_conclusion(row.text(i), "run " + r.id + ": verdict");
+       }},
+      column<&RunInfo::started_ms>("started_ms"),
+      {"ended_ms", [](const RunInfo& r) { return r.ended_ms ? SqlParam(r.ended_ms) : nullptr; },
+       [](RunInfo& r, const SqlRow& row, int i) { r.ended_ms = row.i64(i); }},
+      {"manifest", [](const RunInfo& r) { return SqlParam::owned(r.manifest.dump()); },
+       [](RunInfo& r, const SqlRow& row, int i) {
+         std::string text = row.text(i);
+         r.manifest = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+         if (r.manifest.is_discarded()) r.manifest = text;  // keep what was stored, unparsed
+       }},
+  };
+  return columns;
+}
 
-constexpr const char* kInsertResultSql =
-    "INSERT OR REPLACE INTO results (run_id, test_id, file, class, name, device, dtype, op, mode, "
-    "outcome, duration_s, error_class, message, reruns, flaky, finished_ms, base) "
-    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
+// A test's stored result, without its run id (the statements bind that first) and its ops (a
+// table of their own).
+const RecordColumns<TestResult>& result_columns() {
+  static const RecordColumns<TestResult> columns{
+      column<&TestResult::test_id>("test_id"),
+      column<&TestResult::file>("file"),
+      column<&TestResult::cls>("class"),
+      column<&TestResult::name>("name"),
+      column<&TestResult::device>("device"),
+      column<&TestResult::dtype>("dtype"),
+      column<&TestResult::op>("op"),
+      {"mode", [](const TestResult& t) { return SqlParam::owned(mode_text(t.mode)); },
+       [](TestResult& t, const SqlRow& row, int i) { t.mode = parse_test_mode(row.text(i)); }},
+      {"outcome", [](const TestResult& t) { return SqlParam::owned(to_string(t.outcome)); },
+       [](TestResult& t, const SqlRow& row, int i) { t.outcome = outcome_or_error(row.text(i)); }},
+      column<&TestResult::duration_s>("duration_s"),
+      column<&TestResult::error_class>("error_class"),
+      column<&TestResult::message>("message"),
+      column<&TestResult::reruns>("reruns"),
+      column<&TestResult::flaky>("flaky"),
+      column<&TestResult::finished_ms>("finished_ms"),
+      column<&TestResult::base>("base"),
+  };
+  return columns;
+}
+
+const RecordColumns<DiscoveredFile>& discovered_columns() {
+  static const RecordColumns<DiscoveredFile> columns{
+      column<&DiscoveredFile::relpath>("relpath"),
+      column<&DiscoveredFile::file_hash>("file_hash"),
+      column<&DiscoveredFile::backend_rev>("backend_rev"),
+      column<&DiscoveredFile::run_id>("run_id"),
+      column<&DiscoveredFile::discovered_ms>("discovered_ms"),
+  };
+  return columns;
+}
+
+const std::string& insert_result_sql() {
+  static const std::string sql =
+      fmt::format("INSERT OR REPLACE INTO results (run_id, {}) VALUES (?,{})",
+                  result_columns().names(), result_columns().placeholders());
+  return sql;
+}
+
 // Ops as one space-separated text: they are read back per run, never queried one by one.
 constexpr const char* kInsertOpsSql =
     "INSERT OR REPLACE INTO test_ops (run_id, test_id, ops, op_dtypes, input_op_dtypes) "
@@ -128,52 +201,12 @@ constexpr const char* kCompletedDurationsSql =
     OOTCI_DURATIONS_SQL(" AND r.outcome NOT IN ('error', 'skipped')");
 #undef OOTCI_DURATIONS_SQL
 
-RunInfo read_run(const SqlRow& s) {
-  RunInfo r;
-  r.id = s.text(0);
-  r.backend = s.text(1);
-  r.config_hash = s.text(2);
-  r.shard = s.text(3);
-  std::string status = s.text(4), verdict = s.text(5);
-  auto parsed_status = parse_run_status(status);
-  if (!parsed_status)
-    throw Error(
-        fmt::format("run {}: status '{}' is not running, finished or interrupted", r.id, status));
-  r.status = *parsed_status;
-  if (!verdict.empty()) {
-    r.verdict = parse_conclusion(verdict);
-    if (!r.verdict)
-      throw Error(
-          fmt::format("run {}: verdict '{}' is not one of {}", r.id, verdict, conclusion_names()));
-  }
-  r.started_ms = s.i64(6);
-  r.ended_ms = s.i64(7);
-  std::string manifest = s.text(8);
-  r.manifest = nlohmann::json::parse(manifest, nullptr, /*allow_exceptions=*/false);
-  if (r.manifest.is_discarded()) r.manifest = manifest;  // keep what was stored, unparsed
-  return r;
+RunInfo read_run(const SqlRow& r) {
+  return run_columns().read(r);
 }
 
-TestResult read_result(const SqlRow& s) {
-  TestResult t;
-  int i = 0;
-  t.test_id = s.text(i++);
-  t.file = s.text(i++);
-  t.cls = s.text(i++);
-  t.name = s.text(i++);
-  t.device = s.text(i++);
-  t.dtype = s.text(i++);
-  t.op = s.text(i++);
-  t.mode = parse_test_mode(s.text(i++));
-  t.outcome = outcome_or_error(s.text(i++));
-  t.duration_s = s.f64(i++);
-  t.error_class = s.text(i++);
-  t.message = s.text(i++);
-  t.reruns = static_cast<int>(s.i64(i++));
-  t.flaky = s.i64(i++) != 0;
-  t.finished_ms = s.i64(i++);
-  t.base = s.text(i++);
-  return t;
+TestResult read_result(const SqlRow& r) {
+  return result_columns().read(r);
 }
 
 std::string join_ops(const std::vector<std::string>& ops) {
@@ -182,8 +215,8 @@ std::string join_ops(const std::vector<std::string>& ops) {
   return out;
 }
 
-DiscoveredFile read_discovered(const SqlRow& s) {
-  return {s.text(0), s.text(1), s.text(2), s.text(3), s.i64(4)};
+DiscoveredFile read_discovered(const SqlRow& r) {
+  return discovered_columns().read(r);
 }
 
 // Before the SQL layer the version was a `meta` row.
@@ -200,9 +233,10 @@ class SqliteEvidenceStore : public EvidenceStore {
   // Defined first: their return types are deduced.
   // The result row and its ops land together or not at all.
   static void insert_result(SqlTx& tx, const std::string& run_id, const TestResult& t) {
-    tx.exec(kInsertResultSql, {run_id, t.test_id, t.file, t.cls, t.name, t.device, t.dtype, t.op,
-                               mode_text(t.mode), to_string(t.outcome), t.duration_s, t.error_class,
-                               t.message, t.reruns, t.flaky, t.finished_ms, t.base});
+    std::vector<SqlParam> params{run_id};
+    params.reserve(result_columns().size() + 1);
+    result_columns().bind(t, params);
+    tx.exec(insert_result_sql(), params);
     if (!t.ops.empty())
       tx.exec(kInsertOpsSql, {run_id, t.test_id, join_ops(t.ops), join_ops(t.op_dtypes),
                               join_ops(t.input_op_dtypes)});
@@ -240,15 +274,13 @@ class SqliteEvidenceStore : public EvidenceStore {
     write(
         "begin run", [&] { return run.id; },
         [&](SqlTx& tx) {
-          tx.exec(
-              "INSERT INTO runs (id, backend, config_hash, shard, status, verdict, started_ms, "
-              "ended_ms, manifest) VALUES (?,?,?,?,?,?,?,?,?) ON CONFLICT(id) DO UPDATE SET "
-              "backend = excluded.backend, config_hash = excluded.config_hash, "
-              "shard = excluded.shard, status = excluded.status, verdict = excluded.verdict, "
-              "ended_ms = excluded.ended_ms, manifest = excluded.manifest",
-              {run.id, run.backend, run.config_hash, null_if_empty(run.shard),
-               to_string(run.status), null_if_empty(to_string(run.verdict)), run.started_ms,
-               run.ended_ms ? SqlParam(run.ended_ms) : SqlParam(nullptr), run.manifest.dump()});
+          tx.exec(fmt::format("INSERT INTO runs ({}) VALUES ({}) ON CONFLICT(id) DO UPDATE SET "
+                              "backend = excluded.backend, config_hash = excluded.config_hash, "
+                              "shard = excluded.shard, status = excluded.status, "
+                              "verdict = excluded.verdict, ended_ms = excluded.ended_ms, "
+                              "manifest = excluded.manifest",
+                              run_columns().names(), run_columns().placeholders()),
+                  run_columns().bind(run));
         });
   }
 
@@ -300,8 +332,8 @@ class SqliteEvidenceStore : public EvidenceStore {
 
   std::optional<RunInfo> run(const std::string& run_id) override {
     return read([&](SqlTx& tx) {
-      return tx.first(fmt::format("SELECT {} FROM runs WHERE id = ?", kRunColumns), {run_id},
-                      read_run);
+      return tx.first(fmt::format("SELECT {} FROM runs WHERE id = ?", run_columns().names()),
+                      {run_id}, read_run);
     });
   }
 
@@ -321,16 +353,16 @@ class SqliteEvidenceStore : public EvidenceStore {
     return read([&](SqlTx& tx) {
       return tx.all(fmt::format("SELECT {} FROM runs WHERE ? = '' OR backend = ? "
                                 "ORDER BY started_ms DESC, id DESC",
-                                kRunColumns),
+                                run_columns().names()),
                     {backend, backend}, read_run);
     });
   }
 
   std::vector<TestResult> results(const std::string& run_id) override {
     return read([&](SqlTx& tx) {
-      return tx.all(
-          fmt::format("SELECT {} FROM results WHERE run_id = ? ORDER BY test_id", kResultColumns),
-          {run_id}, read_result);
+      return tx.all(fmt::format("SELECT {} FROM results WHERE run_id = ? ORDER BY test_id",
+                                result_columns().names()),
+                    {run_id}, read_result);
     });
   }
 
@@ -349,7 +381,7 @@ class SqliteEvidenceStore : public EvidenceStore {
       return tx.first(fmt::format("SELECT {} FROM runs WHERE backend = ? AND config_hash = ? "
                                   "AND status = 'finished' AND verdict = 'success' "
                                   "ORDER BY started_ms DESC, id DESC LIMIT 1",
-                                  kRunColumns),
+                                  run_columns().names()),
                       {backend, config_hash}, read_run);
     });
   }
@@ -358,7 +390,7 @@ class SqliteEvidenceStore : public EvidenceStore {
     return read([&](SqlTx& tx) {
       return tx.all(fmt::format("SELECT {} FROM results WHERE test_id = ? "
                                 "ORDER BY finished_ms DESC, run_id DESC LIMIT ?",
-                                kResultColumns),
+                                result_columns().names()),
                     {test_id, limit}, read_result);
     });
   }
@@ -481,31 +513,29 @@ class SqliteEvidenceStore : public EvidenceStore {
     write(
         "mark", [&] { return f.relpath + " discovered"; },
         [&](SqlTx& tx) {
-          tx.exec(
-              "INSERT OR REPLACE INTO discovered_files (relpath, file_hash, backend_rev, "
-              "run_id, discovered_ms) VALUES (?,?,?,?,?)",
-              {f.relpath, f.file_hash, f.backend_rev, f.run_id, f.discovered_ms});
+          tx.exec(fmt::format("INSERT OR REPLACE INTO discovered_files ({}) VALUES ({})",
+                              discovered_columns().names(), discovered_columns().placeholders()),
+                  discovered_columns().bind(f));
         });
   }
 
   std::optional<DiscoveredFile> discovered(const std::string& relpath, const std::string& file_hash,
                                            const std::string& backend_rev) override {
     return read([&](SqlTx& tx) {
-      return tx.first(
-          "SELECT relpath, file_hash, backend_rev, run_id, discovered_ms FROM "
-          "discovered_files WHERE relpath = ? AND file_hash = ? AND backend_rev = ?",
-          {relpath, file_hash, backend_rev}, read_discovered);
+      return tx.first(fmt::format("SELECT {} FROM discovered_files WHERE relpath = ? AND "
+                                  "file_hash = ? AND backend_rev = ?",
+                                  discovered_columns().names()),
+                      {relpath, file_hash, backend_rev}, read_discovered);
     });
   }
 
   std::vector<DiscoveredFile> latest_discoveries() override {
     return read([&](SqlTx& tx) {
-      return tx.all(
-          "SELECT relpath, file_hash, backend_rev, run_id, discovered_ms FROM ("
-          "  SELECT *, ROW_NUMBER() OVER (PARTITION BY relpath"
-          "    ORDER BY discovered_ms DESC, run_id DESC) AS n FROM discovered_files)"
-          " WHERE n = 1 ORDER BY relpath",
-          {}, read_discovered);
+      return tx.all(fmt::format("SELECT {} FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY relpath "
+                                "ORDER BY discovered_ms DESC, run_id DESC) AS n FROM "
+                                "discovered_files) WHERE n = 1 ORDER BY relpath",
+                                discovered_columns().names()),
+                    {}, read_discovered);
     });
   }
 

@@ -1,6 +1,9 @@
 #include "evidence/run_status.h"
 
+#include <fmt/format.h>
+
 #include "base/enum_names.h"
+#include "base/error.h"
 
 namespace ootci {
 namespace {
@@ -43,6 +46,12 @@ std::string to_string(const std::optional<Conclusion>& conclusion) {
 
 std::optional<Conclusion> parse_conclusion(std::string_view text) {
   return enum_parse(kConclusionNames, text);
+}
+
+std::optional<Conclusion> parse_stored_conclusion(std::string_view text, std::string_view what) {
+  if (text.empty()) return std::nullopt;
+  if (auto c = parse_conclusion(text)) return c;
+  throw Error(fmt::format("{}: conclusion '{}' is not one of {}", what, text, conclusion_names()));
 }
 
 std::string conclusion_names() {

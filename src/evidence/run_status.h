@@ -31,6 +31,9 @@ std::string to_string(Conclusion conclusion);
 // "" for none: a run that has not concluded (the evidence store's and the agent queue's text).
 std::string to_string(const std::optional<Conclusion>& conclusion);
 std::optional<Conclusion> parse_conclusion(std::string_view text);
+// A conclusion as a store keeps it: "" is none; any other text must be a conclusion, or the read
+// stops with an Error naming `what` (the stored record).
+std::optional<Conclusion> parse_stored_conclusion(std::string_view text, std::string_view what);
 // "success, failure, ...": every conclusion, for error messages.
 std::string conclusion_names();
 

@@ -298,7 +298,8 @@ nlohmann::json summary_json(Store& store, const Allowlist& allow, const HudQuery
     sections.push_back({{"level", level}, {"title", title}, {"backends", backends}});
   }
   nlohmann::json freshness = nlohmann::json::array();
-  for (const auto& f : nightly_freshness(store, allow, q.now_ms, settings.nightly_stale_after_h))
+  for (const auto& f :
+       nightly_freshness(store.jobs, allow, q.now_ms, settings.nightly_stale_after_h))
     freshness.push_back(
         {{"repo", f.repo},
          {"last_ms", f.last_ms < 0 ? nlohmann::json(nullptr) : nlohmann::json(f.last_ms)},

@@ -161,7 +161,7 @@ void add_callback_jobs(Store& store, RelayConfig& config) {
   }
   Metrics metrics;
   config.sweeper.zombie_timeout_s = 6 * 3600;
-  TaskRunner tasks(store, nullptr, config, metrics);
+  TaskRunner tasks(store.tasks, nullptr, config, metrics);
   Sweeper sweeper(store, config, tasks, metrics);
   EXPECT_GT(sweeper.sweep_once(kNow), 10);  // the older half of the unfinished ones
 }
@@ -257,7 +257,7 @@ TEST_P(HudRollups, PruningLeavesThe30And90DayFiguresUnchanged) {
 
   RelayConfig config;  // job_retention_days: 90 by default
   Metrics metrics;
-  TaskRunner tasks(*store, nullptr, config, metrics);
+  TaskRunner tasks(store->tasks, nullptr, config, metrics);
   Sweeper sweeper(*store, config, tasks, metrics);
   EXPECT_GT(sweeper.prune_once(kNow), 5000);
   EXPECT_EQ(count_jobs(*db, cutoff), 0);

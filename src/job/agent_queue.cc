@@ -4,7 +4,9 @@
 
 #include "base/enum_names.h"
 #include "base/error.h"
+#include "evidence/run_status.h"
 #include "sql/migrate.h"
+#include "sql/record_columns.h"
 
 namespace ootci {
 namespace {
@@ -49,44 +51,50 @@ CREATE INDEX IF NOT EXISTS jobs_by_key ON jobs(supersede_key, id);
 // Version 2: an open PR's base SHA, so its tests can be a staged selection of what it changes.
 constexpr const char* kBaseSha = "ALTER TABLE jobs ADD COLUMN base_sha TEXT NOT NULL DEFAULT '';";
 
-constexpr const char* kColumns =
-    "id, delivery_id, event_type, client_payload, supersede_key, should_build, reason, "
-    "upstream_sha, pr_number, state, attempt, run_id, in_progress_reported, conclusion, error, "
-    "received_ms, started_ms, ended_ms, base_sha";
+const RecordColumns<AgentJob>& job_columns() {
+  static const RecordColumns<AgentJob> columns{
+      column<&AgentJob::id>("id"),
+      column<&AgentJob::delivery_id>("delivery_id"),
+      column<&AgentJob::event_type>("event_type"),
+      column<&AgentJob::client_payload>("client_payload"),
+      column<&AgentJob::supersede_key>("supersede_key"),
+      column<&AgentJob::should_build>("should_build"),
+      column<&AgentJob::reason>("reason"),
+      column<&AgentJob::upstream_sha>("upstream_sha"),
+      column<&AgentJob::pr_number>("pr_number"),
+      {"state", [](const AgentJob& j) { return SqlParam::owned(to_string(j.state)); },
+       [](AgentJob& j, const SqlRow& row, int i) { j.state = parse_state(row.text(i), j.id); }},
+      column<&AgentJob::attempt>("attempt"),
+      column<&AgentJob::run_id>("run_id"),
+      column<&AgentJob::in_progress_reported>("in_progress_reported"),
+      {"conclusion", [](const AgentJob& j) { return SqlParam::owned(to_string(j.conclusion)); },
+       [](AgentJob& j, const SqlRow& row, int i) {
+         j.conclusion =
+             parse_stored_conclusion(row.text(i), fmt::format("agent queue: job {}", j.id));
+       }},
+      column<&AgentJob::error>("error"),
+      column<&AgentJob::received_ms>("received_ms"),
+      column<&AgentJob::started_ms>("started_ms"),
+      column<&AgentJob::ended_ms>("ended_ms"),
+      column<&AgentJob::base_sha>("base_sha"),
+  };
+  return columns;
+}
 
-AgentJob read_job(const SqlRow& s) {
-  AgentJob j;
-  int i = 0;
-  j.id = s.i64(i++);
-  j.delivery_id = s.text(i++);
-  j.event_type = s.text(i++);
-  j.client_payload = s.text(i++);
-  j.supersede_key = s.text(i++);
-  j.should_build = s.i64(i++) != 0;
-  j.reason = s.text(i++);
-  j.upstream_sha = s.text(i++);
-  j.pr_number = s.i64(i++);
-  j.state = parse_state(s.text(i++), j.id);
-  j.attempt = static_cast<int>(s.i64(i++));
-  j.run_id = s.text(i++);
-  j.in_progress_reported = s.i64(i++) != 0;
-  std::string conclusion = s.text(i++);
-  if (!conclusion.empty()) {
-    j.conclusion = parse_conclusion(conclusion);
-    if (!j.conclusion)
-      throw Error(fmt::format("agent queue: job {} has conclusion '{}', not one of {}", j.id,
-                              conclusion, conclusion_names()));
-  }
-  j.error = s.text(i++);
-  j.received_ms = s.i64(i++);
-  j.started_ms = s.i64(i++);
-  j.ended_ms = s.i64(i++);
-  j.base_sha = s.text(i++);
-  return j;
+// What a new job is written with; the rest are the table's defaults.
+const RecordColumns<AgentJob>& new_job_columns() {
+  static const RecordColumns<AgentJob> columns = job_columns().subset(
+      {"delivery_id", "event_type", "client_payload", "supersede_key", "should_build", "reason",
+       "upstream_sha", "pr_number", "state", "received_ms", "ended_ms", "base_sha"});
+  return columns;
+}
+
+AgentJob read_job(const SqlRow& r) {
+  return job_columns().read(r);
 }
 
 std::string select_sql(const char* where) {
-  return std::string("SELECT ") + kColumns + " FROM jobs " + where;
+  return fmt::format("SELECT {} FROM jobs {}", job_columns().names(), where);
 }
 
 int64_t read_id(const SqlRow& r) {
@@ -112,15 +120,11 @@ std::pair<int64_t, bool> AgentQueue::add(const AgentJob& job) {
     auto existing = tx.first("SELECT id FROM jobs WHERE delivery_id = ? AND event_type = ?",
                              {job.delivery_id, job.event_type}, read_id);
     if (existing) return {*existing, false};
-    auto id = tx.first(
-        "INSERT INTO jobs (delivery_id, event_type, client_payload, supersede_key, "
-        "should_build, reason, upstream_sha, pr_number, state, received_ms, ended_ms, base_sha) "
-        "VALUES (?,?,?,?,?,?,?,?,?,?,?,?) RETURNING id",
-        {job.delivery_id, job.event_type, job.client_payload, job.supersede_key, job.should_build,
-         job.reason, job.upstream_sha, job.pr_number, to_string(job.state), job.received_ms,
-         job.ended_ms, job.base_sha},
-        read_id);
-    return {id.value_or(0), true};
+    int64_t id = 0;
+    tx.each(fmt::format("INSERT INTO jobs ({}) VALUES ({}) RETURNING id", new_job_columns().names(),
+                        new_job_columns().placeholders()),
+            new_job_columns().bind(job), [&](const SqlRow& r) { id = r.i64(0); });
+    return {id, true};
   });
 }
 

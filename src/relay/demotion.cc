@@ -19,14 +19,14 @@ std::string demotion_branch(const std::string& repo) {
   return "crcr-demotion/" + repo;
 }
 
-ReconcileCounts reconcile_demotions(Store& store, GitHubApp& app, AllowlistSource& allowlist,
+ReconcileCounts reconcile_demotions(LevelStore& levels, GitHubApp& app, AllowlistSource& allowlist,
                                     const RelayConfig& config, int64_t now_ms) {
   ReconcileCounts counts;
   const std::string& upstream = config.upstream_repo;
   std::string owner = upstream.substr(0, upstream.find('/'));
   auto allow = allowlist.get();
   std::map<std::string, Demotion> recorded;
-  for (const Demotion& d : store.levels.demotions()) recorded[d.repo] = d;
+  for (const Demotion& d : levels.demotions()) recorded[d.repo] = d;
   std::vector<std::string> closed;  // no open PR (or no longer L3): ends after a fresh allowlist
   for (const auto& e : allow->entries()) {
     if (e.level != Level::kL3) continue;
@@ -49,7 +49,7 @@ ReconcileCounts reconcile_demotions(Store& store, GitHubApp& app, AllowlistSourc
     if (!recorded.count(e.repo))
       spdlog::info("demotion: {} has demotion PR #{} open; its new check runs stop", e.repo,
                    d.pr_number);
-    store.levels.set_demotion(d);
+    levels.set_demotion(d);
     counts.open++;
   }
   for (const auto& [repo, d] : recorded)
@@ -61,7 +61,7 @@ ReconcileCounts reconcile_demotions(Store& store, GitHubApp& app, AllowlistSourc
     return counts;
   }
   for (const std::string& repo : closed) {
-    store.levels.clear_demotion(repo);
+    levels.clear_demotion(repo);
     spdlog::info("demotion: {} has no open demotion PR; its check runs resume", repo);
     counts.ended++;
   }

@@ -10,7 +10,7 @@
 #include "github/app_client.h"
 #include "relay/allowlist.h"
 #include "relay/config.h"
-#include "relay_store/store.h"
+#include "relay_store/level_store.h"
 
 namespace ootci {
 
@@ -35,7 +35,7 @@ struct ReconcileCounts {
 // clears the demotion. A demotion ends only after the allowlist was fetched again: if its PR was
 // merged the repo is L2 now, but a cached allowlist can still say L3. If that fetch fails the
 // demotion stays, and the next sweep tries again.
-ReconcileCounts reconcile_demotions(Store& store, GitHubApp& app, AllowlistSource& allowlist,
+ReconcileCounts reconcile_demotions(LevelStore& levels, GitHubApp& app, AllowlistSource& allowlist,
                                     const RelayConfig& config, int64_t now_ms);
 
 }  // namespace ootci

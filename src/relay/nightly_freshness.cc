@@ -5,9 +5,9 @@
 
 namespace ootci {
 
-std::vector<NightlyFreshness> nightly_freshness(Store& store, const Allowlist& allow,
+std::vector<NightlyFreshness> nightly_freshness(JobStore& jobs, const Allowlist& allow,
                                                 int64_t now_ms, int64_t stale_after_h) {
-  std::map<std::string, int64_t> last = store.jobs.last_job_ms(JobFilter::kNightly);
+  std::map<std::string, int64_t> last = jobs.last_job_ms(JobFilter::kNightly);
   for (const auto& e : allow.entries())
     if (std::find(e.events.begin(), e.events.end(), "nightly") != e.events.end())
       last.emplace(e.repo, -1);

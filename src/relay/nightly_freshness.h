@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "relay/allowlist.h"
-#include "relay_store/store.h"
+#include "relay_store/job_store.h"
 
 namespace ootci {
 
@@ -18,7 +18,7 @@ struct NightlyFreshness {
 
 // Every repo that reported a nightly, and every allowlisted repo whose `events:` name nightly,
 // by repo name.
-std::vector<NightlyFreshness> nightly_freshness(Store& store, const Allowlist& allow,
+std::vector<NightlyFreshness> nightly_freshness(JobStore& jobs, const Allowlist& allow,
                                                 int64_t now_ms, int64_t stale_after_h);
 
 }  // namespace ootci

@@ -31,9 +31,9 @@ std::string build_client_payload(const std::string& event_type, const std::strin
                      raw_body, nlohmann::json(callback_token).dump());
 }
 
-OutboxSender::OutboxSender(Store& store, TransportRouter& router, DispatchPolicy policy,
+OutboxSender::OutboxSender(OutboxStore& outbox, TransportRouter& router, DispatchPolicy policy,
                            Metrics& metrics)
-    : store_(store),
+    : outbox_(outbox),
       router_(router),
       policy_(policy),
       metrics_(metrics),
@@ -67,7 +67,7 @@ std::shared_ptr<const std::string> OutboxSender::delivery_body(const std::string
     auto it = body_cache_.find(delivery_id);
     if (it != body_cache_.end()) return it->second;
   }
-  auto d = store_.outbox.get_delivery(delivery_id);
+  auto d = outbox_.get_delivery(delivery_id);
   if (!d) return nullptr;
   auto body = std::make_shared<const std::string>(std::move(d->body));
   std::lock_guard lock(cache_mu_);
@@ -122,7 +122,7 @@ OutboxOutcome OutboxSender::try_once(const OutboxItem& item, bool allow_retry, S
 }
 
 void OutboxSender::settle(const std::vector<OutboxOutcome>& outcomes) {
-  std::vector<bool> applied = store_.outbox.settle_outbox(outcomes);
+  std::vector<bool> applied = outbox_.settle_outbox(outcomes);
   int64_t now = now_ms();
   for (size_t i = 0; i < outcomes.size(); ++i) {
     const OutboxOutcome& o = outcomes[i];
@@ -200,7 +200,7 @@ int64_t OutboxSender::idle_wait_ms() {
   int64_t now = now_ms();
   std::lock_guard lock(due_mu_);
   if (now - due_checked_ms_ >= kDueCacheMs) {
-    due_ms_ = store_.outbox.next_due_ms();  // under the lock: the others wait for it, not ask too
+    due_ms_ = outbox_.next_due_ms();  // under the lock: the others wait for it, not ask too
     due_checked_ms_ = now;
   }
   return due_ms_ ? std::clamp<int64_t>(*due_ms_ - now, 0, kIdlePollMs) : kIdlePollMs;
@@ -228,7 +228,7 @@ std::optional<OutboxItem> OutboxSender::next_item() {
     const int64_t lease_ms = policy_.request_timeout_ms * 3 + 2000;
     std::vector<OutboxItem> items;
     try {
-      items = store_.outbox.claim_due(now_ms(), want, lease_ms);
+      items = outbox_.claim_due(now_ms(), want, lease_ms);
     } catch (...) {
       std::lock_guard relock(batch_mu_);
       claiming_ = false;

@@ -14,7 +14,7 @@
 #include "relay/config.h"
 #include "relay/transport.h"
 #include "relay/worker_pool.h"
-#include "relay_store/store.h"
+#include "relay_store/outbox_store.h"
 
 namespace ootci {
 
@@ -27,7 +27,8 @@ std::string build_client_payload(const std::string& event_type, const std::strin
 // off exponentially with jitter, honour Retry-After, and give up at max_attempts or the deadline.
 class OutboxSender {
  public:
-  OutboxSender(Store& store, TransportRouter& router, DispatchPolicy policy, Metrics& metrics);
+  OutboxSender(OutboxStore& outbox, TransportRouter& router, DispatchPolicy policy,
+               Metrics& metrics);
   ~OutboxSender();
 
   void start();
@@ -53,7 +54,7 @@ class OutboxSender {
   void settle(const std::vector<OutboxOutcome>& outcomes);
   std::shared_ptr<const std::string> delivery_body(const std::string& delivery_id);
 
-  Store& store_;
+  OutboxStore& outbox_;
   TransportRouter& router_;
   DispatchPolicy policy_;
   Metrics& metrics_;

@@ -80,8 +80,8 @@ struct RelayServer::Impl {
                    : require_env(config, "callback_token_secret_env",
                                  config.callback_token_secret_env),
                config.callback_token_ttl_s),
-        outbox_sender(*store, router, config.dispatch, metrics),
-        tasks(*store, app, config, metrics),
+        outbox_sender(store->outbox, router, config.dispatch, metrics),
+        tasks(store->tasks, app, config, metrics),
         webhook(config, secret, *store, allowlist, outbox_sender, metrics, tokens, tasks),
         oidc(config.oidc_issuers, config.oidc_leeway_s),
         ci_providers(config.ci_providers.empty() ? CiProviders{}
@@ -215,7 +215,7 @@ void RelayServer::run() {
         heartbeat = std::stoll(*v) / 1000.0;
       overdue = double(
           s.store->jobs.count_overdue_jobs(now_ms() - s.config.sweeper.zombie_timeout_s * 1000));
-      for (const auto& f : nightly_freshness(*s.store, *s.allowlist.get(), now_ms(),
+      for (const auto& f : nightly_freshness(s.store->jobs, *s.allowlist.get(), now_ms(),
                                              s.config.nightly.stale_after_h)) {
         std::string label = fmt::format("{{repo=\"{}\"}}", f.repo);
         if (f.last_ms >= 0)

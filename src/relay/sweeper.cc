@@ -81,7 +81,7 @@ void Sweeper::lifecycle_once(int64_t now) {
     metrics_.inc("ootci_sync_levels_total", r.ok() ? "outcome=\"ok\"" : "outcome=\"failed\"");
   }
   // After the sync, so a PR it opened holds back check runs from this pass on.
-  reconcile_demotions(store_, *app_, *allowlist_, config_, now);
+  reconcile_demotions(store_.levels, *app_, *allowlist_, config_, now);
 }
 
 int64_t Sweeper::prune_once(int64_t now) {

@@ -24,9 +24,9 @@ TaskItem task::make(const char* kind, const std::string& ordering_key,
   return t;
 }
 
-TaskRunner::TaskRunner(Store& store, std::shared_ptr<GitHubApp> app, const RelayConfig& config,
+TaskRunner::TaskRunner(TaskQueue& queue, std::shared_ptr<GitHubApp> app, const RelayConfig& config,
                        Metrics& metrics)
-    : store_(store),
+    : queue_(queue),
       app_(std::move(app)),
       config_(config),
       metrics_(metrics),
@@ -89,7 +89,7 @@ SendResult TaskRunner::run(const TaskItem& t) {
 
 bool TaskRunner::run_one() {
   int64_t lease_ms = config_.dispatch.request_timeout_ms * 3 + 2000;
-  auto tasks = store_.tasks.claim_tasks(now_ms(), 1, lease_ms);
+  auto tasks = queue_.claim_tasks(now_ms(), 1, lease_ms);
   for (const TaskItem& t : tasks) {
     SendResult r = run(t);
     int attempts = t.attempts + 1;
@@ -98,18 +98,18 @@ bool TaskRunner::run_one() {
                                      : r.retryable ? "retried"
                                                    : "failed");
     if (r.delivered) {
-      store_.tasks.complete_task(t, attempts);
+      queue_.complete_task(t, attempts);
     } else if (r.retryable && attempts < config_.dispatch.max_attempts) {
       thread_local std::mt19937_64 rng(std::random_device{}());
       int64_t delay = OutboxSender::backoff_ms(config_.dispatch, attempts, rng());
       if (r.retry_after_s)
         delay = std::max(delay, std::min<int64_t>(*r.retry_after_s, 86400) * 1000);
-      store_.tasks.retry_task(t, attempts, now_ms() + delay, r.error);
+      queue_.retry_task(t, attempts, now_ms() + delay, r.error);
     } else {
       if (r.retryable) labels = fmt::format("kind=\"{}\",outcome=\"failed\"", t.kind);
       // Best effort by design: logged, counted, kept in the table for inspection.
       spdlog::warn("task {} ({}) failed after {} attempt(s): {}", t.id, t.kind, attempts, r.error);
-      store_.tasks.fail_task(t, attempts, r.error);
+      queue_.fail_task(t, attempts, r.error);
     }
     metrics_.inc("ootci_tasks_total", labels);
   }

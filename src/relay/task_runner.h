@@ -8,7 +8,7 @@
 #include "relay/config.h"
 #include "relay/transport.h"
 #include "relay/worker_pool.h"
-#include "relay_store/store.h"
+#include "relay_store/task_queue.h"
 
 namespace ootci {
 
@@ -25,7 +25,7 @@ TaskItem make(const char* kind, const std::string& ordering_key, const nlohmann:
 
 class TaskRunner {
  public:
-  TaskRunner(Store& store, std::shared_ptr<GitHubApp> app, const RelayConfig& config,
+  TaskRunner(TaskQueue& queue, std::shared_ptr<GitHubApp> app, const RelayConfig& config,
              Metrics& metrics);
   void start(int threads);
   void stop();
@@ -35,7 +35,7 @@ class TaskRunner {
 
  private:
   bool run_one();
-  Store& store_;
+  TaskQueue& queue_;
   std::shared_ptr<GitHubApp> app_;
   const RelayConfig& config_;
   Metrics& metrics_;

@@ -68,5 +68,27 @@ TEST(RecordColumns, WriterAndReaderShareTheTable) {
   EXPECT_EQ(back.color, Color::kGreen);
 }
 
+// A column whose text is computed when it is bound: the parameter keeps the text alive through
+// copies, after the function that made it has returned.
+TEST(RecordColumns, ComputedTextOutlivesItsBinding) {
+  static const RecordColumns<Sample> columns{
+      {"tag", [](const Sample& s) { return SqlParam::owned("n" + std::to_string(s.count) + "!"); },
+       [](Sample& s, const SqlRow& row, int i) { s.name = row.text(i); }},
+  };
+  Sample sample;
+  sample.count = 42;
+  std::vector<SqlParam> params = columns.bind(sample);
+  std::vector<SqlParam> copy = params;
+  params.clear();
+  EXPECT_EQ(copy[0].text_value(), "n42!");
+  auto db = open_sqlite_db(fresh_store_uri("sqlite").substr(7), 5000);
+  std::string back = db->write("t", [&](SqlTx& tx) {
+    tx.exec("CREATE TABLE s (tag TEXT)");
+    tx.exec("INSERT INTO s (tag) VALUES (?)", copy);
+    return *tx.first("SELECT tag FROM s", {}, [](const SqlRow& r) { return columns.read(r).name; });
+  });
+  EXPECT_EQ(back, "n42!");
+}
+
 }  // namespace
 }  // namespace ootci

@@ -39,6 +39,15 @@ class SqlParam {
   SqlParam(std::string_view v) : kind_(Kind::kText), text_(v) {}
   SqlParam(const std::string& v) : kind_(Kind::kText), text_(v) {}
   SqlParam(const char* v) : kind_(Kind::kText), text_(v) {}
+  // Text computed for the statement (a record column's encoded value), kept alive by the
+  // parameter and its copies.
+  static SqlParam owned(std::string v) {
+    SqlParam p(nullptr);
+    p.kind_ = Kind::kText;
+    p.owned_ = std::make_shared<const std::string>(std::move(v));
+    p.text_ = *p.owned_;
+    return p;
+  }
 
   Kind kind() const { return kind_; }
   int64_t int_value() const { return int_; }
@@ -50,6 +59,7 @@ class SqlParam {
   int64_t int_ = 0;
   double real_ = 0;
   std::string_view text_;
+  std::shared_ptr<const std::string> owned_;
 };
 
 // Text that binds as NULL when empty (optional columns stored as NULL).
