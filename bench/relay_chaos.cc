@@ -290,7 +290,7 @@ Tally run(const std::string& mode, const Options& o) {
     std::string job_key =
         fmt::format("{}:{}:{}:1:test", j.cp["delivery_id"].get<std::string>(), j.repo, j.run_id);
     auto stored = check_store->jobs.get_job(job_key);
-    int kept = !stored ? 0 : stored->status == "completed" ? 2 : 1;
+    int kept = !stored ? 0 : stored->status == JobStatus::kCompleted ? 2 : 1;
     if (kept < j.accepted) t.callbacks_lost += j.accepted - kept;
     if (j.repo.find("/l4") != std::string::npos && j.accepted == 2) {
       t.checks_owed += 2;  // in_progress and completed

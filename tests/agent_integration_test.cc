@@ -183,7 +183,7 @@ TEST_P(AgentIntegration, PullRequestBecomesAVerdictOnTheRelayFieldByField) {
 
   auto record = relay_job("d-e2e", id);
   ASSERT_TRUE(record) << relay_->log();
-  EXPECT_EQ(record->status, "completed");
+  EXPECT_EQ(record->status, JobStatus::kCompleted);
   EXPECT_EQ(record->conclusion, "success");
   EXPECT_EQ(record->repo, "acme/two");
   EXPECT_EQ(record->level, "L2");
@@ -288,13 +288,13 @@ TEST_P(AgentIntegration, AgentKilledWithAQueuedJobRunsItAfterRestart) {
   EXPECT_EQ(blocker["conclusion"], "success") << agent_log();
   auto record = relay_job("d-queued", queued["id"]);
   ASSERT_TRUE(record);
-  EXPECT_EQ(record->status, "completed");
+  EXPECT_EQ(record->status, JobStatus::kCompleted);
   EXPECT_EQ(record->pr_number, 3);
   EXPECT_EQ(record->tests_total, 260);
   // The interrupted job kept its identity: one in_progress (before the kill), one completed.
   auto resumed = relay_job("d-blocker", blocker["id"]);
   ASSERT_TRUE(resumed);
-  EXPECT_EQ(resumed->status, "completed");
+  EXPECT_EQ(resumed->status, JobStatus::kCompleted);
   EXPECT_EQ(resumed->conclusion, "success");
 }
 
@@ -320,7 +320,7 @@ TEST_P(AgentIntegration, AnInProgressThatFailedAtTheStartIsSentBeforeCompleted) 
       << job.dump();
   auto record = relay_job("d-late", job["id"]);
   ASSERT_TRUE(record) << agent_log() << relay_->log();
-  EXPECT_EQ(record->status, "completed");
+  EXPECT_EQ(record->status, JobStatus::kCompleted);
   EXPECT_EQ(record->conclusion, "success");
   EXPECT_EQ(record->tests_total, 260);
   EXPECT_FALSE(record->in_progress_hash.empty());
@@ -365,7 +365,7 @@ TEST_P(AgentIntegration, NewerDispatchForTheSamePrCancelsTheOlderOne) {
 
   auto old_record = relay_job("d-old", old_job["id"]);
   ASSERT_TRUE(old_record);
-  EXPECT_EQ(old_record->status, "completed");
+  EXPECT_EQ(old_record->status, JobStatus::kCompleted);
   EXPECT_EQ(old_record->conclusion, "cancelled");
   auto new_record = relay_job("d-new", new_job["id"]);
   ASSERT_TRUE(new_record);

@@ -97,7 +97,7 @@ TEST_P(CallbackIntegration, CrcrActionBodyInProgressThenCompletedIsStoredFieldBy
   auto store = open_store(store_uri_);
   auto job = store->jobs.get_job(key(cp, "acme/two"));
   ASSERT_TRUE(job);
-  EXPECT_EQ(job->status, "completed");
+  EXPECT_EQ(job->status, JobStatus::kCompleted);
   EXPECT_EQ(job->conclusion, "success");
   EXPECT_EQ(job->repo, "acme/two");
   EXPECT_EQ(job->run_id, "111");
@@ -223,7 +223,7 @@ TEST_P(CallbackIntegration, ExactRepeatsAreDuplicatesAndNothingChanges) {
   EXPECT_EQ(reply(late_ip)["duplicate"], true);
   auto after = store->jobs.get_job(key(cp, "acme/two"));
   EXPECT_EQ(after->completed_ms, first->completed_ms);
-  EXPECT_EQ(after->status, "completed");
+  EXPECT_EQ(after->status, JobStatus::kCompleted);
 }
 
 TEST_P(CallbackIntegration, ConflictsAndInvalidTransitions) {
@@ -304,7 +304,7 @@ TEST_P(CallbackIntegration, TheRealClientsRetriesUuidRunIdsBareTokensAndWorkflow
   JobRecord legacy = *after;
   legacy.completed_hash = sha256_hex(legacy.last_body);
   legacy.in_progress_hash = sha256_hex(ip.dump());
-  ASSERT_TRUE(store->jobs.update_job(legacy, "completed", {}, legacy.check_run_created));
+  ASSERT_TRUE(store->jobs.update_job(legacy, JobStatus::kCompleted, {}, legacy.check_run_created));
   EXPECT_EQ(reply(callback(resent, token("acme/two")))["duplicate"], true);
   EXPECT_EQ(reply(callback(ip_again, token("acme/two")))["duplicate"], true);
   EXPECT_EQ(callback(action_body(cp, "completed", "acme/two"), token("acme/two")).status, 409);
@@ -341,7 +341,7 @@ TEST_P(CallbackIntegration, TheRealClientsRetriesUuidRunIdsBareTokensAndWorkflow
   auto bk = store->jobs.get_job(uuid_key);
   ASSERT_TRUE(bk) << relay_->log();
   EXPECT_EQ(bk->run_id, uuid);
-  EXPECT_EQ(bk->status, "completed");
+  EXPECT_EQ(bk->status, JobStatus::kCompleted);
   EXPECT_EQ(bk->conclusion, "success");
   auto api = nlohmann::json::parse(get("/api/crcr/job?key=" + url_encode(uuid_key)).body);
   EXPECT_EQ(api["run_id"], uuid);
@@ -465,11 +465,11 @@ TEST_P(CallbackIntegration, SweeperTimesOutZombiesAndReportsItsHeartbeat) {
   std::optional<JobRecord> job;
   for (int i = 0; i < 100; ++i) {
     job = store->jobs.get_job(key(cp, "acme/four"));
-    if (job && job->status == "completed") break;
+    if (job && job->status == JobStatus::kCompleted) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   ASSERT_TRUE(job);
-  EXPECT_EQ(job->status, "completed");
+  EXPECT_EQ(job->status, JobStatus::kCompleted);
   EXPECT_EQ(job->conclusion, "timed_out");
   EXPECT_GE(job->execution_time_ms, 2000);
   ASSERT_TRUE(standin_->wait_for_calls("/repos/Codertocat/Hello-World/check-runs", 2, 10000));
@@ -684,8 +684,8 @@ TEST_P(CallbackIntegration, GitLabAndCircleCiTokensMapThroughCiProviders) {
   EXPECT_EQ(callback(action_body(cp4, "completed", "acme/four"), circleci.mint(as_gitlab)).status,
             401);
   auto store = open_store(store_uri_);
-  EXPECT_EQ(store->jobs.get_job(key(cp, "acme/two"))->status, "completed");
-  EXPECT_EQ(store->jobs.get_job(key(cp4, "acme/four"))->status, "in_progress");
+  EXPECT_EQ(store->jobs.get_job(key(cp, "acme/two"))->status, JobStatus::kCompleted);
+  EXPECT_EQ(store->jobs.get_job(key(cp4, "acme/four"))->status, JobStatus::kInProgress);
 }
 
 // Participation (test-infra#8856): a nightly-only backend gets no pull_request dispatch, and a
@@ -750,7 +750,7 @@ TEST_P(CallbackIntegration, OverdueJobsAndStaleNightliesAreCounted) {
   stuck.workflow_name = "CI";
   stuck.event_type = "pull_request";
   stuck.level = "L2";
-  stuck.status = "in_progress";
+  stuck.status = JobStatus::kInProgress;
   stuck.in_progress_ms = stuck.created_ms = now_ms() - 3600000 - 3 * 600000 - 60000;
   JobRecord late = stuck;  // past its deadline, within the sweeper's grace
   late.key = "late";
@@ -771,7 +771,7 @@ TEST_P(CallbackIntegration, OverdueJobsAndStaleNightliesAreCounted) {
     n.key = std::string("nightly-") + repo;
     n.repo = repo;
     n.event_type = "nightly";
-    n.status = "completed";
+    n.status = JobStatus::kCompleted;
     n.conclusion = "success";
     n.in_progress_ms = -1;
     n.created_ms = n.completed_ms = now_ms() - age_h * 3600000;
@@ -819,7 +819,7 @@ class LevelLifecycle : public CallbackIntegration {
       j.event_type = "pull_request";
       j.pr_number = 10 + i % 5;
       j.level = "L3";
-      j.status = "completed";
+      j.status = JobStatus::kCompleted;
       j.conclusion = i < failures ? "failure" : "success";
       j.queue_time_ms = 120000;
       j.execution_time_ms = 1800000;

@@ -180,7 +180,7 @@ class ReportIntegration : public RelayFixture {
 
   // The completed record of a job reported from r-red, field by field.
   static void expect_red_run_record(const JobRecord& j, const std::string& job_name) {
-    EXPECT_EQ(j.status, "completed");
+    EXPECT_EQ(j.status, JobStatus::kCompleted);
     EXPECT_EQ(j.conclusion, "failure");
     EXPECT_EQ(j.repo, "acme/two");
     EXPECT_EQ(j.run_id, "42");
@@ -227,7 +227,7 @@ TEST_P(ReportIntegration, InProgressThenCompletedFromARunAreStoredFieldByField) 
             "(1 attempt(s))\n");
   std::optional<JobRecord> running = job(cp, "test");
   ASSERT_TRUE(running);
-  EXPECT_EQ(running->status, "in_progress");
+  EXPECT_EQ(running->status, JobStatus::kInProgress);
   EXPECT_EQ(running->check_run_id, "42-1");
   EXPECT_EQ(running->head_sha, "ec26c3e57ca3a959ca5aad62de7213c562f8c821");
   // The callback token of the dispatch came back with it.
@@ -251,7 +251,7 @@ TEST_P(ReportIntegration, InProgressThenCompletedFromARunAreStoredFieldByField) 
   ASSERT_EQ(build_failed.code, 0) << build_failed.err;
   std::optional<JobRecord> b = job(cp, "build");
   ASSERT_TRUE(b);
-  EXPECT_EQ(b->status, "completed");
+  EXPECT_EQ(b->status, JobStatus::kCompleted);
   EXPECT_EQ(b->conclusion, "failure");
   EXPECT_EQ(b->tests_total, 0);
   EXPECT_EQ(b->failed_tests_json, "");
@@ -306,7 +306,7 @@ TEST_P(ReportIntegration, CrcrModeMakesOneAttemptAndFailsOnADroppedResponse) {
   // PyTorch's relay would have stored it too: the client just never learnt.
   std::optional<JobRecord> j = job(cp, "test");
   ASSERT_TRUE(j);
-  EXPECT_EQ(j->status, "completed");
+  EXPECT_EQ(j->status, JobStatus::kCompleted);
 }
 
 TEST_P(ReportIntegration, SettingsComeFromTheReportSectionOfOotciYaml) {

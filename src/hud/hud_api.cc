@@ -76,7 +76,7 @@ nlohmann::json job_summary(const JobRecord& j) {
           {"column", j.workflow_name + "/" + j.job_name},
           {"run_id", run_id_json(j.run_id)},
           {"run_attempt", j.run_attempt},
-          {"status", j.status},
+          {"status", to_string(j.status)},
           {"conclusion", j.conclusion},
           {"url", j.workflow_url},
           {"head_sha", j.head_sha},

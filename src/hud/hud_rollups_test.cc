@@ -145,18 +145,18 @@ void add_callback_jobs(Store& store, RelayConfig& config) {
     j.event_type = i % 10 == 0 ? "periodic" : "pull_request";
     j.pr_number = j.event_type == "pull_request" ? 95000 + i % 7 : 0;
     j.level = "L2";
-    j.status = "in_progress";
+    j.status = JobStatus::kInProgress;
     j.dispatched_ms = kNow - (8 + i % 5) * kHour - 60000 * i;
     j.queue_time_ms = 60000 * (i % 11);
     j.in_progress_ms = j.created_ms = j.dispatched_ms + j.queue_time_ms;
     ASSERT_TRUE(store.jobs.insert_job(j, {}));
     if (i % 2) {  // a completed callback; the rest stay in progress for the sweeper
-      j.status = "completed";
+      j.status = JobStatus::kCompleted;
       j.conclusion = i % 4 == 1 ? "success" : "failure";
       j.completed_ms = j.in_progress_ms + 3 * kHour + 1000 * i;
       j.execution_time_ms = j.completed_ms - j.in_progress_ms;
       j.level = "L3";  // the repo moved up between its callbacks
-      ASSERT_TRUE(store.jobs.update_job(j, "in_progress", {}));
+      ASSERT_TRUE(store.jobs.update_job(j, JobStatus::kInProgress, {}));
     }
   }
   Metrics metrics;

@@ -87,11 +87,11 @@ SeedResult seed_store(Store& store, const SeedOptions& o) {
     j.check_run_created = b.level == "L4" || b.level == "L3";
     double roll = uniform(0, 1);
     if (dispatched + queue + exec > o.now_ms) {  // still running
-      j.status = "in_progress";
+      j.status = JobStatus::kInProgress;
       j.created_ms = std::min(j.created_ms, o.now_ms - 1);
       return j;
     }
-    j.status = "completed";
+    j.status = JobStatus::kCompleted;
     j.completed_ms = (event == "nightly" ? dispatched : j.in_progress_ms) + exec;
     j.execution_time_ms = event == "nightly" ? -1 : exec;
     j.conclusion = roll < b.reliability                                ? "success"
@@ -180,7 +180,7 @@ SeedResult seed_store(Store& store, const SeedOptions& o) {
     JobRecord x =
         make_job(backends[0], "seed-xss", pr, "deadbeef", "pull_request", ++run_id, 1, "CI",
                  "<script>alert(1)</script>", o.now_ms - 2 * 60 * kMinute - 50 * kMinute);
-    x.status = "completed";
+    x.status = JobStatus::kCompleted;
     x.conclusion = "failure";
     x.failed_tests_json =
         nlohmann::json::array({{{"name", "<img src=x onerror=alert(2)>"},

@@ -51,8 +51,8 @@ std::string outcome_hash(const CallbackBody& b) {
   if (b.failed_tests.is_array())
     for (const auto& t : b.failed_tests)
       failed.push_back(t.contains("name") && t["name"].is_string() ? t["name"] : nlohmann::json(t));
-  nlohmann::json outcome = {{"status", b.status}};
-  if (b.status == "completed")
+  nlohmann::json outcome = {{"status", to_string(b.status)}};
+  if (b.status == JobStatus::kCompleted)
     outcome.update({{"conclusion", b.conclusion},
                     {"passed", b.passed},
                     {"failed", b.failed},
@@ -220,10 +220,12 @@ std::variant<CallbackBody, std::string> parse_callback_body(const std::string& t
   if (!j.contains("workflow") || !j["workflow"].is_object())
     return std::string("missing required field: workflow");
   const auto& w = j["workflow"];
-  b.status = str(w, "status");
-  if (b.status.empty()) return std::string("missing required field: workflow.status");
-  if (b.status != "in_progress" && b.status != "completed")
-    return fmt::format("workflow.status must be in_progress or completed, got '{}'", b.status);
+  std::string status = str(w, "status");
+  if (status.empty()) return std::string("missing required field: workflow.status");
+  auto parsed_status = parse_job_status(status);
+  if (!parsed_status)
+    return fmt::format("workflow.status must be in_progress or completed, got '{}'", status);
+  b.status = *parsed_status;
   b.workflow_name = str(w, "name");
   if (b.workflow_name.empty()) return std::string("missing required field: workflow.name");
   if (!w.contains("run_id") || !read_run_id(w["run_id"], &b.run_id))

@@ -7,6 +7,7 @@
 
 #include "base/callback_caps.h"
 #include "base/utf8.h"
+#include "relay_store/records.h"
 
 namespace ootci {
 
@@ -21,7 +22,7 @@ struct CallbackBody {
   std::string outcome_hash;
   std::string event_type;  // pull_request (default), push, nightly, periodic
   std::string delivery_id;
-  std::string status;  // in_progress or completed
+  JobStatus status = JobStatus::kInProgress;
   std::string conclusion;
   std::string workflow_name;
   std::string workflow_url;

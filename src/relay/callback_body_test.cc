@@ -202,7 +202,7 @@ TEST(CheckRuns, NameExternalIdAndWhoWantsThem) {
   j.run_id = "7";
   j.pr_number = 12;
   j.head_sha = "abc";
-  j.status = "completed";
+  j.status = JobStatus::kCompleted;
   j.conclusion = "timed_out";
   j.completed_ms = 0;
   auto t = check_run_task(j, "pytorch/pytorch", 1000);
@@ -227,7 +227,7 @@ TEST(HudForward, EnvelopeSplitsTrustedFromUntrusted) {
   JobRecord j;
   j.repo = "acme/x";
   j.level = "L3";
-  j.status = "in_progress";
+  j.status = JobStatus::kInProgress;
   j.queue_time_ms = 12345;
   j.execution_time_ms = -1;
   auto e = hud_envelope(j, {{"a", 1}});

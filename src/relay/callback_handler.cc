@@ -23,7 +23,7 @@ std::string bearer_token(const std::string& header) {
 // Rows stored before the relay hashed outcomes hold hashes of the body bytes. Read them as
 // outcomes, so a retry of a step applied before an upgrade is still a duplicate.
 void read_stored_hashes_as_outcomes(JobRecord& j, const std::string& incoming) {
-  if (j.status == "completed" && j.completed_hash != incoming &&
+  if (j.status == JobStatus::kCompleted && j.completed_hash != incoming &&
       j.completed_hash == sha256_hex(j.last_body))
     j.completed_hash = outcome_hash_of(j.last_body);
   // An in_progress step's outcome is its status alone: every applied one hashes the same.
@@ -136,7 +136,7 @@ Reply CallbackHandler::handle(const CallbackRequest& req) {
   if (auto* refused = std::get_if<Reply>(&token)) return std::move(*refused);
   const std::optional<std::string>& token_sha = std::get<std::optional<std::string>>(token);
   if (d_.config.callback.dry_run)
-    return json_reply(200, {{"ok", true}, {"status", body.status}, {"dry_run", true}});
+    return json_reply(200, {{"ok", true}, {"status", to_string(body.status)}, {"dry_run", true}});
   if (!d_.config.hud_forward.url.empty() && (body.job_name.empty() || body.check_run_id.empty())) {
     count("invalid");  // the HUD keys rows by them and would reject the forward
     return detail_reply(400, "workflow.job_name and workflow.check_run_id are required");
@@ -149,7 +149,7 @@ Reply CallbackHandler::apply(const std::string& repo, const AllowlistEntry& entr
   int64_t dispatched_ms = -1;
   std::optional<DeliveryRecord> delivery;
   if (body.is_self_report()) {
-    if (body.status != "completed")
+    if (body.status != JobStatus::kCompleted)
       return detail_reply(400, fmt::format("{} callbacks must be completed", body.event_type));
     if (d_.config.nightly.validate_sha &&
         d_.sha_validator.check(body.head_sha, now_s()) == ShaValidator::Result::kUnknown)
@@ -178,7 +178,8 @@ Reply CallbackHandler::apply(const std::string& repo, const AllowlistEntry& entr
     if (dec.transition == Transition::kDuplicate) {
       d_.metrics.inc("ootci_callbacks_total", "result=\"duplicate\"");
       // The stored step stands: a re-sent one's new timestamps are not written over it.
-      return json_reply(200, {{"ok", true}, {"status", body.status}, {"duplicate", true}});
+      return json_reply(200,
+                        {{"ok", true}, {"status", to_string(body.status)}, {"duplicate", true}});
     }
     if (dec.transition == Transition::kConflict || dec.transition == Transition::kInvalid) {
       d_.metrics.inc("ootci_callbacks_total", "result=\"rejected\"");
@@ -206,7 +207,7 @@ Reply CallbackHandler::apply(const std::string& repo, const AllowlistEntry& entr
     if (!body.artifact_url.empty()) j.artifact_url = body.artifact_url;
     j.status = body.status;
     j.last_body = body.raw;  // verbatim, and no second serialization
-    if (body.status == "in_progress") {
+    if (body.status == JobStatus::kInProgress) {
       j.in_progress_ms = now;
       j.in_progress_hash = body.outcome_hash;
       // A re-run's queue time would be measured from the original dispatch: null, as RFC-0054.
@@ -252,8 +253,8 @@ Reply CallbackHandler::apply(const std::string& repo, const AllowlistEntry& entr
                   : d_.store.jobs.insert_job(j, tasks);
     if (!ok) continue;
     if (!tasks.empty()) d_.tasks.wake();
-    d_.metrics.inc("ootci_callbacks_total", fmt::format("result=\"{}\"", body.status));
-    nlohmann::json reply = {{"ok", true}, {"status", body.status}};
+    d_.metrics.inc("ootci_callbacks_total", fmt::format("result=\"{}\"", to_string(body.status)));
+    nlohmann::json reply = {{"ok", true}, {"status", to_string(body.status)}};
     for (const std::string& note : body.notes) {
       if (note.rfind("triage_verdict dropped: ", 0) == 0)
         reply["triage_verdict"] = note.substr(15);

@@ -25,7 +25,7 @@ std::string check_run_name(const JobRecord& job) {
 TaskItem check_run_task(const JobRecord& job, const std::string& upstream_repo, int64_t now_ms) {
   // Built from the verified repo and run id, as CRCR does; the callback's url is not trusted.
   std::string url = fmt::format("https://github.com/{}/actions/runs/{}", job.repo, job.run_id);
-  bool done = job.status == "completed";
+  bool done = job.status == JobStatus::kCompleted;
   std::string conclusion = job.conclusion.empty() ? "neutral" : job.conclusion;
   std::string title = "In progress";
   if (done) {
@@ -36,7 +36,7 @@ TaskItem check_run_task(const JobRecord& job, const std::string& upstream_repo, 
       {"upstream_repo", upstream_repo},
       {"name", check_run_name(job)},
       {"head_sha", job.head_sha},
-      {"status", job.status},
+      {"status", to_string(job.status)},
       {"details_url", url},
       {"external_id", job.pr_number ? fmt::format("{}:{}", job.run_id, job.pr_number) : job.run_id},
       {"output", {{"title", title}, {"summary", fmt::format("{} workflow: {}", job.repo, url)}}}};

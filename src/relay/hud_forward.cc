@@ -15,7 +15,7 @@ nlohmann::json seconds(int64_t ms, bool include) {
 }  // namespace
 
 nlohmann::json hud_envelope(const JobRecord& job, const nlohmann::json& body) {
-  bool done = job.status == "completed";
+  bool done = job.status == JobStatus::kCompleted;
   return {{"trusted",
            {{"verified_repo", job.repo},
             {"downstream_repo_level", job.level},

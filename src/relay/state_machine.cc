@@ -2,10 +2,9 @@
 
 namespace ootci {
 
-TransitionDecision decide_transition(const std::optional<JobRecord>& current,
-                                     const std::string& status, const std::string& hash,
-                                     bool self_report) {
-  bool completing = status == "completed";
+TransitionDecision decide_transition(const std::optional<JobRecord>& current, JobStatus status,
+                                     const std::string& hash, bool self_report) {
+  bool completing = status == JobStatus::kCompleted;
   if (!current) {
     if (completing && !self_report)
       return {Transition::kInvalid, "invalid transition: completed without in_progress"};
@@ -14,13 +13,13 @@ TransitionDecision decide_transition(const std::optional<JobRecord>& current,
   const JobRecord& j = *current;
   if (!completing) {
     if (hash == j.in_progress_hash) return {Transition::kDuplicate, ""};
-    if (j.status == "in_progress")
+    if (j.status == JobStatus::kInProgress)
       return {Transition::kConflict,
               "conflicting repeat: in_progress was already applied with "
               "a different body"};
     return {Transition::kInvalid, "invalid transition: completed → in_progress"};
   }
-  if (j.status == "in_progress") return {Transition::kUpdate, ""};
+  if (j.status == JobStatus::kInProgress) return {Transition::kUpdate, ""};
   if (hash == j.completed_hash) return {Transition::kDuplicate, ""};
   return {Transition::kConflict,
           "conflicting repeat: completed was already applied with a different body"};

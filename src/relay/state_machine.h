@@ -22,9 +22,8 @@ struct TransitionDecision {
 };
 
 // `self_report`: nightly/periodic runs arrive as one completed callback with no in_progress.
-TransitionDecision decide_transition(const std::optional<JobRecord>& current,
-                                     const std::string& status, const std::string& outcome_hash,
-                                     bool self_report);
+TransitionDecision decide_transition(const std::optional<JobRecord>& current, JobStatus status,
+                                     const std::string& outcome_hash, bool self_report);
 
 int transition_http_status(Transition t);
 

@@ -7,7 +7,7 @@ namespace {
 
 JobRecord job(const std::string& status, const std::string& ip_hash, const std::string& c_hash) {
   JobRecord j;
-  j.status = status;
+  j.status = *parse_job_status(status);
   j.in_progress_hash = ip_hash;
   j.completed_hash = c_hash;
   return j;
@@ -15,7 +15,9 @@ JobRecord job(const std::string& status, const std::string& ip_hash, const std::
 
 TEST(StateMachine, CrcrTransitionsPlusSafeRetries) {
   auto d = [](std::optional<JobRecord> cur, const char* status, const char* hash,
-              bool self = false) { return decide_transition(cur, status, hash, self).transition; };
+              bool self = false) {
+    return decide_transition(cur, *parse_job_status(status), hash, self).transition;
+  };
   EXPECT_EQ(d(std::nullopt, "in_progress", "h1"), Transition::kInsert);
   EXPECT_EQ(d(std::nullopt, "completed", "h2"), Transition::kInvalid);       // skipped in_progress
   EXPECT_EQ(d(std::nullopt, "completed", "h2", true), Transition::kInsert);  // nightly

@@ -45,7 +45,7 @@ void Sweeper::stop() {
 int Sweeper::sweep_once(int64_t now) {
   int cleaned = 0;
   for (JobRecord j : store_.jobs.overdue_jobs(now - config_.sweeper.zombie_timeout_s * 1000, 500)) {
-    j.status = "completed";
+    j.status = JobStatus::kCompleted;
     j.conclusion = "timed_out";
     j.completed_ms = now;
     j.execution_time_ms = now - j.in_progress_ms;
@@ -62,7 +62,7 @@ int Sweeper::sweep_once(int64_t now) {
     if (!config_.hud_forward.url.empty()) tasks.push_back(hud_forward_task(j, body, now));
     // The flag must not have changed since we read it: a label backfill racing the sweep would
     // otherwise lose its completed check run.
-    if (store_.jobs.update_job(j, "in_progress", tasks, j.check_run_created)) cleaned++;
+    if (store_.jobs.update_job(j, JobStatus::kInProgress, tasks, j.check_run_created)) cleaned++;
   }
   store_.shared.set_meta(kHeartbeatKey, std::to_string(now));
   metrics_.inc("ootci_sweeper_timed_out_total", "", cleaned);

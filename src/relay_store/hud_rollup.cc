@@ -88,7 +88,7 @@ void RollupDeltas::add_job(const JobRecord& j, int sign) {
   h.failure += sign * (j.conclusion == "failure");
   h.timed_out += sign * (j.conclusion == "timed_out");
   h.cancelled += sign * (j.conclusion == "cancelled");
-  h.in_progress += sign * (j.status == "in_progress");
+  h.in_progress += sign * (j.status == JobStatus::kInProgress);
   if (j.queue_time_ms >= 0) h.queue_sum_ms += sign * j.queue_time_ms, h.queue_n += sign;
   if (j.execution_time_ms >= 0) h.exec_sum_ms += sign * j.execution_time_ms, h.exec_n += sign;
   h.overruns += sign * (j.execution_time_ms > kOverrunMs);

@@ -156,7 +156,7 @@ bool JobStore::insert_job(const JobRecord& job, const std::vector<TaskItem>& tas
   });
 }
 
-bool JobStore::update_job(const JobRecord& job, const std::string& expected_status,
+bool JobStore::update_job(const JobRecord& job, JobStatus expected_status,
                           const std::vector<TaskItem>& tasks,
                           std::optional<bool> expected_check_run_created) {
   return db_.write("update_job", [&](SqlTx& tx) {
@@ -176,7 +176,7 @@ bool JobStore::update_job(const JobRecord& job, const std::string& expected_stat
     std::vector<SqlParam> params;
     job_columns().bind(j, params);
     int64_t flag = expected_check_run_created ? int64_t{*expected_check_run_created} : -1;
-    params.insert(params.end(), {job.key, expected_status, flag, flag});
+    params.insert(params.end(), {job.key, to_string(expected_status), flag, flag});
     if (tx.exec(fmt::format("UPDATE jobs SET ({}) = ({}) WHERE key = ? AND status = ? AND "
                             "(? < 0 OR check_run_created = ?)",
                             job_columns().names(), job_columns().placeholders()),

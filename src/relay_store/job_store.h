@@ -25,7 +25,7 @@ class JobStore {
   bool insert_job(const JobRecord& job, const std::vector<TaskItem>& tasks);
   // With expected_check_run_created, the flag must match too: a label backfill and a callback
   // that both read the job then cannot overwrite each other's check-run decision.
-  bool update_job(const JobRecord& job, const std::string& expected_status,
+  bool update_job(const JobRecord& job, JobStatus expected_status,
                   const std::vector<TaskItem>& tasks,
                   std::optional<bool> expected_check_run_created = std::nullopt);
   std::vector<JobRecord> jobs_for_sha(const std::string& head_sha);

@@ -17,7 +17,24 @@ constexpr EnumName<TaskStatus> kTaskStatusNames[] = {
     {TaskStatus::kFailed, "failed"},
 };
 
+constexpr EnumName<JobStatus> kJobStatusNames[] = {
+    {JobStatus::kInProgress, "in_progress"},
+    {JobStatus::kCompleted, "completed"},
+};
+
 }  // namespace
+
+const char* to_string(JobStatus s) {
+  return enum_text(kJobStatusNames, s).data();  // the table's literals end in NUL
+}
+
+std::optional<JobStatus> parse_job_status(std::string_view text) {
+  return enum_parse(kJobStatusNames, text);
+}
+
+JobStatus parse_stored_job_status(std::string_view text) {
+  return parse_job_status(text).value_or(JobStatus::kInProgress);
+}
 
 const char* to_string(TaskStatus s) {
   return enum_text(kTaskStatusNames, s).data();  // the table's literals end in NUL

@@ -60,6 +60,14 @@ struct OutboxCounts {
   int64_t failed = 0;
 };
 
+// A downstream job's state, as CRCR's callback says it: in_progress, then completed.
+enum class JobStatus { kInProgress, kCompleted };
+const char* to_string(JobStatus s);
+std::optional<JobStatus> parse_job_status(std::string_view text);
+// A stored job's status: text this relay does not know reads as in_progress, so the sweeper
+// times the job out rather than the HUD failing on it.
+JobStatus parse_stored_job_status(std::string_view text);
+
 // One downstream job as the callback state machine sees it, keyed by CRCR's
 // delivery:repo:run_id:run_attempt:job_name. Times are relay wall-clock milliseconds; -1 is null.
 struct JobRecord {
@@ -73,8 +81,8 @@ struct JobRecord {
   std::string event_type;  // pull_request, push, nightly, periodic
   std::string head_sha;
   int64_t pr_number = 0;
-  std::string level;   // the repo's level when the callback arrived, e.g. "L2"
-  std::string status;  // in_progress or completed
+  std::string level;  // the repo's level when the callback arrived, e.g. "L2"
+  JobStatus status = JobStatus::kInProgress;
   std::string conclusion;
   int64_t dispatched_ms = -1;
   int64_t in_progress_ms = -1;

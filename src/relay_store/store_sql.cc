@@ -38,7 +38,7 @@ const RecordColumns<JobRecord>& job_columns() {
       column<&JobRecord::head_sha>("head_sha"),
       column<&JobRecord::pr_number>("pr_number"),
       column<&JobRecord::level>("level"),
-      column<&JobRecord::status>("status"),
+      enum_column<&JobRecord::status, parse_stored_job_status>("status"),
       column<&JobRecord::conclusion>("conclusion"),
       column<&JobRecord::dispatched_ms>("dispatched_ms"),
       column<&JobRecord::in_progress_ms>("in_progress_ms"),

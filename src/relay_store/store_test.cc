@@ -276,7 +276,7 @@ JobRecord full_job() {
   j.head_sha = "0123abcd";
   j.pr_number = 42;
   j.level = "L2";
-  j.status = "in_progress";
+  j.status = JobStatus::kInProgress;
   j.conclusion = "neutral";
   j.dispatched_ms = 1001;
   j.in_progress_ms = 1002;
@@ -300,7 +300,7 @@ JobRecord full_job() {
   return j;
 }
 
-JobRecord job(const std::string& key, const std::string& sha, const std::string& status,
+JobRecord job(const std::string& key, const std::string& sha, JobStatus status,
               int64_t in_progress_ms) {
   JobRecord j;
   j.key = key;
@@ -346,7 +346,7 @@ TEST_P(StoreTest, InsertJobRoundTripsEveryFieldAndRejectsADuplicateKey) {
 
   // A second insert of the key changes nothing: neither the row nor any task is written.
   JobRecord other = j;
-  other.status = "completed";
+  other.status = JobStatus::kCompleted;
   other.conclusion = "success";
   other.check_run_created = false;
   EXPECT_FALSE(store_->jobs.insert_job(
@@ -357,7 +357,7 @@ TEST_P(StoreTest, InsertJobRoundTripsEveryFieldAndRejectsADuplicateKey) {
   EXPECT_EQ(store_->tasks.task_counts().pending, 1);
 
   // check_run_created=false round-trips too.
-  JobRecord plain = job("k2", "sha", "in_progress", 5);
+  JobRecord plain = job("k2", "sha", JobStatus::kInProgress, 5);
   ASSERT_TRUE(store_->jobs.insert_job(plain, {}));
   expect_same_job(store_->jobs.get_job("k2"), plain);
   EXPECT_EQ(store_->tasks.task_counts().pending, 1);
@@ -368,7 +368,7 @@ TEST_P(StoreTest, UpdateJobIsACompareAndSetOnStatus) {
   ASSERT_TRUE(store_->jobs.insert_job(j, {}));
 
   JobRecord done = j;
-  done.status = "completed";
+  done.status = JobStatus::kCompleted;
   done.conclusion = "success";
   done.completed_ms = 5000;
   done.execution_time_ms = 3998;
@@ -379,53 +379,56 @@ TEST_P(StoreTest, UpdateJobIsACompareAndSetOnStatus) {
   done.triage_json = "";
   done.created_ms = 1700000000999;  // update_job writes every column, created_ms too
   ASSERT_TRUE(store_->jobs.update_job(
-      done, "in_progress", {task("check_run", j.key, "complete"), task("hud", j.key, "forward")}));
+      done, JobStatus::kInProgress,
+      {task("check_run", j.key, "complete"), task("hud", j.key, "forward")}));
   expect_same_job(store_->jobs.get_job(j.key), done);
   EXPECT_EQ(payloads(store_->tasks.tasks_of_kind("check_run")), Strings{"complete"});
   EXPECT_EQ(payloads(store_->tasks.tasks_of_kind("hud")), Strings{"forward"});
 
   // The stored status is now "completed": an update expecting "in_progress" writes nothing.
   JobRecord stale = j;
-  stale.status = "completed";
+  stale.status = JobStatus::kCompleted;
   stale.conclusion = "failure";
   stale.last_body = "stale";
-  EXPECT_FALSE(store_->jobs.update_job(stale, "in_progress", {task("check_run", j.key, "stale")}));
+  EXPECT_FALSE(
+      store_->jobs.update_job(stale, JobStatus::kInProgress, {task("check_run", j.key, "stale")}));
   expect_same_job(store_->jobs.get_job(j.key), done);
   EXPECT_EQ(payloads(store_->tasks.tasks_of_kind("check_run")), Strings{"complete"});
   EXPECT_EQ(store_->tasks.task_counts().pending, 2);
 
   // Nor does an update of a key that does not exist.
-  EXPECT_FALSE(store_->jobs.update_job(job("nope", "s", "completed", 1), "in_progress",
-                                       {task("x", "k", "p")}));
+  EXPECT_FALSE(store_->jobs.update_job(job("nope", "s", JobStatus::kCompleted, 1),
+                                       JobStatus::kInProgress, {task("x", "k", "p")}));
   EXPECT_FALSE(store_->jobs.get_job("nope"));
   EXPECT_TRUE(store_->tasks.tasks_of_kind("x").empty());
 
   // The matching expectation succeeds again, and may keep the status.
   done.conclusion = "cancelled";
-  EXPECT_TRUE(store_->jobs.update_job(done, "completed", {}));
+  EXPECT_TRUE(store_->jobs.update_job(done, JobStatus::kCompleted, {}));
   expect_same_job(store_->jobs.get_job(j.key), done);
   EXPECT_EQ(store_->tasks.task_counts().pending, 2);
 }
 
 TEST_P(StoreTest, JobsForShaInKeyOrder) {
-  store_->jobs.insert_job(job("k-b", "sha1", "in_progress", 1), {});
-  store_->jobs.insert_job(job("k-a", "sha1", "completed", 2), {});
-  store_->jobs.insert_job(job("k-c", "sha2", "in_progress", 3), {});
+  store_->jobs.insert_job(job("k-b", "sha1", JobStatus::kInProgress, 1), {});
+  store_->jobs.insert_job(job("k-a", "sha1", JobStatus::kCompleted, 2), {});
+  store_->jobs.insert_job(job("k-c", "sha2", JobStatus::kInProgress, 3), {});
   EXPECT_EQ(keys(store_->jobs.jobs_for_sha("sha1")), (Strings{"k-a", "k-b"}));
   EXPECT_EQ(keys(store_->jobs.jobs_for_sha("sha2")), Strings{"k-c"});
   EXPECT_TRUE(store_->jobs.jobs_for_sha("sha3").empty());
   auto got = store_->jobs.jobs_for_sha("sha1");
-  EXPECT_EQ(got[0].status, "completed");
+  EXPECT_EQ(got[0].status, JobStatus::kCompleted);
   EXPECT_EQ(got[0].in_progress_ms, 2);
 }
 
 TEST_P(StoreTest, OverdueJobsOldestFirstBeforeTheCutoffUpToTheLimit) {
-  store_->jobs.insert_job(job("j300", "s", "in_progress", 300), {});
-  store_->jobs.insert_job(job("j100", "s", "in_progress", 100), {});
-  store_->jobs.insert_job(job("j400", "s", "in_progress", 400), {});
-  store_->jobs.insert_job(job("j200", "s", "in_progress", 200), {});
-  store_->jobs.insert_job(job("j500", "s", "in_progress", 500), {});
-  store_->jobs.insert_job(job("done50", "s", "completed", 50), {});  // completed: never overdue
+  store_->jobs.insert_job(job("j300", "s", JobStatus::kInProgress, 300), {});
+  store_->jobs.insert_job(job("j100", "s", JobStatus::kInProgress, 100), {});
+  store_->jobs.insert_job(job("j400", "s", JobStatus::kInProgress, 400), {});
+  store_->jobs.insert_job(job("j200", "s", JobStatus::kInProgress, 200), {});
+  store_->jobs.insert_job(job("j500", "s", JobStatus::kInProgress, 500), {});
+  store_->jobs.insert_job(job("done50", "s", JobStatus::kCompleted, 50),
+                          {});  // completed: never overdue
   EXPECT_EQ(keys(store_->jobs.overdue_jobs(400, 10)), (Strings{"j100", "j200", "j300"}));
   EXPECT_EQ(keys(store_->jobs.overdue_jobs(400, 2)), (Strings{"j100", "j200"}));
   EXPECT_EQ(keys(store_->jobs.overdue_jobs(1000, 10)),
@@ -434,8 +437,8 @@ TEST_P(StoreTest, OverdueJobsOldestFirstBeforeTheCutoffUpToTheLimit) {
   EXPECT_TRUE(store_->jobs.overdue_jobs(40, 10).empty());
 
   // Once completed, a job is no longer overdue.
-  JobRecord j = job("j100", "s", "completed", 100);
-  ASSERT_TRUE(store_->jobs.update_job(j, "in_progress", {}));
+  JobRecord j = job("j100", "s", JobStatus::kCompleted, 100);
+  ASSERT_TRUE(store_->jobs.update_job(j, JobStatus::kInProgress, {}));
   EXPECT_EQ(keys(store_->jobs.overdue_jobs(400, 10)), (Strings{"j200", "j300"}));
 }
 
@@ -522,10 +525,11 @@ TEST_P(StoreTest, ClaimTasksHonoursLimitAndDueTime) {
 }
 
 TEST_P(StoreTest, JobTasksAreClaimable) {
-  JobRecord j = job("k1", "s", "in_progress", 1);
+  JobRecord j = job("k1", "s", JobStatus::kInProgress, 1);
   ASSERT_TRUE(store_->jobs.insert_job(j, {task("check_run", "k1", "create")}));
-  j.status = "completed";
-  ASSERT_TRUE(store_->jobs.update_job(j, "in_progress", {task("check_run", "k1", "complete")}));
+  j.status = JobStatus::kCompleted;
+  ASSERT_TRUE(
+      store_->jobs.update_job(j, JobStatus::kInProgress, {task("check_run", "k1", "complete")}));
   auto first = store_->tasks.claim_tasks(1000, 10, 500);
   ASSERT_EQ(payloads(first), Strings{"create"});
   store_->tasks.complete_task(first[0], 1);
@@ -664,7 +668,7 @@ JobRecord hud_job(const std::string& key, const std::string& repo, const std::st
   j.head_sha = "sha-" + key;
   j.pr_number = pr;
   j.level = level;
-  j.status = conclusion.empty() ? "in_progress" : "completed";
+  j.status = conclusion.empty() ? JobStatus::kInProgress : JobStatus::kCompleted;
   j.conclusion = conclusion;
   j.queue_time_ms = queue_ms;
   j.execution_time_ms = exec_ms;
@@ -801,16 +805,16 @@ TEST_P(StoreTest, UpdatesMoveTheRollupsWithTheJob) {
   EXPECT_TRUE(store_->jobs.e2e_histogram("org/u", 0).empty());
 
   // The callback completes it; a second one with a higher level only changes the level.
-  j.status = "completed";
+  j.status = JobStatus::kCompleted;
   j.conclusion = "success";
   j.execution_time_ms = 4 * H;
-  ASSERT_TRUE(store_->jobs.update_job(j, "in_progress", {}));
+  ASSERT_TRUE(store_->jobs.update_job(j, JobStatus::kInProgress, {}));
   j.level = "L3";
-  ASSERT_TRUE(store_->jobs.update_job(j, "completed", {}));
+  ASSERT_TRUE(store_->jobs.update_job(j, JobStatus::kCompleted, {}));
   // A refused update changes nothing.
   JobRecord refused = j;
   refused.conclusion = "failure";
-  EXPECT_FALSE(store_->jobs.update_job(refused, "in_progress", {}));
+  EXPECT_FALSE(store_->jobs.update_job(refused, JobStatus::kInProgress, {}));
   s = store_->jobs.repo_stats(0, JobFilter::kPullRequest);
   ASSERT_EQ(s.size(), 1u);
   EXPECT_EQ(s[0].jobs, 1);
@@ -1060,7 +1064,7 @@ TEST_P(StoreTest, InsertJobsBulkIgnoresExistingKeysAndRoundTrips) {
   tricky.created_ms = 123;
 
   JobRecord overwrite = existing;
-  overwrite.status = "completed";
+  overwrite.status = JobStatus::kCompleted;
   overwrite.conclusion = "failure";
   JobRecord dup = tricky;
   dup.job_name = "second";
@@ -1305,7 +1309,7 @@ TEST_P(StoreTest, MigrationV3BackfillsCreatedMs) {
   auto cancelled = store->jobs.get_job("cancelled");
   ASSERT_TRUE(cancelled);
   EXPECT_EQ(cancelled->created_ms, 700);
-  EXPECT_EQ(cancelled->status, "completed");
+  EXPECT_EQ(cancelled->status, JobStatus::kCompleted);
   EXPECT_EQ(store->jobs.jobs_for_pr(4).size(), 2u);
   // The new table works on the upgraded schema too.
   store->levels.record_level("org/r", "L1", 5);
@@ -1390,10 +1394,10 @@ TEST_P(StoreTest, MigrationV6BackfillsTheRollupsTheWritesKeep) {
   insert_all(*store_, jobs);
   for (int i = 5; i < 300; i += 6) {  // in progress, then completed by a callback
     JobRecord j = jobs[i];
-    j.status = "completed";
+    j.status = JobStatus::kCompleted;
     j.conclusion = "success";
     j.execution_time_ms = 4 * H;
-    ASSERT_TRUE(store_->jobs.update_job(j, "in_progress", {}));
+    ASSERT_TRUE(store_->jobs.update_job(j, JobStatus::kInProgress, {}));
   }
   std::string tables[] = {"SELECT * FROM hud_hourly ORDER BY job_class, hour, repo",
                           "SELECT * FROM hud_e2e_daily ORDER BY repo, day, tenth_min",
