@@ -70,12 +70,13 @@ std::optional<int> pr_number(const std::string& subject, const std::string& body
 }
 
 RunnerProbes::RunnerProbes(BackendConfig config, TargetRevisions current, std::string cache_dir,
-                           std::string work_dir, std::ostream& log)
+                           std::string work_dir, std::ostream& log, const std::atomic<bool>* stop)
     : config_(std::move(config)),
       current_(std::move(current)),
       cache_dir_(std::move(cache_dir)),
       work_dir_(std::move(work_dir)),
-      log_(log) {}
+      log_(log),
+      stop_(stop) {}
 
 std::string RunnerProbes::repo_of(Target target) const {
   const AttributeSettings& a = config_.attribute;
@@ -284,6 +285,7 @@ ProbeOutcome RunnerProbes::run(const Combination& c, const std::vector<std::stri
   }
   req.backend.run.reruns = reruns;
   req.evidence_path = work_dir_ + "/probes.db";
+  req.stop = stop_;
   req.run_id = fmt::format("probe-{}-{}", ++probe_count_, new_run_id(now_ms()));
   Selection sel;
   for (const auto& id : ids)

@@ -3,6 +3,7 @@
 // the tests, the backend's build, the core's prepared environment) and the variants run with
 // `ootci run`'s runner into a separate evidence store, so probes never count as runs of the
 // backend (docs/attribute.md).
+#include <atomic>
 #include <map>
 #include <optional>
 #include <ostream>
@@ -20,8 +21,9 @@ class RunnerProbes : public Probes {
   // holds this attribution's probe runs and their evidence.
   // `current` are the revisions checked out and prepared here now: a combination that uses them
   // runs on this checkout and environment as they are, with no worktree, build or prepare.
+  // `stop` (may be null) is passed to every probe run (RunRequest::stop).
   RunnerProbes(BackendConfig config, TargetRevisions current, std::string cache_dir,
-               std::string work_dir, std::ostream& log);
+               std::string work_dir, std::ostream& log, const std::atomic<bool>* stop = nullptr);
 
   ProbeOutcome run(const Combination& combination, const std::vector<std::string>& ids,
                    int reruns) override;
@@ -42,6 +44,7 @@ class RunnerProbes : public Probes {
   TargetRevisions current_;
   std::string cache_dir_, work_dir_;
   std::ostream& log_;
+  const std::atomic<bool>* stop_;
   std::map<std::string, std::map<std::string, std::string>> core_env_;  // by core revision
   std::map<std::string, std::string> build_failures_;                   // "<backend>:<core>" -> why
   int probe_count_ = 0;

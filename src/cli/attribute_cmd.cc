@@ -92,7 +92,7 @@ void attribute_command(const AttributeArgs& a) {
   if (run->manifest.is_object() && run->manifest.contains("second_stage"))
     ctx.second_stage = run->manifest["second_stage"];
 
-  stop_runs_on_signal();
+  const std::atomic<bool>& stop = stop_runs_on_signal();
 
   std::string cache_dir = config.workspace + "/attribute";
   std::string work_dir = fmt::format("{}/{}", cache_dir, run->id);
@@ -102,9 +102,9 @@ void attribute_command(const AttributeArgs& a) {
   TargetRevisions current = current_target_revisions(config);
   if (!clean_checkout(config.attribute.backend_repo)) current.backend.clear();
   if (!clean_checkout(config.attribute.tests_repo)) current.tests.clear();
-  RunnerProbes probes(config, current, cache_dir, work_dir, std::cerr);
+  RunnerProbes probes(config, current, cache_dir, work_dir, std::cerr, &stop);
   Attribution attribution = attribute_failures(in, probes);
-  if (g_run_stop) {
+  if (stop) {
     // An interrupted probe proves nothing, so no verdict is better than one built on it.
     std::cerr << "attribute: interrupted; no triage_verdict written\n";
     throw ExitStatus{130};

@@ -55,7 +55,7 @@ void discover_command(const DiscoverArgs& a) {
   req.timings = a.timings;
   req.tty = isatty(STDERR_FILENO);
 
-  stop_runs_on_signal();
+  req.stop = &stop_runs_on_signal();
 
   DiscoverReport report = discover(req);
   std::cout << fmt::format("backend revision: {}\n", report.backend_rev);

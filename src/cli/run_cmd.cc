@@ -43,7 +43,7 @@ void run_command(const RunArgs& a) {
   req.run_id = a.run_id;
   req.tty = isatty(STDERR_FILENO);
 
-  stop_runs_on_signal();
+  req.stop = &stop_runs_on_signal();
 
   RunReport report = run_plan(req);
   std::cout << fmt::format("run {} {}{}: {} results\n", report.run_id, to_string(report.status),

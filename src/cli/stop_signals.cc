@@ -51,11 +51,16 @@ void serve_until_stop_signal(const std::function<void()>& serve,
   waiter.join();
 }
 
-void stop_runs_on_signal() {
+namespace {
+std::atomic<bool> g_stop_signalled{false};
+}  // namespace
+
+const std::atomic<bool>& stop_runs_on_signal() {
   struct sigaction sa {};
-  sa.sa_handler = [](int) { g_run_stop = true; };
+  sa.sa_handler = [](int) { g_stop_signalled = true; };
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
+  return g_stop_signalled;
 }
 
 }  // namespace ootci

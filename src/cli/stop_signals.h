@@ -1,6 +1,7 @@
 #pragma once
 // SIGTERM/SIGINT handling for the long-running commands (`relay serve`, `agent`, and the ones
 // that run tests: `run`, `discover`, `attribute`).
+#include <atomic>
 #include <functional>
 
 namespace ootci {
@@ -14,8 +15,10 @@ void block_stop_signals();
 // it stops.
 void serve_until_stop_signal(const std::function<void()>& serve, const std::function<void()>& stop);
 
-// SIGTERM and SIGINT set g_run_stop (run/runner.h): the runner kills its test processes and
-// marks the run interrupted, resumable with --resume.
-void stop_runs_on_signal();
+// SIGTERM and SIGINT set the flag this returns, for the command to pass to its runs
+// (RunRequest::stop): the runner kills its test processes and marks the run interrupted,
+// resumable with --resume. A signal handler can reach only a global, so the flag lives here, at
+// the process's edge, and nowhere else.
+const std::atomic<bool>& stop_runs_on_signal();
 
 }  // namespace ootci

@@ -168,6 +168,7 @@ InputProbeReport probe_inputs(const DiscoverRequest& req, EvidenceStore& store,
     pass.backend.env["OOTCI_PROBE_INPUTS"] = fmt::format("{}", shift);
     pass.backend.run.reruns = 0;  // a test one shift fails is settled
     pass.evidence_path = req.evidence_path;
+    pass.stop = req.stop;
     pass.workers = req.workers;
     pass.tty = req.tty;
     pass.discovery = DiscoveryPass::kInputProbe;
@@ -304,6 +305,7 @@ DiscoverReport discover(const DiscoverRequest& req) {
   RunRequest plain;
   plain.backend = req.backend;
   plain.evidence_path = req.evidence_path;
+  plain.stop = req.stop;
   plain.workers = req.workers;
   plain.tty = req.tty;
   plain.discovery = DiscoveryPass::kPlain;

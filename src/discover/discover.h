@@ -3,6 +3,7 @@
 // with every variant mandatory, once plainly for each variant's raw outcome and once with the op
 // recorder for the aten ops it called on the device; the evidence store keeps both in one run. A
 // file is discovered again only when its content or the backend's revision changed.
+#include <atomic>
 #include <iterator>
 #include <map>
 #include <optional>
@@ -63,6 +64,7 @@ Selection recording_selection(const std::vector<TestResult>& plain);
 
 struct DiscoverRequest {
   BackendConfig backend;
+  const std::atomic<bool>* stop = nullptr;  // passed to every pass (RunRequest::stop)
   std::string evidence_path;
   std::vector<std::string> file_globs;
   bool force = false;

@@ -37,7 +37,8 @@ namespace fs = std::filesystem;
 
 namespace ootci {
 
-std::atomic<bool> g_run_stop{false};
+// The stop flag of a request that has none.
+const std::atomic<bool> kNeverStop{false};
 
 std::string run_isolation(const BackendConfig& backend) {
   return backend.fork_safe ? backend.run.isolation : "spawn";
@@ -142,6 +143,7 @@ class Runner {
   Runner(const RunRequest& req, EvidenceStore& store, std::string run_id, std::string run_dir,
          std::map<std::string, std::string> env, std::set<std::string> finished, TestLimits limits)
       : req_(req),
+        stop_(req.stop ? *req.stop : kNeverStop),
         store_(store),
         run_id_(std::move(run_id)),
         run_dir_(std::move(run_dir)),
@@ -151,6 +153,8 @@ class Runner {
 
   // Every file was worked through to its end (a stop may still have come in afterwards).
   bool all_done() const { return files_finished_ == files_total_; }
+  // A stop came in before every file was worked through: the run is interrupted.
+  bool stopped_early() const { return stop_ && !all_done(); }
 
   // Called again for a second stage: all_done() is about the latest call.
   void run(std::vector<PlanFile> files, Progress& progress) {
@@ -168,7 +172,7 @@ class Runner {
           size_t i;
           {
             std::lock_guard<std::mutex> lock(queue_mutex);
-            if (next >= files.size() || g_run_stop) return;
+            if (next >= files.size() || stop_) return;
             i = next++;
           }
           // One file's trouble (a full disk, a busy database) must not end the run.
@@ -177,7 +181,7 @@ class Runner {
             if (devices > 0) state.devices = devices_of_worker(w, workers, devices);
             int64_t file_started = steady_us();
             run_file(files[i], state);
-            if (!g_run_stop) {
+            if (!stop_) {
               ++files_finished_;
               progress.file_finished(files[i].relpath, (steady_us() - file_started) / 1e6);
             }
@@ -265,9 +269,9 @@ class Runner {
       }
       p.fork_server = st.fork_server.get();
     }
-    if (!pool) return run_pytest(p, on_result, g_run_stop);
+    if (!pool) return run_pytest(p, on_result, stop_);
     PoolGate::Hold hold(pool_, alone);
-    return run_pytest(p, on_result, g_run_stop);
+    return run_pytest(p, on_result, stop_);
   }
 
   // A result the process could not report itself, with the test's mode, op and dtype when the
@@ -382,7 +386,7 @@ class Runner {
   // One process per test, so whatever kills a process takes only its own test with it.
   void run_one_by_one(const PlanFile& f, FileState& st, const std::vector<std::string>& ids) {
     for (const auto& id : ids) {
-      if (st.done.count(id) || g_run_stop) continue;
+      if (st.done.count(id) || stop_) continue;
       PytestOutcome one = attempt(f, st, std::vector<std::string>{id}, {},
                                   [&](const TestResult& r) { keep(st, r); });
       for (const auto& [k, v] : one.started) st.started.emplace(k, v);
@@ -427,7 +431,7 @@ class Runner {
       if (next == Step::kInterrupted) return;
       if (next == Step::kFileDone) break;
     }
-    if (!g_run_stop && !st.multi_device.empty())
+    if (!stop_ && !st.multi_device.empty())
       run_one_by_one(f, st, {st.multi_device.begin(), st.multi_device.end()});
     rerun_failures(f, st);
   }
@@ -561,7 +565,7 @@ class Runner {
         still.erase(r.test_id);
     }
     for (int round = 1; round <= req_.backend.run.reruns && !still.empty(); ++round) {
-      if (g_run_stop) return;
+      if (stop_) return;
       // Tests that need every device rerun alone, apart from the others.
       std::vector<std::string> shared, alone;
       for (const auto& [id, r] : still) (st.multi_device.count(id) ? alone : shared).push_back(id);
@@ -587,6 +591,7 @@ class Runner {
   }
 
   const RunRequest& req_;
+  const std::atomic<bool>& stop_;
   EvidenceStore& store_;
   std::string run_id_;
   std::string run_dir_;
@@ -935,7 +940,7 @@ bool run_second_stage(Runner& runner, Progress& progress, EvidenceStore& store,
   store.finish_run(info.id, 0, RunStatus::kRunning, std::nullopt, info.manifest);
   if (more.empty()) return false;
   runner.run(more, progress);
-  return g_run_stop && !runner.all_done();
+  return runner.stopped_early();
 }
 
 // The run's end: its status and verdict in the store, and its manifest, junit.xml and report
@@ -1021,7 +1026,7 @@ RunReport run_plan(const RunRequest& req, EvidenceStore& store) {
   progress.stop();
 
   // A stop signal that arrives after the last test is too late to have cut anything short.
-  bool stopped = g_run_stop && !runner.all_done();
+  bool stopped = runner.stopped_early();
   if (!stopped && !run.second_stage.is_null() && !run.second_stage.contains("ran"))
     stopped = run_second_stage(runner, progress, store, plan, run);
   return close_run(req, store, run.info, stopped, run_dir, env);

@@ -43,6 +43,9 @@ struct RunRequest {
   VariantPart part;
   // Run only files and tests with one of these labels (Spyre's CI filter); nullopt: run.labels.
   std::optional<std::vector<std::string>> labels;
+  // Set (by the command's signal handler) to stop early: the children are killed and the run is
+  // marked interrupted, resumable with --resume. nullptr: the run goes to its end.
+  const std::atomic<bool>* stop = nullptr;
 };
 
 // The files whose plan labels (suite and file labels) meet `labels`, as Spyre's CI selects them:
@@ -60,10 +63,6 @@ struct RunReport {
   std::string manifest_path;
   std::vector<TestResult> results;
 };
-
-// Set from a signal handler to stop early: the children are killed and the run is marked
-// interrupted, resumable with --resume.
-extern std::atomic<bool> g_run_stop;
 
 // Runs the plan, recording into `store` (whose path is request.evidence_path): a command that has
 // the store open already passes it down rather than opening it again.
