@@ -42,8 +42,9 @@ struct Relay {
     store = ootci::open_store(config.store);
     allowlist = std::make_unique<ootci::AllowlistSource>(config.allowlist, 900, "");
     router = std::make_unique<ootci::TransportRouter>(config, nullptr);
-    sender = std::make_unique<ootci::OutboxSender>(*store, *router, config.dispatch, metrics);
-    tasks = std::make_unique<ootci::TaskRunner>(*store, nullptr, config, metrics);
+    sender =
+        std::make_unique<ootci::OutboxSender>(store->outbox, *router, config.dispatch, metrics);
+    tasks = std::make_unique<ootci::TaskRunner>(store->tasks, nullptr, config, metrics);
     handler = std::make_unique<ootci::WebhookHandler>(config, kSecret, *store, *allowlist, *sender,
                                                       metrics, tokens, *tasks);
   }
