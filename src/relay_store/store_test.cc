@@ -52,7 +52,7 @@ class StoreTest : public ::testing::TestWithParam<std::string> {
 using SqlRows = std::vector<std::vector<std::string>>;
 
 // Runs `sql` (one or more statements) straight on the database behind a store URI from
-// fresh_store_uri, for what the Store interface neither sets up nor shows. Returns the last
+// fresh_store_uri, for what the store's areas neither set up nor show. Returns the last
 // statement's rows as text; NULL reads as "".
 SqlRows raw_sql(const std::string& uri, const std::string& sql) {
   SqlRows out;
