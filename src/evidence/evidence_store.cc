@@ -118,7 +118,8 @@ const RecordColumns<RunInfo>& run_columns() {
          return r.verdict ? SqlParam::owned(to_string(*r.verdict)) : SqlParam(nullptr);
        },
        [](RunInfo& r, const SqlRow& row, int i) {
-         r.verdict = parse_stored_conclusion(row.text(i), "run " + r.id + ": verdict");
+         r.verdict =
+             parse_stored_conclusion(row.text(i), [&] { return "run " + r.id + ": verdict"; });
        }},
       column<&RunInfo::started_ms>("started_ms"),
       {"ended_ms", [](const RunInfo& r) { return r.ended_ms ? SqlParam(r.ended_ms) : nullptr; },

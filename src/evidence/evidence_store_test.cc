@@ -194,6 +194,20 @@ TEST_F(EvidenceTest, ABatchIsAllOrNothing) {
   EXPECT_EQ(store_->results("r-1").size(), 1u);
 }
 
+// A stored verdict this ootci does not know stops the read with the run named, not a guess.
+TEST_F(EvidenceTest, AnUnknownStoredVerdictIsAnErrorNamingTheRun) {
+  store_->begin_run(run_info("r-1", 1));
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "UPDATE runs SET verdict = 'greenish' WHERE id = 'r-1'", nullptr,
+                         nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  EXPECT_EQ(error_of([&] { store_->run("r-1"); }),
+            "run r-1: verdict: conclusion 'greenish' is not one of success, failure, cancelled, "
+            "timed_out, neutral, skipped, action_required, stale");
+}
+
 TEST_F(EvidenceTest, FinishedTestsAreTheIdsRecordedInThatRun) {
   store_->begin_run(run_info("r-1", 1));
   store_->begin_run(run_info("r-2", 2));

@@ -48,9 +48,7 @@ std::optional<Conclusion> parse_conclusion(std::string_view text) {
   return enum_parse(kConclusionNames, text);
 }
 
-std::optional<Conclusion> parse_stored_conclusion(std::string_view text, std::string_view what) {
-  if (text.empty()) return std::nullopt;
-  if (auto c = parse_conclusion(text)) return c;
+void throw_unknown_conclusion(std::string_view what, std::string_view text) {
   throw Error(fmt::format("{}: conclusion '{}' is not one of {}", what, text, conclusion_names()));
 }
 

@@ -31,9 +31,17 @@ std::string to_string(Conclusion conclusion);
 // "" for none: a run that has not concluded (the evidence store's and the agent queue's text).
 std::string to_string(const std::optional<Conclusion>& conclusion);
 std::optional<Conclusion> parse_conclusion(std::string_view text);
+// Throws the Error of a stored conclusion that is not one: `what` names the stored record.
+[[noreturn]] void throw_unknown_conclusion(std::string_view what, std::string_view text);
 // A conclusion as a store keeps it: "" is none; any other text must be a conclusion, or the read
-// stops with an Error naming `what` (the stored record).
-std::optional<Conclusion> parse_stored_conclusion(std::string_view text, std::string_view what);
+// stops with an Error naming the stored record. `what()` gives that name, called only then, so
+// reading a valid row formats nothing.
+template <typename What>
+std::optional<Conclusion> parse_stored_conclusion(std::string_view text, What&& what) {
+  if (text.empty()) return std::nullopt;
+  if (auto c = parse_conclusion(text)) return c;
+  throw_unknown_conclusion(what(), text);
+}
 // "success, failure, ...": every conclusion, for error messages.
 std::string conclusion_names();
 

@@ -69,8 +69,8 @@ const RecordColumns<AgentJob>& job_columns() {
       column<&AgentJob::in_progress_reported>("in_progress_reported"),
       {"conclusion", [](const AgentJob& j) { return SqlParam::owned(to_string(j.conclusion)); },
        [](AgentJob& j, const SqlRow& row, int i) {
-         j.conclusion =
-             parse_stored_conclusion(row.text(i), fmt::format("agent queue: job {}", j.id));
+         j.conclusion = parse_stored_conclusion(
+             row.text(i), [&] { return fmt::format("agent queue: job {}", j.id); });
        }},
       column<&AgentJob::error>("error"),
       column<&AgentJob::received_ms>("received_ms"),
