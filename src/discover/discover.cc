@@ -171,17 +171,18 @@ InputProbeReport probe_inputs(const DiscoverRequest& req, EvidenceStore& store,
     pass.stop = req.stop;
     pass.workers = req.workers;
     pass.tty = req.tty;
-    pass.discovery = DiscoveryPass::kInputProbe;
+    DiscoveryRun probe;
+    probe.pass = DiscoveryPass::kInputProbe;
     std::vector<DiscoveryCandidate> left;
     for (const auto& f : files) {
       std::string prefix = f.relpath + "::";
       auto it = pending.lower_bound(prefix);
       if (it != pending.end() && it->first.rfind(prefix, 0) == 0) left.push_back(f);
     }
-    pass.plan_override = discovery_plan(pass.backend, left);
+    probe.plan = discovery_plan(pass.backend, left);
     pass.selection = Selection{};
     for (const auto& [test, run] : pending) pass.selection->tests.insert(test);
-    RunReport ran = run_plan(pass, store);
+    RunReport ran = run_plan(pass, store, &probe);
     ++report.passes;
     for (const auto& r : ran.results) {
       auto it = pending.find(r.test_id);
@@ -232,14 +233,15 @@ namespace {
 // stop leaves it interrupted, a kill running). Its plan must be this one byte for byte (the files
 // and their content, the backend's environment and modules), and its shard and backend revision
 // the same.
-std::optional<RunInfo> earlier_pass(EvidenceStore& store, const RunRequest& pass,
-                                    const std::string& backend_rev, int64_t after_ms) {
-  std::string plan_sha256 = sha256_hex(plan_text(*pass.plan_override));
+std::optional<RunInfo> earlier_pass(EvidenceStore& store, const std::string& backend,
+                                    const DiscoveryRun& pass, const std::string& backend_rev,
+                                    int64_t after_ms) {
+  std::string plan_sha256 = sha256_hex(plan_text(pass.plan));
   std::string shard = pass.part.n > 0 ? fmt::format("{}/{}", pass.part.k, pass.part.n) : "";
-  for (const RunInfo& r : store.runs(pass.backend.name)) {
+  for (const RunInfo& r : store.runs(backend)) {
     if (r.started_ms <= after_ms) break;  // newest first
     if (r.manifest.value("plan_sha256", "") == plan_sha256 && r.shard == shard &&
-        r.manifest.value("discovery_pass", "") == discovery_pass_name(pass.discovery) &&
+        r.manifest.value("discovery_pass", "") == discovery_pass_name(pass.pass) &&
         r.manifest.value("backend_revision", "") == backend_rev)
       return r;
   }
@@ -250,6 +252,7 @@ std::optional<RunInfo> earlier_pass(EvidenceStore& store, const RunRequest& pass
 // kill, a machine lost): on a device whose crashes cost seconds each, a file's pass takes hours,
 // and starting it again would cost them all again. A pass that finished is taken as it is.
 std::optional<RunReport> continue_pass(EvidenceStore& store, RunRequest pass,
+                                       const DiscoveryRun& discovery,
                                        const std::optional<RunInfo>& before,
                                        std::vector<ContinuedPass>* continued) {
   if (before && before->status == RunStatus::kFinished) {
@@ -259,21 +262,21 @@ std::optional<RunReport> continue_pass(EvidenceStore& store, RunRequest pass,
     done.verdict = before->verdict;
     done.results = store.results(before->id);
     continued->push_back(
-        {discovery_pass_name(pass.discovery), before->id, before->status, done.results.size()});
+        {discovery_pass_name(discovery.pass), before->id, before->status, done.results.size()});
     return done;
   }
   if (before) {
     size_t settled = store.finished_tests(before->id).size();
     continued->push_back(
-        {discovery_pass_name(pass.discovery), before->id, before->status, settled});
+        {discovery_pass_name(discovery.pass), before->id, before->status, settled});
     // Said now, not only in the summary: the pass may take hours from here.
     std::cerr << fmt::format(
         "ootci discover: continuing the {} pass of run {} ({}; {} variants settled)\n",
-        discovery_pass_name(pass.discovery), before->id, to_string(before->status), settled);
+        discovery_pass_name(discovery.pass), before->id, to_string(before->status), settled);
     pass.resume_run = before->id;
     pass.selection.reset();  // the run's manifest keeps what it covers
   }
-  return run_plan(pass, store);
+  return run_plan(pass, store, &discovery);
 }
 
 }  // namespace
@@ -308,9 +311,10 @@ DiscoverReport discover(const DiscoverRequest& req) {
   plain.stop = req.stop;
   plain.workers = req.workers;
   plain.tty = req.tty;
-  plain.discovery = DiscoveryPass::kPlain;
-  plain.plan_override = discovery_plan(req.backend, split.to_run);
-  plain.part = req.part;
+  DiscoveryRun plain_pass;
+  plain_pass.pass = DiscoveryPass::kPlain;
+  plain_pass.plan = discovery_plan(req.backend, split.to_run);
+  plain_pass.part = req.part;
   std::map<std::string, double> durations;  // from --timings
   if (req.part.n > 0 && !req.timings.empty()) {
     if (!fs::is_regular_file(req.timings))
@@ -320,38 +324,41 @@ DiscoverReport discover(const DiscoverRequest& req) {
     // Every result's duration, not only those that ran to an end: a variant that hung costs its
     // limit again, and left to the hash, two 2-minute hangs on one worker were half its share.
     durations = EvidenceStore::open(req.timings)->test_durations();
-    plain.part.placed = place_variants(relpaths, durations, req.part.n);
-    plain.part.placed_among_workers =
-        place_among_workers(plain.part.placed, durations, req.part.k, run_workers(plain));
+    plain_pass.part.placed = place_variants(relpaths, durations, req.part.n);
+    plain_pass.part.placed_among_workers =
+        place_among_workers(plain_pass.part.placed, durations, req.part.k, run_workers(plain));
   }
   std::optional<RunInfo> plain_before =
-      req.force ? std::nullopt : earlier_pass(*store, plain, report.backend_rev, 0);
-  report.run = continue_pass(*store, plain, plain_before, &report.continued);
+      req.force ? std::nullopt
+                : earlier_pass(*store, req.backend.name, plain_pass, report.backend_rev, 0);
+  report.run = continue_pass(*store, plain, plain_pass, plain_before, &report.continued);
   if (report.run->status != RunStatus::kFinished)
     return report;  // interrupted: nothing is discovered
 
   RunRequest recording = plain;
   recording.resume_run.clear();
-  recording.discovery = DiscoveryPass::kRecording;
-  recording.record_ops = true;
+  DiscoveryRun recording_pass = plain_pass;
+  recording_pass.pass = DiscoveryPass::kRecording;
+  recording_pass.record_ops = true;
   recording.backend.run.reruns = 0;  // failures are the plain pass's business
   recording.selection = recording_selection(report.run->results);
   // It runs no variant that crashed or hung in the plain pass: placed among the workers with
   // them, the worker that had a 2-minute hang ended its share 2 minutes early.
-  if (!plain.part.placed_among_workers.empty()) {
+  if (!plain_pass.part.placed_among_workers.empty()) {
     std::map<std::string, int> runs_again;
-    for (const auto& placed : plain.part.placed)
+    for (const auto& placed : plain_pass.part.placed)
       if (recording.selection->files.count(unit_file(placed.first)) ||
           recording.selection->tests.count(placed.first))
         runs_again.insert(placed);
-    recording.part.placed_among_workers =
+    recording_pass.part.placed_among_workers =
         place_among_workers(runs_again, durations, req.part.k, run_workers(recording));
   }
   std::optional<RunInfo> recording_before;
   if (plain_before)  // only a pass that followed this plain pass belongs to it
-    recording_before =
-        earlier_pass(*store, recording, report.backend_rev, plain_before->started_ms);
-  RunReport ops_run = *continue_pass(*store, recording, recording_before, &report.continued);
+    recording_before = earlier_pass(*store, req.backend.name, recording_pass, report.backend_rev,
+                                    plain_before->started_ms);
+  RunReport ops_run =
+      *continue_pass(*store, recording, recording_pass, recording_before, &report.continued);
   // Stopped: its run stays as it is, so the next discover continues it where it stopped.
   if (ops_run.status != RunStatus::kFinished) {
     report.stopped_recording = ops_run.run_id;

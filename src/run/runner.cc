@@ -26,6 +26,7 @@
 #include "evidence/second_stage.h"
 #include "plan/plan_env.h"
 #include "plan/plan_resolve.h"
+#include "run/file_attempts.h"
 #include "run/progress.h"
 #include "run/pytest_process.h"
 #include "run/run_manifest.h"
@@ -46,18 +47,6 @@ std::string run_isolation(const BackendConfig& backend) {
 
 namespace {
 
-struct PlanFile {
-  std::string path;                              // absolute
-  std::string relpath;                           // test ids start with it
-  std::optional<std::vector<std::string>> only;  // from a selection of single tests
-  // From a selection of bases: their variants run too (with `only`, the union). Variants exist
-  // only once pytest collects them, so this applies until the file's test ids are known.
-  std::optional<std::vector<std::string>> bases;
-  // Part `subpart` of `subparts` of the file's variants (of the run's part, with --shard), so
-  // that the workers share a large file (discovery); 0 of 0: the whole file.
-  int subpart = 0, subparts = 0;
-};
-
 // Each file as one part per worker, so that no worker sits idle while one large file runs.
 // Each part collects the whole file, which costs little beside running it.
 std::vector<PlanFile> shared_among_workers(const std::vector<PlanFile>& files, int workers) {
@@ -71,16 +60,6 @@ std::vector<PlanFile> shared_among_workers(const std::vector<PlanFile>& files, i
       out.push_back(std::move(part));
     }
   return out;
-}
-
-// A failure worth running again: not a confirmed crash or timeout, not a strict xfail that passed
-// (which is deterministic news, not noise), not a whole-file error.
-bool rerunnable(const TestResult& r) {
-  return is_failure(r.outcome) && classify(r) == Seen::kFail && !r.name.empty();
-}
-
-std::string tail_of_file(const std::string& path) {
-  return read_file_tail(path, 2000);
 }
 
 // A device pool's admission (run.devices): workers' attempts share the pool, a test that needs
@@ -177,10 +156,10 @@ class Runner {
           }
           // One file's trouble (a full disk, a busy database) must not end the run.
           try {
-            FileState state;
-            if (devices > 0) state.devices = devices_of_worker(w, workers, devices);
+            FileProcesses procs;
+            if (devices > 0) procs.devices = devices_of_worker(w, workers, devices);
             int64_t file_started = steady_us();
-            run_file(files[i], state);
+            run_file(files[i], procs);
             if (!stop_) {
               ++files_finished_;
               progress.file_finished(files[i].relpath, (steady_us() - file_started) / 1e6);
@@ -188,7 +167,12 @@ class Runner {
           } catch (const std::exception& e) {
             ++files_finished_;
             try {
-              record(error_result(files[i].relpath, "RunnerError", e.what(), {}));
+              TestResult error;
+              split_test_id(files[i].relpath, error);
+              error.outcome = Outcome::kError;
+              error.error_class = "RunnerError";
+              error.message = e.what();
+              record(error);
             } catch (const std::exception&) {
             }
           }
@@ -199,14 +183,11 @@ class Runner {
   }
 
  private:
-  struct FileState {
-    std::vector<std::string> all;               // every test of the file this run covers
-    std::set<std::string> done;                 // has a result in this run
-    std::map<std::string, TestResult> started;  // mode/op/dtype of tests seen starting
-    std::vector<TestResult> results;            // this pass's results, for reruns
-    std::unique_ptr<ForkServer> fork_server;    // run.isolation: fork, from the first attempt
-    std::string devices;                        // the worker's, under a device pool
-    std::set<std::string> multi_device;         // tests that run alone with every device
+  // The worker's processes for one file: its fork server (run.isolation: fork, from the first
+  // attempt) and its devices under a pool.
+  struct FileProcesses {
+    std::unique_ptr<ForkServer> fork_server;
+    std::string devices;
   };
 
   void record(TestResult r) {
@@ -217,11 +198,27 @@ class Runner {
     progress_->add(r);
   }
 
-  PytestOutcome attempt(const PlanFile& f, FileState& st,
-                        std::optional<std::vector<std::string>> only,
-                        const std::set<std::string>& skip,
-                        const std::function<void(const TestResult&)>& on_result,
-                        std::optional<std::vector<std::string>> only_bases = std::nullopt) {
+  void run_file(const PlanFile& f, FileProcesses& procs) {
+    FileAttemptsOptions options;
+    options.reruns = req_.backend.run.reruns;
+    options.stall_timeout_s = req_.backend.run.stall_timeout_s;
+    options.stop = &stop_;
+    FileAttempts attempts(
+        f, finished_,
+        [&](const AttemptTests& tests, const ResultSink& on_result) {
+          return start_pytest(f, procs, tests, on_result);
+        },
+        [this](const TestResult& r) { record(r); }, options);
+    attempts.on_collected = [&](size_t tests) {
+      progress_->expect(f.relpath, tests, f.subpart, f.subparts);
+    };
+    attempts.run();
+  }
+
+  // One attempt as a pytest process: forked from the file's server or spawned, under the device
+  // pool's admission.
+  PytestOutcome start_pytest(const PlanFile& f, FileProcesses& procs, const AttemptTests& tests,
+                             const ResultSink& on_result) {
     PytestRequest p;
     p.command = python_command(req_.backend, ootci_python_dir());
     p.command.insert(p.command.end(), {"-m", "pytest", f.path, "-p", "no:cacheprovider", "-q",
@@ -233,20 +230,18 @@ class Runner {
     // Under a device pool, tests that need every device run alone with all of them, spawned: a
     // backend reads its devices when it is imported, so the fork server's would be the worker's.
     bool pool = req_.backend.run.devices > 0;
-    bool alone = pool && only && !only->empty() &&
-                 std::all_of(only->begin(), only->end(),
-                             [&](const std::string& id) { return st.multi_device.count(id); });
+    bool alone = pool && tests.every_device;
     if (pool) {
       p.env["OOTCI_DEVICE_ENV"] = req_.backend.device_env;
       p.env[req_.backend.device_env] =
-          alone ? devices_of_worker(0, 1, req_.backend.run.devices) : st.devices;
+          alone ? devices_of_worker(0, 1, req_.backend.run.devices) : procs.devices;
       if (!alone) p.env["OOTCI_RUN_MULTI_DEVICE"] = "defer";
     }
     p.cwd = run_dir_;
     p.work_dir = fmt::format("{}/work/{}", run_dir_, attempt_counter_++);
-    p.only = std::move(only);
-    p.only_bases = std::move(only_bases);
-    p.skip = skip;
+    p.only = tests.only;
+    p.only_bases = tests.only_bases;
+    p.skip = tests.skip;
     p.stall_timeout_s = req_.backend.run.stall_timeout_s;
     p.dead_helper_grace_s = req_.backend.run.dead_helper_grace_s;
     p.limit_of = [this](const std::string& id) { return limits_.of(id); };
@@ -256,7 +251,7 @@ class Runner {
     if (run_isolation(req_.backend) == "fork" && !alone) {
       // A server that hung or died collecting is what a spawned process would have met: the
       // caller reports it, and the next attempt starts over, as it would spawn again.
-      if (!st.fork_server || st.fork_server->ended()) {
+      if (!procs.fork_server || procs.fork_server->ended()) {
         SpawnOptions server;
         server.argv = p.command;
         server.argv.insert(server.argv.end(), {"-p", "ootci_torch.fork_server"});
@@ -265,329 +260,13 @@ class Runner {
         server.output_file = p.work_dir + ".fork-server.log";
         server.die_with_parent = true;
         fs::create_directories(run_dir_ + "/work");
-        st.fork_server = std::make_unique<ForkServer>(server);
+        procs.fork_server = std::make_unique<ForkServer>(server);
       }
-      p.fork_server = st.fork_server.get();
+      p.fork_server = procs.fork_server.get();
     }
     if (!pool) return run_pytest(p, on_result, stop_);
     PoolGate::Hold hold(pool_, alone);
     return run_pytest(p, on_result, stop_);
-  }
-
-  // A result the process could not report itself, with the test's mode, op and dtype when the
-  // test was seen starting (so an xfail test that crashes is judged as xfail).
-  static TestResult error_result(const std::string& id, const std::string& error_class,
-                                 const std::string& message,
-                                 const std::map<std::string, TestResult>& started,
-                                 double seconds = 0) {
-    TestResult r;
-    auto it = started.find(id);
-    if (it != started.end()) r = it->second;
-    split_test_id(id, r);
-    r.outcome = Outcome::kError;
-    r.error_class = error_class;
-    r.message = message;
-    r.duration_s = seconds;
-    r.finished_ms = 0;
-    return r;
-  }
-
-  void keep(FileState& st, const TestResult& r) {
-    st.results.push_back(r);
-    st.done.insert(r.test_id);
-    record(r);
-  }
-
-  // The result of a test that crashed its process (`sig`) among other tests but not alone.
-  static TestResult survived_alone(TestResult r, int sig) {
-    r.message =
-        fmt::format("crashed the process ({}) after other tests, but not when run alone: {}",
-                    signal_name(sig), r.message);
-    return r;
-  }
-
-  // The test that was running when its process died from a signal, run again alone: a crash that
-  // repeats is the test's own; one that does not came from the tests before it.
-  // `first` is an attempt in which it already ran first (alone): it is not run again.
-  void confirm_crash(const PlanFile& f, FileState& st, const std::string& id, int sig,
-                     double seconds, const PytestOutcome* first = nullptr) {
-    std::optional<TestResult> alone;
-    PytestOutcome again =
-        first ? *first : attempt(f, st, std::vector<std::string>{id}, {}, [&](const TestResult& r) {
-          if (r.test_id == id) alone = r;
-        });
-    for (const auto& [k, v] : again.started) st.started.emplace(k, v);
-    if (again.ending == PytestEnding::kInterrupted) return;
-    if (alone) {
-      keep(st, survived_alone(*alone, sig));
-      return;
-    }
-    std::string why;
-    std::string cls = signal_name(sig);
-    if (again.ending == PytestEnding::kSignaled && again.in_progress == id) {
-      cls = signal_name(again.signal);
-      why = fmt::format("the test process died from {} while this test ran, also when run alone",
-                        cls);
-    } else if (again.ending == PytestEnding::kTestTimeout && again.killed_test == id) {
-      cls = kTimeoutError;
-      why = fmt::format(
-          "crashed ({}) among other tests; alone it ran longer than its limit of {} s ({})",
-          signal_name(sig), again.killed_limit.seconds, again.killed_limit.why);
-    } else {
-      why = fmt::format(
-          "the test process died from {} while this test ran; run alone, the "
-          "process ended before the test could report",
-          signal_name(sig));
-    }
-    keep(st, error_result(id, cls, why + "\n" + tail_of_file(again.log_path), st.started,
-                          std::max(seconds, again.in_progress_s)));
-  }
-
-  // How the run alone of `id` ended when the test did not report: what tells a death that repeats
-  // from a test that hangs alone (no helper died, or none the watcher could see).
-  static std::string alone_ending(const PytestOutcome& again, const std::string& id) {
-    if (again.ending == PytestEnding::kHelperDied && again.killed_test == id) return "the same";
-    if (again.ending == PytestEnding::kTestTimeout && again.killed_test == id)
-      return fmt::format("no helper died, and it ran longer than its limit of {} s ({})",
-                         again.killed_limit.seconds, again.killed_limit.why);
-    if (again.ending == PytestEnding::kSignaled && again.in_progress == id)
-      return fmt::format("the test process died from {}", signal_name(again.signal));
-    return "the test did not report either";
-  }
-
-  // The test whose helper process (a device daemon) died while it ran, run again alone unless it
-  // ran alone already: a death that repeats is the test's own; one that does not came from the
-  // tests before it or from the daemon's own chance (OpenReg's dies now and then), and the test's
-  // result is what it did alone. Running first in a process is not enough, unlike for a crash.
-  void confirm_helper_death(const PlanFile& f, FileState& st, const PytestOutcome& out) {
-    const std::string& id = out.killed_test;
-    bool ran_alone = out.collected && out.collected->size() == 1;
-    std::optional<TestResult> alone;
-    PytestOutcome again =
-        ran_alone ? out
-                  : attempt(f, st, std::vector<std::string>{id}, {}, [&](const TestResult& r) {
-                      if (r.test_id == id) alone = r;
-                    });
-    for (const auto& [k, v] : again.started) st.started.emplace(k, v);
-    if (again.ending == PytestEnding::kInterrupted) return;
-    if (alone) {
-      alone->message = fmt::format("{}; run again alone, its helpers lived: {}", out.helper_death,
-                                   alone->message);
-      keep(st, *alone);
-      return;
-    }
-    std::string why = out.helper_death;
-    if (!ran_alone) why += "; run alone, " + alone_ending(again, id);
-    keep(st,
-         error_result(id, std::string(kHelperDiedError), why + "\n" + tail_of_file(again.log_path),
-                      st.started, out.in_progress_s));
-  }
-
-  // One process per test, so whatever kills a process takes only its own test with it.
-  void run_one_by_one(const PlanFile& f, FileState& st, const std::vector<std::string>& ids) {
-    for (const auto& id : ids) {
-      if (st.done.count(id) || stop_) continue;
-      PytestOutcome one = attempt(f, st, std::vector<std::string>{id}, {},
-                                  [&](const TestResult& r) { keep(st, r); });
-      for (const auto& [k, v] : one.started) st.started.emplace(k, v);
-      if (st.done.count(id) || one.ending == PytestEnding::kInterrupted) continue;
-      std::string cls = one.ending == PytestEnding::kSignaled ? signal_name(one.signal)
-                        : one.ending == PytestEnding::kExited ? "NotReported"
-                                                              : std::string(kTimeoutError);
-      keep(st, error_result(id, cls, tail_of_file(one.log_path), st.started, one.in_progress_s));
-    }
-  }
-
-  // A test that crashed its process after other tests is not judged yet: it leads the rest of
-  // the file into the next process, so it runs there alone, as a fresh process would run it,
-  // and if it survives, the rest follows it in that process instead of in one more.
-  struct Suspect {
-    std::string id;
-    int signal;
-    double seconds;
-  };
-
-  // A file's first pass between two attempts: what the next one runs, and what the pass has seen.
-  struct FirstPass {
-    std::optional<std::vector<std::string>> only;  // the next attempt's tests (nullopt: all)
-    bool stall_retried = false;
-    int attempts_without_progress = 0;
-    std::optional<Suspect> suspect;
-  };
-
-  // What finish_attempt decides: another attempt, the end of the first pass, or a stop.
-  enum class Step { kAgain, kFileDone, kInterrupted };
-
-  // The file's first pass: crashes and hangs are isolated, and every test ends with a result.
-  // One attempt at a time, as ninja's Builder starts an edge and finishes its command:
-  // finish_attempt reads how the attempt ended and decides what runs next.
-  void run_file(const PlanFile& f, FileState& st) {
-    st.done = finished_;
-    FirstPass pass;
-    pass.only = f.only;
-    for (;;) {
-      PytestOutcome out = start_attempt(f, st, pass);
-      Step next = finish_attempt(f, st, pass, out);
-      if (next == Step::kInterrupted) return;
-      if (next == Step::kFileDone) break;
-    }
-    if (!stop_ && !st.multi_device.empty())
-      run_one_by_one(f, st, {st.multi_device.begin(), st.multi_device.end()});
-    rerun_failures(f, st);
-  }
-
-  // One attempt of the first pass; a suspect that reports survived its run alone.
-  PytestOutcome start_attempt(const PlanFile& f, FileState& st, const FirstPass& pass) {
-    PytestOutcome out = attempt(
-        f, st, pass.only, st.done,
-        [&](const TestResult& r) {
-          bool survivor = pass.suspect && r.test_id == pass.suspect->id;
-          keep(st, survivor ? survived_alone(r, pass.suspect->signal) : r);
-        },
-        st.all.empty() ? f.bases : std::nullopt);
-    for (const auto& [k, v] : out.started) st.started.emplace(k, v);
-    st.multi_device.insert(out.multi_device.begin(), out.multi_device.end());
-    if (out.collected && st.all.empty()) {
-      st.all = *out.collected;
-      progress_->expect(f.relpath, st.all.size() + st.multi_device.size(), f.subpart, f.subparts);
-    }
-    return out;
-  }
-
-  Step finish_attempt(const PlanFile& f, FileState& st, FirstPass& pass, const PytestOutcome& out) {
-    if (out.ending == PytestEnding::kInterrupted) return Step::kInterrupted;
-    bool exited = out.ending == PytestEnding::kExited;
-    if (exited && !out.in_progress && out.results.empty() && st.all.empty()) {
-      // Nothing ran: an import or collection error (pytest exits 2), or no tests (5).
-      if (out.exit_code != 5 && out.exit_code != 0)
-        keep(st,
-             error_result(f.relpath, "CollectionError",
-                          fmt::format("pytest exited {} before running a test\n{}", out.exit_code,
-                                      out.collect_errors.empty() ? tail_of_file(out.log_path)
-                                                                 : out.collect_errors.front()),
-                          st.started));
-      return Step::kFileDone;
-    }
-    if (settle_ending(f, st, pass, out) == Step::kFileDone) return Step::kFileDone;
-    return plan_rest(f, st, pass, out);
-  }
-
-  // Records what the attempt's ending says about the test it stopped in (or about the file);
-  // file_done when that ends the file's first pass.
-  Step settle_ending(const PlanFile& f, FileState& st, FirstPass& pass, const PytestOutcome& out) {
-    bool exited = out.ending == PytestEnding::kExited;
-    std::optional<Suspect> judged = std::exchange(pass.suspect, std::nullopt);
-    if (judged && !st.done.count(judged->id)) {
-      // It ran first and did not report: this attempt was its run alone.
-      confirm_crash(f, st, judged->id, judged->signal, judged->seconds, &out);
-    } else if (out.ending == PytestEnding::kTestTimeout) {
-      keep(st, error_result(out.killed_test, std::string(kTimeoutError),
-                            fmt::format("ran longer than its limit of {} s ({})",
-                                        out.killed_limit.seconds, out.killed_limit.why),
-                            st.started, out.in_progress_s));
-    } else if (out.ending == PytestEnding::kHelperDied) {
-      confirm_helper_death(f, st, out);
-    } else if (out.in_progress && out.ending == PytestEnding::kSignaled) {
-      // A death its fork server caused says nothing about the test: it runs alone anyway.
-      bool first = out.started.size() == 1 && out.results.empty() && !out.server_died;
-      if (first)
-        confirm_crash(f, st, *out.in_progress, out.signal, out.in_progress_s, &out);
-      else if (!st.all.empty())
-        pass.suspect = Suspect{*out.in_progress, out.signal, out.in_progress_s};
-      else
-        confirm_crash(f, st, *out.in_progress, out.signal, out.in_progress_s);
-    } else if (out.in_progress && exited) {
-      keep(st, error_result(*out.in_progress, "ProcessExit",
-                            fmt::format("the test process exited with status {} during this "
-                                        "test\n{}",
-                                        out.exit_code, tail_of_file(out.log_path)),
-                            st.started, out.in_progress_s));
-    } else if (out.ending == PytestEnding::kStalled) {
-      if (!pass.stall_retried) {
-        pass.stall_retried = true;  // kill and retry the rest once
-        return Step::kAgain;
-      }
-      // Hung twice outside any test (import, collection, teardown): the file is one error.
-      keep(st,
-           error_result(f.relpath, std::string(kTimeoutError),
-                        fmt::format("no output for stall_timeout_s={} outside any test, "
-                                    "twice (after a retry)\n{}",
-                                    req_.backend.run.stall_timeout_s, tail_of_file(out.log_path)),
-                        st.started));
-      return Step::kFileDone;
-    } else if (!exited) {
-      // Died between tests (module setup, or teardown after a test's call phase): nobody to
-      // blame, so the death itself is a file-level error and the rest runs one process per
-      // test.
-      std::string cls = signal_name(out.signal);
-      keep(st, error_result(f.relpath, cls,
-                            fmt::format("the test process died ({}) outside any test's call "
-                                        "phase\n{}",
-                                        cls, tail_of_file(out.log_path)),
-                            st.started));
-      if (!st.all.empty()) run_one_by_one(f, st, st.all);
-      return Step::kFileDone;
-    }
-    return Step::kAgain;
-  }
-
-  // The tests still without a result go to the next attempt, unless none are left or attempts
-  // stopped getting anywhere.
-  Step plan_rest(const PlanFile& f, FileState& st, FirstPass& pass, const PytestOutcome& out) {
-    std::vector<std::string> rest;
-    for (const auto& id : st.all)
-      if (!st.done.count(id)) rest.push_back(id);
-    if (rest.empty() && !st.all.empty()) return Step::kFileDone;
-    // A clean exit that left tests unreported (pytest -x, a lost event line): run the rest,
-    // unless a whole attempt got nowhere twice.
-    if (out.ending == PytestEnding::kExited && !out.in_progress) {
-      pass.attempts_without_progress = out.results.empty() ? pass.attempts_without_progress + 1 : 0;
-      if (pass.attempts_without_progress >= 2) {
-        for (const auto& id : rest)
-          keep(st, error_result(id, "NotReported",
-                                "pytest ended without reporting this test (twice)\n" +
-                                    tail_of_file(out.log_path),
-                                st.started));
-        return Step::kFileDone;
-      }
-    }
-    pass.only = st.all.empty() ? f.only : std::optional<std::vector<std::string>>(rest);
-    return Step::kAgain;
-  }
-
-  // Failed tests run again in fresh processes; one that then passes is flaky, not a failure.
-  void rerun_failures(const PlanFile& f, FileState& st) {
-    std::map<std::string, TestResult> still;  // latest result of each failing test
-    for (const auto& r : st.results) {
-      if (rerunnable(r))
-        still[r.test_id] = r;
-      else
-        still.erase(r.test_id);
-    }
-    for (int round = 1; round <= req_.backend.run.reruns && !still.empty(); ++round) {
-      if (stop_) return;
-      // Tests that need every device rerun alone, apart from the others.
-      std::vector<std::string> shared, alone;
-      for (const auto& [id, r] : still) (st.multi_device.count(id) ? alone : shared).push_back(id);
-      for (const auto* ids : {&shared, &alone}) {
-        if (ids->empty()) continue;
-        attempt(f, st, *ids, {}, [&](const TestResult& again) {
-          auto it = still.find(again.test_id);
-          if (it == still.end()) return;
-          // A pass clears the failure (flaky); a new failure replaces it; a skip or an expected
-          // failure on a rerun proves nothing, so the old failure stands.
-          // Only a real pass clears a failure; a skip or an expected failure does not.
-          TestResult r = is_pass(again.outcome) || is_failure(again.outcome) ? again : it->second;
-          r.reruns = round;
-          r.flaky = is_pass(again.outcome);
-          if (r.flaky)
-            still.erase(it);
-          else
-            it->second = r;
-          record(r);
-        });
-      }
-    }
   }
 
   const RunRequest& req_;
@@ -715,10 +394,10 @@ std::vector<PlanFile> only_labelled(const nlohmann::json& plan, const std::vecto
 }
 
 // The resolved plan the run runs: the request's own, or the backend's test configs resolved.
-nlohmann::json plan_to_run(const RunRequest& req) {
+nlohmann::json plan_to_run(const RunRequest& req, const DiscoveryRun* discovery) {
   PlanResult resolved;
-  if (req.plan_override)
-    resolved.plan = *req.plan_override;
+  if (discovery)
+    resolved.plan = discovery->plan;
   else
     resolved = resolve_plan(req.backend);
   if (!resolved.ok()) {
@@ -808,7 +487,8 @@ Selection wave_part(const RunRequest& req, EvidenceStore& store, const nlohmann:
 
 // A new run of the request's selection, labels and shard.
 RunStart new_run(const RunRequest& req, EvidenceStore& store, const nlohmann::json& plan,
-                 const std::string& config_hash, nlohmann::json second_stage) {
+                 const std::string& config_hash, nlohmann::json second_stage,
+                 const DiscoveryRun* discovery) {
   RunStart run;
   RunInfo& info = run.info;
   info.id = req.run_id.empty() ? new_run_id(now_ms()) : req.run_id;
@@ -826,7 +506,8 @@ RunStart new_run(const RunRequest& req, EvidenceStore& store, const nlohmann::js
   info.config_hash = config_hash;
   info.started_ms = now_ms();
   info.shard = req.shards > 0 ? fmt::format("{}/{}", req.shard, req.shards) : "";
-  if (req.part.n > 0) info.shard = fmt::format("{}/{}", req.part.k, req.part.n);
+  if (discovery && discovery->part.n > 0)
+    info.shard = fmt::format("{}/{}", discovery->part.k, discovery->part.n);
   run.second_stage = std::move(second_stage);
   run.wave = req.wave;
   run.files = plan_files(plan, req.wave > 0 ? wave_part(req, store, plan) : req.selection);
@@ -837,7 +518,8 @@ RunStart new_run(const RunRequest& req, EvidenceStore& store, const nlohmann::js
   return run;
 }
 
-RunStart start_run(const RunRequest& req, EvidenceStore& store, const nlohmann::json& plan) {
+RunStart start_run(const RunRequest& req, EvidenceStore& store, const nlohmann::json& plan,
+                   const DiscoveryRun* discovery) {
   std::string config_hash = plan_config_hash(plan);
   nlohmann::json second_stage;
   // One wave runs as told: whoever runs the waves decides wave 2 over all of wave 1's shards.
@@ -849,15 +531,17 @@ RunStart start_run(const RunRequest& req, EvidenceStore& store, const nlohmann::
           "cannot decide wave 2 for the others");
     second_stage = {{"tests", req.selection->then_tests}};
   }
-  RunStart run = req.resume_run.empty() ? new_run(req, store, plan, config_hash, second_stage)
-                                        : resumed_run(req, store, plan, config_hash);
+  RunStart run = req.resume_run.empty()
+                     ? new_run(req, store, plan, config_hash, second_stage, discovery)
+                     : resumed_run(req, store, plan, config_hash);
   run.info.status = RunStatus::kRunning;
   return run;
 }
 
 // Writes the run's plan and manifest into `run_dir` and records the run as running.
 void open_run(const RunRequest& req, EvidenceStore& store, const nlohmann::json& plan,
-              RunStart& run, const std::string& run_dir, const std::string& plan_path) {
+              RunStart& run, const std::string& run_dir, const std::string& plan_path,
+              const DiscoveryRun* discovery) {
   fs::create_directories(run_dir);
   write_plan(plan, plan_path);
   RunInfo& info = run.info;
@@ -867,8 +551,7 @@ void open_run(const RunRequest& req, EvidenceStore& store, const nlohmann::json&
   info.manifest["isolation"] = run_isolation(req.backend);
   if (!run.second_stage.is_null()) info.manifest["second_stage"] = run.second_stage;
   if (run.wave > 0) info.manifest["wave"] = run.wave;
-  if (req.discovery != DiscoveryPass::kNone)
-    info.manifest["discovery_pass"] = discovery_pass_name(req.discovery);
+  if (discovery) info.manifest["discovery_pass"] = discovery_pass_name(discovery->pass);
   if (req.resume_run.empty())
     store.begin_run(info);
   else
@@ -881,25 +564,28 @@ void open_run(const RunRequest& req, EvidenceStore& store, const nlohmann::json&
 std::map<std::string, std::string> run_environment(const RunRequest& req,
                                                    const std::string& run_dir,
                                                    const std::string& plan_path,
-                                                   const std::vector<std::string>& labels) {
+                                                   const std::vector<std::string>& labels,
+                                                   const DiscoveryRun* discovery) {
   auto env =
       plan_environment(req.backend, plan_path, ootci_python_dir(), process_env("PYTHONPATH"));
   if (!labels.empty()) env["OOTCI_LABELS"] = fmt::format("{}", fmt::join(labels, ","));
-  if (req.part.n > 0) {
-    env["OOTCI_RUN_PART"] = fmt::format("{}/{}", req.part.k, req.part.n);
+  const VariantPart none;
+  const VariantPart& part = discovery ? discovery->part : none;
+  if (part.n > 0) {
+    env["OOTCI_RUN_PART"] = fmt::format("{}/{}", part.k, part.n);
     std::string placed;
-    for (const auto& [id, part] : req.part.placed) placed += fmt::format("{}\t{}\n", id, part);
+    for (const auto& [id, k] : part.placed) placed += fmt::format("{}\t{}\n", id, k);
     env["OOTCI_RUN_PART_PLACED"] = run_dir + "/part_placed.txt";
     write_file_atomically(env["OOTCI_RUN_PART_PLACED"], placed);
-    if (!req.part.placed_among_workers.empty()) {
+    if (!part.placed_among_workers.empty()) {
       std::string shares;
-      for (const auto& [id, worker] : req.part.placed_among_workers)
+      for (const auto& [id, worker] : part.placed_among_workers)
         shares += fmt::format("{}\t{}\n", id, worker);
       env["OOTCI_RUN_SUBPART_PLACED"] = run_dir + "/subpart_placed.txt";
       write_file_atomically(env["OOTCI_RUN_SUBPART_PLACED"], shares);
     }
   }
-  if (req.record_ops) {
+  if (discovery && discovery->record_ops) {
     env["OOTCI_RECORD_OPS"] = "1";
     env["OOTCI_DEVICE_TYPE"] = req.backend.device_type;
   }
@@ -974,8 +660,6 @@ RunReport close_run(const RunRequest& req, EvidenceStore& store, RunInfo& info, 
 
 const char* discovery_pass_name(DiscoveryPass pass) {
   switch (pass) {
-    case DiscoveryPass::kNone:
-      return "";
     case DiscoveryPass::kPlain:
       return "plain";
     case DiscoveryPass::kRecording:
@@ -993,18 +677,18 @@ int run_workers(const RunRequest& req) {
   return workers;
 }
 
-RunReport run_plan(const RunRequest& req, EvidenceStore& store) {
-  nlohmann::json plan = plan_to_run(req);
+RunReport run_plan(const RunRequest& req, EvidenceStore& store, const DiscoveryRun* discovery) {
+  nlohmann::json plan = plan_to_run(req, discovery);
   // Held before a resumed run's results are touched, and until the run is closed.
   std::optional<FileLock> lock;
   if (!req.resume_run.empty() && store.run(req.resume_run))
     lock.emplace(lock_run(req.backend, req.resume_run));
-  RunStart run = start_run(req, store, plan);
+  RunStart run = start_run(req, store, plan, discovery);
   if (!lock) lock.emplace(lock_run(req.backend, run.info.id));
   std::string run_dir = run_folder(req.backend, run.info.id);
   std::string plan_path = run_dir + "/plan.json";
-  open_run(req, store, plan, run, run_dir, plan_path);
-  auto env = run_environment(req, run_dir, plan_path, run.labels);
+  open_run(req, store, plan, run, run_dir, plan_path, discovery);
+  auto env = run_environment(req, run_dir, plan_path, run.labels, discovery);
 
   Progress progress(req.tty, store.test_durations(), run_workers(req));
   for (const auto& f : run.files) progress.expect_from_history(f.relpath);
@@ -1015,14 +699,10 @@ RunReport run_plan(const RunRequest& req, EvidenceStore& store) {
     progress.add_finished(settled);
   }
   Runner runner(req, store, run.info.id, run_dir, env, run.finished,
-                TestLimits(req.backend.run, store.completed_durations(),
-                           req.discovery != DiscoveryPass::kNone));
+                TestLimits(req.backend.run, store.completed_durations(), discovery != nullptr));
   progress.start();
   // Discovery runs every variant of large files: its workers share them.
-  runner.run(req.discovery != DiscoveryPass::kNone
-                 ? shared_among_workers(run.files, run_workers(req))
-                 : run.files,
-             progress);
+  runner.run(discovery ? shared_among_workers(run.files, run_workers(req)) : run.files, progress);
   progress.stop();
 
   // A stop signal that arrives after the last test is too late to have cut anything short.

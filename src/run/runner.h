@@ -17,8 +17,8 @@ namespace ootci {
 
 // Which of `ootci discover`'s passes a run is; kept in its manifest (`discovery_pass`), where a
 // discovery stopped part way finds its passes again to continue them.
-enum class DiscoveryPass { kNone, kPlain, kRecording, kInputProbe };
-const char* discovery_pass_name(DiscoveryPass pass);  // "" for kNone
+enum class DiscoveryPass { kPlain, kRecording, kInputProbe };
+const char* discovery_pass_name(DiscoveryPass pass);
 
 struct RunRequest {
   BackendConfig backend;
@@ -32,15 +32,6 @@ struct RunRequest {
   std::string resume_run;  // continue this run instead of starting one
   std::string run_id;      // the new run's id (default: new_run_id), e.g. chosen by the agent
   bool tty = false;        // a live progress line instead of periodic plain lines
-  // Run this resolved plan (docs/plan.md, JSON v1) instead of resolving the backend's
-  // test_configs, e.g. `ootci discover`'s; the config hash comes from its content.
-  std::optional<nlohmann::json> plan_override;
-  bool record_ops = false;  // record each test's device ops (OOTCI_RECORD_OPS=1)
-  // `ootci discover`'s passes: a test without a recorded duration gets run.discover_test_timeout_s
-  // rather than run.test_timeout_s (run/test_limits.h), and workers share large files.
-  DiscoveryPass discovery = DiscoveryPass::kNone;
-  // Only part K of N of every file's variants (`ootci discover --shard K/N`); the run's shard.
-  VariantPart part;
   // Run only files and tests with one of these labels (Spyre's CI filter); nullopt: run.labels.
   std::optional<std::vector<std::string>> labels;
   // Set (by the command's signal handler) to stop early: the children are killed and the run is
@@ -64,9 +55,24 @@ struct RunReport {
   std::vector<TestResult> results;
 };
 
+// What a pass of `ootci discover` (src/discover) changes in a run. A test without a recorded
+// duration gets run.discover_test_timeout_s rather than run.test_timeout_s (run/test_limits.h),
+// and the workers share large files.
+struct DiscoveryRun {
+  DiscoveryPass pass = DiscoveryPass::kPlain;
+  // The resolved plan (docs/plan.md, JSON v1) run instead of the backend's test_configs; the
+  // config hash comes from its content.
+  nlohmann::json plan;
+  bool record_ops = false;  // record each test's device ops (OOTCI_RECORD_OPS=1)
+  // Only part K of N of every file's variants (`ootci discover --shard K/N`); the run's shard.
+  VariantPart part;
+};
+
 // Runs the plan, recording into `store` (whose path is request.evidence_path): a command that has
-// the store open already passes it down rather than opening it again.
-RunReport run_plan(const RunRequest& request, EvidenceStore& store);
+// the store open already passes it down rather than opening it again. `discovery`: the run is a
+// pass of `ootci discover`.
+RunReport run_plan(const RunRequest& request, EvidenceStore& store,
+                   const DiscoveryRun* discovery = nullptr);
 // Opens request.evidence_path for the run.
 RunReport run_plan(const RunRequest& request);
 
