@@ -12,7 +12,7 @@
 #include "discover/discover.h"
 #include "evidence/evidence_path.h"
 #include "run/runner.h"
-#include "run/shards.h"
+#include "select/shards.h"
 
 namespace ootci {
 namespace {

@@ -11,7 +11,7 @@
 #include "evidence/judge.h"
 #include "plan/backend_config.h"
 #include "run/runner.h"
-#include "run/shards.h"
+#include "select/shards.h"
 
 namespace ootci {
 namespace {

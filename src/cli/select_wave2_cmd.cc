@@ -14,7 +14,7 @@
 #include "evidence/evidence_path.h"
 #include "evidence/junit_ingest.h"
 #include "plan/plan_resolve.h"
-#include "run/waves.h"
+#include "select/waves.h"
 
 namespace ootci {
 namespace {

@@ -13,9 +13,9 @@
 #include "evidence/evidence_store.h"
 #include "plan/backend_config.h"
 #include "plan/plan_resolve.h"
-#include "run/selection.h"
-#include "run/shards.h"
-#include "run/waves.h"
+#include "select/selection.h"
+#include "select/shards.h"
+#include "select/waves.h"
 
 namespace ootci {
 namespace {

@@ -86,13 +86,6 @@ inline constexpr double kInputProbeShifts[] = {1.522,  -1.821, -1.301, -0.916, -
                                                1.0,    -0.772, 0.23,   0.249};
 inline constexpr int kMaxInputProbes = std::size(kInputProbeShifts);
 
-// How a probe finding in test_ops.input_probe begins when a shift failed the test ("held: ..."
-// otherwise); `select changed --staged` keeps such a test in its first stage.
-inline constexpr std::string_view kInputProbeFailed = "failed with its inputs shifted by ";
-inline bool input_probe_failed(std::string_view finding) {
-  return finding.starts_with(kInputProbeFailed);
-}
-
 // What the input probe did: tests probed, those a shift failed, passes run.
 struct InputProbeReport {
   size_t tests = 0;

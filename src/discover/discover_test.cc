@@ -7,6 +7,7 @@
 
 #include "base/error.h"
 #include "base/sha256.h"
+#include "plan/plan_resolve.h"
 #include "run/run_manifest.h"
 #include "testing/test_env.h"
 

@@ -7,6 +7,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "evidence/run_status.h"
@@ -42,6 +43,13 @@ struct RunInfo {
   // Finished with a success verdict: what a baseline and a bisection's good end are made of.
   bool green() const { return status == RunStatus::kFinished && verdict == Conclusion::kSuccess; }
 };
+
+// How a probe finding in test_ops.input_probe begins when a shift failed the test ("held: ..."
+// otherwise); `select changed --staged` keeps such a test in its first stage.
+inline constexpr std::string_view kInputProbeFailed = "failed with its inputs shifted by ";
+inline bool input_probe_failed(std::string_view finding) {
+  return finding.starts_with(kInputProbeFailed);
+}
 
 class EvidenceStore {
  public:

@@ -29,8 +29,8 @@
 #include "job/callback_report.h"
 #include "job/gate.h"
 #include "net/reply.h"
-#include "run/selection.h"
-#include "run/waves.h"
+#include "select/selection.h"
+#include "select/waves.h"
 
 namespace fs = std::filesystem;
 

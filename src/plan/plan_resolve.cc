@@ -337,4 +337,22 @@ void write_plan(const nlohmann::json& plan, const std::string& path) {
   write_file_atomically(path, plan_text(plan));
 }
 
+std::string plan_config_hash(const nlohmann::json& plan) {
+  nlohmann::json canonical = nlohmann::json::array();
+  for (const auto& f : plan["files"]) {
+    nlohmann::json rules = nlohmann::json::array();
+    for (auto r : f["rules"]) {
+      r.erase("source");
+      rules.push_back(r);
+    }
+    canonical.push_back({{"relpath", f["relpath"]},
+                         {"unlisted_test_mode", f["unlisted_test_mode"]},
+                         {"supported_dtypes", f["supported_dtypes"]},
+                         {"supported_ops", f["supported_ops"]},
+                         {"rules", rules}});
+  }
+  canonical.push_back(plan["backend"]["device_type"]);
+  return sha256_hex(canonical.dump());
+}
+
 }  // namespace ootci

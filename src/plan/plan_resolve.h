@@ -33,6 +33,9 @@ std::string plan_relpath(const std::string& path, const std::string& torch_root,
 // never sees half a plan. Creates the folder if needed; throws Error on failure.
 // The plan as its file holds it (write_plan); a run manifest's plan_sha256 is of this text.
 std::string plan_text(const nlohmann::json& plan);
+// Which adaptation ran: the plan's files (by relpath), rules and capabilities, without absolute
+// paths or source positions, so two machines with the same configs agree.
+std::string plan_config_hash(const nlohmann::json& plan);
 void write_plan(const nlohmann::json& plan, const std::string& path);
 
 }  // namespace ootci

@@ -86,24 +86,6 @@ std::string backend_revision(const BackendConfig& backend) {
   return rev.empty() ? tree_digest(backend.device_root, backend.workspace) : rev;
 }
 
-std::string plan_config_hash(const nlohmann::json& plan) {
-  nlohmann::json canonical = nlohmann::json::array();
-  for (const auto& f : plan["files"]) {
-    nlohmann::json rules = nlohmann::json::array();
-    for (auto r : f["rules"]) {
-      r.erase("source");
-      rules.push_back(r);
-    }
-    canonical.push_back({{"relpath", f["relpath"]},
-                         {"unlisted_test_mode", f["unlisted_test_mode"]},
-                         {"supported_dtypes", f["supported_dtypes"]},
-                         {"supported_ops", f["supported_ops"]},
-                         {"rules", rules}});
-  }
-  canonical.push_back(plan["backend"]["device_type"]);
-  return sha256_hex(canonical.dump());
-}
-
 nlohmann::json build_manifest(const BackendConfig& backend, const nlohmann::json& plan,
                               const std::string& plan_path, const RunInfo& run) {
   PythonVersions versions = probe_python_versions(backend);

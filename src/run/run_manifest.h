@@ -8,10 +8,6 @@
 
 namespace ootci {
 
-// Which adaptation ran: the plan's files (by relpath), rules and capabilities, without absolute
-// paths or source positions, so two machines with the same configs agree.
-std::string plan_config_hash(const nlohmann::json& plan);
-
 nlohmann::json build_manifest(const BackendConfig& backend, const nlohmann::json& plan,
                               const std::string& plan_path, const RunInfo& run);
 // The manifest's `backend_revision`: `git describe --always --dirty` of device_root (a dirty tree

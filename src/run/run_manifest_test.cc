@@ -1,3 +1,4 @@
+#include "plan/plan_resolve.h"
 #include "run/run_manifest.h"
 
 #include <gtest/gtest.h>

@@ -23,16 +23,16 @@
 #include "evidence/judge.h"
 #include "evidence/report_page.h"
 #include "evidence/run_outputs.h"
-#include "evidence/second_stage.h"
+#include "select/second_stage.h"
 #include "plan/plan_env.h"
 #include "plan/plan_resolve.h"
 #include "run/file_attempts.h"
 #include "run/progress.h"
 #include "run/pytest_process.h"
 #include "run/run_manifest.h"
-#include "run/shards.h"
+#include "select/shards.h"
 #include "run/test_limits.h"
-#include "run/waves.h"
+#include "select/waves.h"
 
 namespace fs = std::filesystem;
 
@@ -465,7 +465,7 @@ RunStart resumed_run(const RunRequest& req, EvidenceStore& store, const nlohmann
 }
 
 // What `--wave W [--shard K/N]` runs of the selection: that wave, or shard K of it, as
-// `ootci shards --select` assigns them from the same evidence (run/waves.h).
+// `ootci shards --select` assigns them from the same evidence (select/waves.h).
 Selection wave_part(const RunRequest& req, EvidenceStore& store, const nlohmann::json& plan) {
   if (!req.selection) throw Error(fmt::format("--wave {} needs --select", req.wave));
   std::vector<std::string> relpaths;

@@ -10,8 +10,8 @@
 
 #include "evidence/evidence_store.h"
 #include "plan/backend_config.h"
-#include "run/selection.h"
-#include "run/shards.h"
+#include "select/selection.h"
+#include "select/shards.h"
 
 namespace ootci {
 

@@ -11,13 +11,12 @@
 #include "base/error.h"
 #include "base/file_text.h"
 #include "base/sha256.h"
-#include "discover/discover.h"
-#include "evidence/second_stage.h"
+#include "evidence/evidence_store.h"
 #include "plan/plan_resolve.h"
-#include "run/run_manifest.h"
 #include "select/budget.h"
 #include "select/inputs_only.h"
 #include "select/native_functions.h"
+#include "select/second_stage.h"
 
 namespace ootci {
 namespace {

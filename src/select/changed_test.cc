@@ -7,8 +7,8 @@
 
 #include "base/error.h"
 #include "base/sha256.h"
-#include "evidence/second_stage.h"
 #include "select/git.h"
+#include "select/second_stage.h"
 #include "testing/test_env.h"
 
 namespace fs = std::filesystem;

@@ -7,7 +7,7 @@
 #include <set>
 
 #include "base/error.h"
-#include "discover/discover.h"
+#include "evidence/evidence_store.h"
 
 namespace ootci {
 namespace {

@@ -1,4 +1,4 @@
-#include "run/shards.h"
+#include "select/shards.h"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "run/waves.h"
+#include "select/waves.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>

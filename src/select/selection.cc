@@ -1,4 +1,4 @@
-#include "run/selection.h"
+#include "select/selection.h"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "evidence/second_stage.h"
+#include "select/second_stage.h"
 
 #include <gtest/gtest.h>
 

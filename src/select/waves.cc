@@ -1,4 +1,4 @@
-#include "run/waves.h"
+#include "select/waves.h"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,7 @@
 #include <set>
 
 #include "base/error.h"
-#include "evidence/second_stage.h"
+#include "select/second_stage.h"
 
 namespace ootci {
 namespace {
