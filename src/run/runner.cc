@@ -4,14 +4,10 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <condition_variable>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
-#include <memory>
-#include <mutex>
-#include <thread>
 
 #include "base/atomic_file.h"
 #include "base/error.h"
@@ -23,23 +19,20 @@
 #include "evidence/judge.h"
 #include "evidence/report_page.h"
 #include "evidence/run_outputs.h"
-#include "select/second_stage.h"
 #include "plan/plan_env.h"
 #include "plan/plan_resolve.h"
 #include "run/file_attempts.h"
+#include "run/file_workers.h"
 #include "run/progress.h"
-#include "run/pytest_process.h"
 #include "run/run_manifest.h"
-#include "select/shards.h"
 #include "run/test_limits.h"
+#include "select/second_stage.h"
+#include "select/shards.h"
 #include "select/waves.h"
 
 namespace fs = std::filesystem;
 
 namespace ootci {
-
-// The stop flag of a request that has none.
-const std::atomic<bool> kNeverStop{false};
 
 std::string run_isolation(const BackendConfig& backend) {
   return backend.fork_safe ? backend.run.isolation : "spawn";
@@ -61,229 +54,6 @@ std::vector<PlanFile> shared_among_workers(const std::vector<PlanFile>& files, i
     }
   return out;
 }
-
-// A device pool's admission (run.devices): workers' attempts share the pool, a test that needs
-// every device waits for the running ones to end and holds it alone. New attempts wait while it
-// waits, so it cannot starve. (std::shared_mutex does not promise that.)
-class PoolGate {
- public:
-  void enter() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    changed_.wait(lock, [&] { return !alone_ && waiting_alone_ == 0; });
-    ++sharing_;
-  }
-  void leave() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    --sharing_;
-    changed_.notify_all();
-  }
-  void enter_alone() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    ++waiting_alone_;
-    changed_.wait(lock, [&] { return !alone_ && sharing_ == 0; });
-    --waiting_alone_;
-    alone_ = true;
-  }
-  void leave_alone() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    alone_ = false;
-    changed_.notify_all();
-  }
-  // Holds the pool (shared, or alone) for a scope.
-  struct Hold {
-    Hold(PoolGate& gate, bool alone) : gate(gate), alone(alone) {
-      alone ? gate.enter_alone() : gate.enter();
-    }
-    ~Hold() { alone ? gate.leave_alone() : gate.leave(); }
-    Hold(const Hold&) = delete;
-    Hold& operator=(const Hold&) = delete;
-    PoolGate& gate;
-    bool alone;
-  };
-
- private:
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  int sharing_ = 0, waiting_alone_ = 0;
-  bool alone_ = false;
-};
-
-// The devices of a pool of `devices` that worker `w` of `workers` owns, as the device variable
-// says them: "0", or "1,3" when there are more devices than workers.
-std::string devices_of_worker(int w, int workers, int devices) {
-  std::string out;
-  for (int d = w; d < devices; d += workers) out += (out.empty() ? "" : ",") + std::to_string(d);
-  return out;
-}
-
-// Runs the plan's files on worker threads; every result goes to the store as it finishes.
-class Runner {
- public:
-  Runner(const RunRequest& req, EvidenceStore& store, std::string run_id, std::string run_dir,
-         std::map<std::string, std::string> env, std::set<std::string> finished, TestLimits limits)
-      : req_(req),
-        stop_(req.stop ? *req.stop : kNeverStop),
-        store_(store),
-        run_id_(std::move(run_id)),
-        run_dir_(std::move(run_dir)),
-        env_(std::move(env)),
-        finished_(std::move(finished)),
-        limits_(std::move(limits)) {}
-
-  // Every file was worked through to its end (a stop may still have come in afterwards).
-  bool all_done() const { return files_finished_ == files_total_; }
-  // A stop came in before every file was worked through: the run is interrupted.
-  bool stopped_early() const { return stop_ && !all_done(); }
-
-  // Called again for a second stage: all_done() is about the latest call.
-  void run(std::vector<PlanFile> files, Progress& progress) {
-    progress_ = &progress;
-    files_total_ = files.size();
-    files_finished_ = 0;
-    std::mutex queue_mutex;
-    size_t next = 0;
-    int workers = run_workers(req_);
-    int devices = req_.backend.run.devices;
-    std::vector<std::thread> threads;
-    for (int w = 0; w < workers; ++w) {
-      threads.emplace_back([&, w] {
-        for (;;) {
-          size_t i;
-          {
-            std::lock_guard<std::mutex> lock(queue_mutex);
-            if (next >= files.size() || stop_) return;
-            i = next++;
-          }
-          // One file's trouble (a full disk, a busy database) must not end the run.
-          try {
-            FileProcesses procs;
-            if (devices > 0) procs.devices = devices_of_worker(w, workers, devices);
-            int64_t file_started = steady_us();
-            run_file(files[i], procs);
-            if (!stop_) {
-              ++files_finished_;
-              progress.file_finished(files[i].relpath, (steady_us() - file_started) / 1e6);
-            }
-          } catch (const std::exception& e) {
-            ++files_finished_;
-            try {
-              TestResult error;
-              split_test_id(files[i].relpath, error);
-              error.outcome = Outcome::kError;
-              error.error_class = "RunnerError";
-              error.message = e.what();
-              record(error);
-            } catch (const std::exception&) {
-            }
-          }
-        }
-      });
-    }
-    for (auto& t : threads) t.join();
-  }
-
- private:
-  // The worker's processes for one file: its fork server (run.isolation: fork, from the first
-  // attempt) and its devices under a pool.
-  struct FileProcesses {
-    std::unique_ptr<ForkServer> fork_server;
-    std::string devices;
-  };
-
-  void record(TestResult r) {
-    r.device = req_.backend.device_type;
-    if (!r.finished_ms) r.finished_ms = now_ms();
-    std::lock_guard<std::mutex> lock(store_mutex_);
-    store_.record(run_id_, r);
-    progress_->add(r);
-  }
-
-  void run_file(const PlanFile& f, FileProcesses& procs) {
-    FileAttemptsOptions options;
-    options.reruns = req_.backend.run.reruns;
-    options.stall_timeout_s = req_.backend.run.stall_timeout_s;
-    options.stop = &stop_;
-    FileAttempts attempts(
-        f, finished_,
-        [&](const AttemptTests& tests, const ResultSink& on_result) {
-          return start_pytest(f, procs, tests, on_result);
-        },
-        [this](const TestResult& r) { record(r); }, options);
-    attempts.on_collected = [&](size_t tests) {
-      progress_->expect(f.relpath, tests, f.subpart, f.subparts);
-    };
-    attempts.run();
-  }
-
-  // One attempt as a pytest process: forked from the file's server or spawned, under the device
-  // pool's admission.
-  PytestOutcome start_pytest(const PlanFile& f, FileProcesses& procs, const AttemptTests& tests,
-                             const ResultSink& on_result) {
-    PytestRequest p;
-    p.command = python_command(req_.backend, ootci_python_dir());
-    p.command.insert(p.command.end(), {"-m", "pytest", f.path, "-p", "no:cacheprovider", "-q",
-                                       "--color=no", "-p", "ootci_torch.run_reporter"});
-    p.command.insert(p.command.end(), req_.backend.run.pytest_args.begin(),
-                     req_.backend.run.pytest_args.end());
-    p.env = env_;
-    if (f.subparts > 0) p.env["OOTCI_RUN_SUBPART"] = fmt::format("{}/{}", f.subpart, f.subparts);
-    // Under a device pool, tests that need every device run alone with all of them, spawned: a
-    // backend reads its devices when it is imported, so the fork server's would be the worker's.
-    bool pool = req_.backend.run.devices > 0;
-    bool alone = pool && tests.every_device;
-    if (pool) {
-      p.env["OOTCI_DEVICE_ENV"] = req_.backend.device_env;
-      p.env[req_.backend.device_env] =
-          alone ? devices_of_worker(0, 1, req_.backend.run.devices) : procs.devices;
-      if (!alone) p.env["OOTCI_RUN_MULTI_DEVICE"] = "defer";
-    }
-    p.cwd = run_dir_;
-    p.work_dir = fmt::format("{}/work/{}", run_dir_, attempt_counter_++);
-    p.only = tests.only;
-    p.only_bases = tests.only_bases;
-    p.skip = tests.skip;
-    p.stall_timeout_s = req_.backend.run.stall_timeout_s;
-    p.dead_helper_grace_s = req_.backend.run.dead_helper_grace_s;
-    p.limit_of = [this](const std::string& id) { return limits_.of(id); };
-    p.on_running = [this](const std::string& id, int limit_s, bool running) {
-      if (progress_) progress_->running(id, limit_s, running);
-    };
-    if (run_isolation(req_.backend) == "fork" && !alone) {
-      // A server that hung or died collecting is what a spawned process would have met: the
-      // caller reports it, and the next attempt starts over, as it would spawn again.
-      if (!procs.fork_server || procs.fork_server->ended()) {
-        SpawnOptions server;
-        server.argv = p.command;
-        server.argv.insert(server.argv.end(), {"-p", "ootci_torch.fork_server"});
-        server.env = p.env;
-        server.cwd = run_dir_;
-        server.output_file = p.work_dir + ".fork-server.log";
-        server.die_with_parent = true;
-        fs::create_directories(run_dir_ + "/work");
-        procs.fork_server = std::make_unique<ForkServer>(server);
-      }
-      p.fork_server = procs.fork_server.get();
-    }
-    if (!pool) return run_pytest(p, on_result, stop_);
-    PoolGate::Hold hold(pool_, alone);
-    return run_pytest(p, on_result, stop_);
-  }
-
-  const RunRequest& req_;
-  const std::atomic<bool>& stop_;
-  EvidenceStore& store_;
-  std::string run_id_;
-  std::string run_dir_;
-  std::map<std::string, std::string> env_;
-  std::set<std::string> finished_;
-  std::mutex store_mutex_;
-  std::atomic<int> attempt_counter_{0};
-  PoolGate pool_;  // run.devices
-  std::atomic<size_t> files_finished_{0};
-  size_t files_total_ = 0;
-  Progress* progress_ = nullptr;
-  TestLimits limits_;
-};
 
 std::vector<PlanFile> plan_files(const nlohmann::json& plan, const std::optional<Selection>& sel) {
   std::vector<PlanFile> out;
@@ -595,7 +365,7 @@ std::map<std::string, std::string> run_environment(const RunRequest& req,
 // A staged selection's second stage, once the first is through: decided from the first stage's
 // results against the baseline, recorded in the manifest, and run when called for. Returns
 // whether a stop cut it short.
-bool run_second_stage(Runner& runner, Progress& progress, EvidenceStore& store,
+bool run_second_stage(FileWorkers& workers, Progress& progress, EvidenceStore& store,
                       const nlohmann::json& plan, RunStart& run) {
   RunInfo& info = run.info;
   std::optional<std::string> why =
@@ -625,8 +395,8 @@ bool run_second_stage(Runner& runner, Progress& progress, EvidenceStore& store,
   }
   store.finish_run(info.id, 0, RunStatus::kRunning, std::nullopt, info.manifest);
   if (more.empty()) return false;
-  runner.run(more, progress);
-  return runner.stopped_early();
+  workers.run(more, progress);
+  return workers.stopped_early();
 }
 
 // The run's end: its status and verdict in the store, and its manifest, junit.xml and report
@@ -698,17 +468,18 @@ RunReport run_plan(const RunRequest& req, EvidenceStore& store, const DiscoveryR
       if (run.finished.count(r.test_id)) settled.push_back(r);
     progress.add_finished(settled);
   }
-  Runner runner(req, store, run.info.id, run_dir, env, run.finished,
-                TestLimits(req.backend.run, store.completed_durations(), discovery != nullptr));
+  FileWorkers workers(
+      req, store, run.info.id, run_dir, env, run.finished,
+      TestLimits(req.backend.run, store.completed_durations(), discovery != nullptr));
   progress.start();
   // Discovery runs every variant of large files: its workers share them.
-  runner.run(discovery ? shared_among_workers(run.files, run_workers(req)) : run.files, progress);
+  workers.run(discovery ? shared_among_workers(run.files, run_workers(req)) : run.files, progress);
   progress.stop();
 
   // A stop signal that arrives after the last test is too late to have cut anything short.
-  bool stopped = runner.stopped_early();
+  bool stopped = workers.stopped_early();
   if (!stopped && !run.second_stage.is_null() && !run.second_stage.contains("ran"))
-    stopped = run_second_stage(runner, progress, store, plan, run);
+    stopped = run_second_stage(workers, progress, store, plan, run);
   return close_run(req, store, run.info, stopped, run_dir, env);
 }
 
