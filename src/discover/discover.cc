@@ -138,6 +138,21 @@ std::vector<DiscoverySummary> summarize_discovery(
   return out;
 }
 
+namespace {
+
+// The run of one of discovery's passes, as `ootci discover` was asked.
+RunRequest pass_request(const DiscoverRequest& req) {
+  RunRequest pass;
+  pass.backend = req.backend;
+  pass.evidence_path = req.evidence_path;
+  pass.stop = req.stop;
+  pass.workers = req.workers;
+  pass.tty = req.tty;
+  return pass;
+}
+
+}  // namespace
+
 InputProbeReport probe_inputs(const DiscoverRequest& req, EvidenceStore& store,
                               const std::vector<DiscoveryCandidate>& files,
                               const std::map<std::string, std::string>& run_of_file) {
@@ -163,14 +178,9 @@ InputProbeReport probe_inputs(const DiscoverRequest& req, EvidenceStore& store,
   int passes = std::min(req.probe_inputs, kMaxInputProbes);
   for (int k = 0; k < passes && !pending.empty(); ++k) {
     double shift = kInputProbeShifts[k];
-    RunRequest pass;
-    pass.backend = req.backend;
+    RunRequest pass = pass_request(req);
     pass.backend.env["OOTCI_PROBE_INPUTS"] = fmt::format("{}", shift);
     pass.backend.run.reruns = 0;  // a test one shift fails is settled
-    pass.evidence_path = req.evidence_path;
-    pass.stop = req.stop;
-    pass.workers = req.workers;
-    pass.tty = req.tty;
     DiscoveryRun probe;
     probe.pass = DiscoveryPass::kInputProbe;
     std::vector<DiscoveryCandidate> left;
@@ -279,6 +289,59 @@ std::optional<RunReport> continue_pass(EvidenceStore& store, RunRequest pass,
   return run_plan(pass, store, &discovery);
 }
 
+// --timings: every result's duration in that evidence, not only those that ran to an end: a
+// variant that hung costs its limit again, and left to the hash, two 2-minute hangs on one worker
+// were half its share. Empty without --shard or --timings.
+std::map<std::string, double> timings_of(const DiscoverRequest& req) {
+  if (req.part.n == 0 || req.timings.empty()) return {};
+  if (!fs::is_regular_file(req.timings))
+    throw Error(fmt::format("--timings {}: no such evidence database", req.timings));
+  return EvidenceStore::open(req.timings)->test_durations();
+}
+
+// The recording pass's ops, op dtypes and input dtypes, moved onto the plain pass's results;
+// the recording run is then deleted with its folder.
+void move_recorded_ops(EvidenceStore& store, const RunReport& plain, const std::string& ops_run,
+                       const BackendConfig& backend) {
+  std::map<std::string, std::vector<std::string>> ops = store.ops_of_run(ops_run);
+  std::map<std::string, std::vector<std::string>> op_dtypes = store.op_dtypes_of_run(ops_run);
+  std::map<std::string, std::vector<std::string>> input_op_dtypes =
+      store.input_op_dtypes_of_run(ops_run);
+  std::vector<TestResult> with_ops;
+  for (TestResult r : plain.results) {
+    auto it = ops.find(r.test_id);
+    if (it == ops.end()) continue;
+    r.ops = it->second;
+    if (auto d = op_dtypes.find(r.test_id); d != op_dtypes.end()) r.op_dtypes = d->second;
+    if (auto d = input_op_dtypes.find(r.test_id); d != input_op_dtypes.end())
+      r.input_op_dtypes = d->second;
+    with_ops.push_back(std::move(r));
+  }
+  store.record_batch(plain.run_id, with_ops);
+  store.delete_run(ops_run);
+  std::error_code ignored;
+  std::filesystem::remove_all(run_folder(backend, ops_run), ignored);
+}
+
+// The recording pass of `plain`'s discovery. It runs no variant that crashed or hung in the plain
+// pass (`selection`): placed among the workers with them, the worker that had a 2-minute hang
+// ended its share 2 minutes early.
+DiscoveryRun recording_discovery(const DiscoveryRun& plain, const Selection& selection,
+                                 const std::map<std::string, double>& durations, int workers) {
+  DiscoveryRun recording = plain;
+  recording.pass = DiscoveryPass::kRecording;
+  recording.record_ops = true;
+  if (!plain.part.placed_among_workers.empty()) {
+    std::map<std::string, int> runs_again;
+    for (const auto& placed : plain.part.placed)
+      if (selection.files.count(unit_file(placed.first)) || selection.tests.count(placed.first))
+        runs_again.insert(placed);
+    recording.part.placed_among_workers =
+        place_among_workers(runs_again, durations, plain.part.k, workers);
+  }
+  return recording;
+}
+
 }  // namespace
 
 DiscoverReport discover(const DiscoverRequest& req) {
@@ -305,25 +368,15 @@ DiscoverReport discover(const DiscoverRequest& req) {
   // Two passes. The plain one gives the outcomes: a dispatch mode changes how some kernels run
   // (on the reference backend it stops a conj crash in _copy_from), so outcomes seen under the
   // recorder would promise passes a real run does not keep. The recording pass only gives ops.
-  RunRequest plain;
-  plain.backend = req.backend;
-  plain.evidence_path = req.evidence_path;
-  plain.stop = req.stop;
-  plain.workers = req.workers;
-  plain.tty = req.tty;
+  RunRequest plain = pass_request(req);
   DiscoveryRun plain_pass;
   plain_pass.pass = DiscoveryPass::kPlain;
   plain_pass.plan = discovery_plan(req.backend, split.to_run);
   plain_pass.part = req.part;
-  std::map<std::string, double> durations;  // from --timings
-  if (req.part.n > 0 && !req.timings.empty()) {
-    if (!fs::is_regular_file(req.timings))
-      throw Error(fmt::format("--timings {}: no such evidence database", req.timings));
+  std::map<std::string, double> durations = timings_of(req);
+  if (!durations.empty()) {
     std::vector<std::string> relpaths;
     for (const auto& f : split.to_run) relpaths.push_back(f.relpath);
-    // Every result's duration, not only those that ran to an end: a variant that hung costs its
-    // limit again, and left to the hash, two 2-minute hangs on one worker were half its share.
-    durations = EvidenceStore::open(req.timings)->test_durations();
     plain_pass.part.placed = place_variants(relpaths, durations, req.part.n);
     plain_pass.part.placed_among_workers =
         place_among_workers(plain_pass.part.placed, durations, req.part.k, run_workers(plain));
@@ -337,22 +390,10 @@ DiscoverReport discover(const DiscoverRequest& req) {
 
   RunRequest recording = plain;
   recording.resume_run.clear();
-  DiscoveryRun recording_pass = plain_pass;
-  recording_pass.pass = DiscoveryPass::kRecording;
-  recording_pass.record_ops = true;
   recording.backend.run.reruns = 0;  // failures are the plain pass's business
   recording.selection = recording_selection(report.run->results);
-  // It runs no variant that crashed or hung in the plain pass: placed among the workers with
-  // them, the worker that had a 2-minute hang ended its share 2 minutes early.
-  if (!plain_pass.part.placed_among_workers.empty()) {
-    std::map<std::string, int> runs_again;
-    for (const auto& placed : plain_pass.part.placed)
-      if (recording.selection->files.count(unit_file(placed.first)) ||
-          recording.selection->tests.count(placed.first))
-        runs_again.insert(placed);
-    recording_pass.part.placed_among_workers =
-        place_among_workers(runs_again, durations, req.part.k, run_workers(recording));
-  }
+  DiscoveryRun recording_pass =
+      recording_discovery(plain_pass, *recording.selection, durations, run_workers(recording));
   std::optional<RunInfo> recording_before;
   if (plain_before)  // only a pass that followed this plain pass belongs to it
     recording_before = earlier_pass(*store, req.backend.name, recording_pass, report.backend_rev,
@@ -365,25 +406,7 @@ DiscoverReport discover(const DiscoverRequest& req) {
     return report;
   }
 
-  std::map<std::string, std::vector<std::string>> ops = store->ops_of_run(ops_run.run_id);
-  std::map<std::string, std::vector<std::string>> op_dtypes =
-      store->op_dtypes_of_run(ops_run.run_id);
-  std::map<std::string, std::vector<std::string>> input_op_dtypes =
-      store->input_op_dtypes_of_run(ops_run.run_id);
-  std::vector<TestResult> with_ops;
-  for (TestResult r : report.run->results) {
-    auto it = ops.find(r.test_id);
-    if (it == ops.end()) continue;
-    r.ops = it->second;
-    if (auto d = op_dtypes.find(r.test_id); d != op_dtypes.end()) r.op_dtypes = d->second;
-    if (auto d = input_op_dtypes.find(r.test_id); d != input_op_dtypes.end())
-      r.input_op_dtypes = d->second;
-    with_ops.push_back(std::move(r));
-  }
-  store->record_batch(report.run->run_id, with_ops);
-  store->delete_run(ops_run.run_id);
-  std::error_code ignored;
-  std::filesystem::remove_all(run_folder(req.backend, ops_run.run_id), ignored);
+  move_recorded_ops(*store, *report.run, ops_run.run_id, req.backend);
 
   report.files =
       summarize_discovery(split.to_run, report.run->results, store->ops_of_run(report.run->run_id));
