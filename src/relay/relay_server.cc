@@ -96,6 +96,36 @@ struct RelayServer::Impl {
 
   std::vector<RouteHook> hooks;
 
+  // A webhook's reply; a store that does not answer gets a 503, and the delivery is noted for
+  // redelivery, since GitHub will not send it again by itself.
+  Reply webhook_reply(const httplib::Request& req) {
+    WebhookRequest w{req.get_header_value("X-GitHub-Event"),
+                     req.get_header_value("X-GitHub-Delivery"),
+                     req.get_header_value("X-Hub-Signature-256"), req.body};
+    try {
+      return webhook.handle(w);
+    } catch (const SqlUnavailable& e) {
+      spdlog::error("webhook {}: {}", w.delivery, e.what());
+      redeliverer.note_refused();
+      return store_unavailable_reply();
+    } catch (const std::exception& e) {
+      spdlog::error("webhook {}: {}", w.delivery, e.what());
+      return detail_reply(500, "Internal server error");
+    }
+  }
+
+  Reply callback_reply(const httplib::Request& req) {
+    try {
+      return callback.handle({req.get_header_value("Authorization"), req.body});
+    } catch (const SqlUnavailable& e) {
+      spdlog::error("callback: {}", e.what());
+      return store_unavailable_reply();
+    } catch (const std::exception& e) {
+      spdlog::error("callback: {}", e.what());
+      return detail_reply(500, "Internal server error");
+    }
+  }
+
   nlohmann::json health() {
     OutboxCounts c = store->outbox.outbox_counts();
     TaskCounts t = store->tasks.task_counts();
@@ -113,6 +143,42 @@ struct RelayServer::Impl {
             {"tasks_failed", t.failed},       {"sweeper_last_run_age_s", age},
             {"sweeper_ok", sweeper_ok},       {"jobs_overdue", overdue},
             {"jobs_overdue_unswept", stuck}};
+  }
+
+  // The Prometheus text of /metrics: the latency histograms and the store's gauges. A store that
+  // does not answer leaves the gauges at zero rather than failing the scrape.
+  std::string metrics_text() {
+    OutboxCounts c{};
+    TaskCounts t{};
+    double heartbeat = 0, overdue = 0;
+    std::vector<std::pair<std::string, double>> nightly, stale;
+    try {
+      c = store->outbox.outbox_counts();
+      t = store->tasks.task_counts();
+      if (auto v = store->shared.get_meta(Sweeper::kHeartbeatKey))
+        heartbeat = std::stoll(*v) / 1000.0;
+      overdue =
+          double(store->jobs.count_overdue_jobs(now_ms() - config.sweeper.zombie_timeout_s * 1000));
+      for (const auto& f : nightly_freshness(store->jobs, *allowlist.get(), now_ms(),
+                                             config.nightly.stale_after_h)) {
+        std::string label = fmt::format("{{repo=\"{}\"}}", f.repo);
+        if (f.last_ms >= 0)
+          nightly.push_back({"ootci_nightly_last_timestamp_seconds" + label, f.last_ms / 1000.0});
+        stale.push_back({"ootci_nightly_stale" + label, f.stale ? 1.0 : 0.0});
+      }
+    } catch (const std::exception&) {
+    }
+    std::vector<std::pair<std::string, double>> gauges = {
+        {"ootci_outbox_depth", double(c.pending)},
+        {"ootci_outbox_failed", double(c.failed)},
+        {"ootci_outbox_delivered", double(c.delivered)},
+        {"ootci_tasks_pending", double(t.pending)},
+        {"ootci_tasks_failed", double(t.failed)},
+        {"ootci_sweeper_last_run_timestamp_seconds", heartbeat},
+        {"ootci_jobs_overdue", overdue}};
+    gauges.insert(gauges.end(), nightly.begin(), nightly.end());
+    gauges.insert(gauges.end(), stale.begin(), stale.end());
+    return metrics.render(gauges);
   }
 
   // Seconds since the sweeper last finished a pass (any replica), or -1 if it never has.
@@ -161,30 +227,10 @@ void RelayServer::run() {
   // Small JSON answers: without TCP_NODELAY, Nagle and delayed ACKs add ~40 ms per round trip.
   http.set_tcp_nodelay(true);
   http.Post("/github/webhook", [&s](const httplib::Request& req, httplib::Response& res) {
-    WebhookRequest w{req.get_header_value("X-GitHub-Event"),
-                     req.get_header_value("X-GitHub-Delivery"),
-                     req.get_header_value("X-Hub-Signature-256"), req.body};
-    try {
-      send_reply(res, s.webhook.handle(w));
-    } catch (const SqlUnavailable& e) {
-      spdlog::error("webhook {}: {}", w.delivery, e.what());
-      send_reply(res, store_unavailable_reply());
-      s.redeliverer.note_refused();  // GitHub will not send it again by itself
-    } catch (const std::exception& e) {
-      spdlog::error("webhook {}: {}", w.delivery, e.what());
-      send_reply(res, detail_reply(500, "Internal server error"));
-    }
+    send_reply(res, s.webhook_reply(req));
   });
   http.Post("/github/callback", [&s](const httplib::Request& req, httplib::Response& res) {
-    try {
-      send_reply(res, s.callback.handle({req.get_header_value("Authorization"), req.body}));
-    } catch (const SqlUnavailable& e) {
-      spdlog::error("callback: {}", e.what());
-      send_reply(res, store_unavailable_reply());
-    } catch (const std::exception& e) {
-      spdlog::error("callback: {}", e.what());
-      send_reply(res, detail_reply(500, "Internal server error"));
-    }
+    send_reply(res, s.callback_reply(req));
   });
   auto not_allowed = [](const httplib::Request&, httplib::Response& res) {
     send_reply(res, detail_reply(405, "Method not allowed"));
@@ -204,37 +250,7 @@ void RelayServer::run() {
     }
   });
   http.Get("/metrics", [&s](const httplib::Request&, httplib::Response& res) {
-    OutboxCounts c{};
-    TaskCounts t{};
-    double heartbeat = 0, overdue = 0;
-    std::vector<std::pair<std::string, double>> nightly, stale;
-    try {
-      c = s.store->outbox.outbox_counts();
-      t = s.store->tasks.task_counts();
-      if (auto v = s.store->shared.get_meta(Sweeper::kHeartbeatKey))
-        heartbeat = std::stoll(*v) / 1000.0;
-      overdue = double(
-          s.store->jobs.count_overdue_jobs(now_ms() - s.config.sweeper.zombie_timeout_s * 1000));
-      for (const auto& f : nightly_freshness(s.store->jobs, *s.allowlist.get(), now_ms(),
-                                             s.config.nightly.stale_after_h)) {
-        std::string label = fmt::format("{{repo=\"{}\"}}", f.repo);
-        if (f.last_ms >= 0)
-          nightly.push_back({"ootci_nightly_last_timestamp_seconds" + label, f.last_ms / 1000.0});
-        stale.push_back({"ootci_nightly_stale" + label, f.stale ? 1.0 : 0.0});
-      }
-    } catch (const std::exception&) {
-    }
-    std::vector<std::pair<std::string, double>> gauges = {
-        {"ootci_outbox_depth", double(c.pending)},
-        {"ootci_outbox_failed", double(c.failed)},
-        {"ootci_outbox_delivered", double(c.delivered)},
-        {"ootci_tasks_pending", double(t.pending)},
-        {"ootci_tasks_failed", double(t.failed)},
-        {"ootci_sweeper_last_run_timestamp_seconds", heartbeat},
-        {"ootci_jobs_overdue", overdue}};
-    gauges.insert(gauges.end(), nightly.begin(), nightly.end());
-    gauges.insert(gauges.end(), stale.begin(), stale.end());
-    res.set_content(s.metrics.render(gauges), "text/plain; version=0.0.4");
+    res.set_content(s.metrics_text(), "text/plain; version=0.0.4");
   });
   for (auto& hook : s.hooks) hook(http, *s.store, s.allowlist, [&s] { return s.health(); });
   http.set_error_handler([](const httplib::Request&, httplib::Response& res) {
