@@ -216,17 +216,11 @@ std::string summary_page(const nlohmann::json& s) {
   return html_page("CRCR", body + detail_note(s));
 }
 
-std::string repo_page(const nlohmann::json& r) {
-  std::string repo = r["repo"];
-  std::string base = "/crcr/" + repo;
-  std::string range = r["range"], tab = r["tab"];
-  std::string body = fmt::format(R"(<h1>{} <span class="badge">{}</span></h1>)", esc(repo),
-                                 esc(r["level"].get<std::string>()));
-  body += demotion_banner(r["level_status"]) + "<p>";
-  body += tabs(base, "tab", {"pr", "nightly"}, tab, "&amp;range=" + url_encode(range)) + " ";
-  body += tabs(base, "range", {"24h", "7d", "30d"}, range, "&amp;tab=" + url_encode(tab)) + "</p>";
-  const auto& st = r["stats"];
-  body += "<div class=\"cards\" id=\"stats\">";
+namespace {
+
+// The repo page's statistics cards.
+std::string stats_cards(const nlohmann::json& st) {
+  std::string body = "<div class=\"cards\" id=\"stats\">";
   body += fmt::format(
       R"(<div class="card"><div class="label">Pass rate</div><div class="value"><span class="chip {}">{}</span></div></div>)",
       esc(st["chip"].get<std::string>()), cell("pass_rate", st["pass_rate"], "%"));
@@ -242,10 +236,12 @@ std::string repo_page(const nlohmann::json& r) {
   body += card("End-to-end P50", "e2e_p50_min", st["e2e_p50_min"], " min");
   body += card("End-to-end P95", "e2e_p95_min", st["e2e_p95_min"], " min");
   body += card("Overrun rate (> 3 h)", "overrun_rate", st["overrun_rate"], "%");
-  body += "</div>";
+  return body + "</div>";
+}
 
-  const auto& rd = r["readiness"];
-  body += fmt::format(
+// The readiness criteria for the next level, and the level check when the repo has one.
+std::string readiness_section(const nlohmann::json& rd, const nlohmann::json& level_status) {
+  std::string body = fmt::format(
       R"(<h2>{} <span class="chip {}" data-key="ready">{}</span></h2>)",
       rd["target"].is_string() ? esc(rd["target"].get<std::string>()) + " readiness" : "Readiness",
       rd["ready"] == true ? "green" : "red", rd["ready"] == true ? "ready" : "not yet");
@@ -260,8 +256,8 @@ std::string repo_page(const nlohmann::json& r) {
         esc(c["display"].get<std::string>()), c["pass"] == true ? "pass" : "fail",
         c["pass"] == true ? "true" : "false", c["pass"] == true ? "pass" : "fail");
   body += "</table>";
-  if (r["level_status"].is_object()) {
-    const auto& ls = r["level_status"];
+  if (level_status.is_object()) {
+    const auto& ls = level_status;
     body +=
         fmt::format(R"(<h2>{} <span class="chip {}" data-key="change">{}</span></h2>)",
                     ls["level"] == "L3" ? "L3 demotion check" : "L3 promotion check",
@@ -271,58 +267,85 @@ std::string repo_page(const nlohmann::json& r) {
                     ls["change"].is_null() ? "no change" : esc(ls["change"].get<std::string>()));
     body += level_status_table(nlohmann::json::array({ls}));
   }
+  return body;
+}
 
-  auto pager = [&](const nlohmann::json& p) {
-    int page = p["page"], pages = p["pages"];
-    std::string keep = fmt::format("&amp;tab={}&amp;range={}", url_encode(tab), url_encode(range));
-    std::string out = fmt::format(
-        R"(<p class="pager">Page <span data-key="page">{}</span> of <span data-key="pages">{}</span> )",
-        page, std::max(pages, 1));
-    if (page > 1)
-      out += fmt::format(R"(<a id="prev" href="{}?page={}{}">Previous</a> )", esc(base), page - 1,
-                         keep);
-    if (page < pages)
-      out += fmt::format(R"(<a id="next" href="{}?page={}{}">Next</a>)", esc(base), page + 1, keep);
-    return out + "</p>";
-  };
-  auto job_link = [](const nlohmann::json& j) {
-    std::string out = outcome(j);
-    if (!j["url"].get<std::string>().empty())
-      out = fmt::format(R"(<a href="{}">{}</a>)", safe_href(j["url"].get<std::string>()), out);
-    return out + fmt::format(R"( <a class="detail" href="/crcr/job?key={}">details</a>)",
-                             url_encode(j["key"].get<std::string>()));
-  };
-  if (r.contains("matrix")) {
-    const auto& m = r["matrix"];
-    body += fmt::format(R"(<h2>PRs × jobs (<span data-key="total_prs">{}</span> PRs)</h2>)",
-                        m["total_prs"].get<int64_t>());
-    body += "<table id=\"matrix\"><tr><th>PR</th>";
-    for (const auto& c : m["columns"]) body += "<th>" + esc(c.get<std::string>()) + "</th>";
-    body += "</tr>";
-    for (const auto& row : m["rows"]) {
-      body +=
-          fmt::format(R"(<tr data-pr="{}"><td><a href="/pr/{}">#{}</a></td>)",
-                      row["pr"].get<int64_t>(), row["pr"].get<int64_t>(), row["pr"].get<int64_t>());
-      for (const auto& c : m["columns"]) {
-        const auto& cells = row["cells"];
-        std::string col = c;
-        body += "<td>" + (cells.contains(col) ? job_link(cells[col]) : std::string()) + "</td>";
-      }
-      body += "</tr>";
+// A job's result, linked to its log when it has one, and to its details.
+std::string job_link(const nlohmann::json& j) {
+  std::string out = outcome(j);
+  if (!j["url"].get<std::string>().empty())
+    out = fmt::format(R"(<a href="{}">{}</a>)", safe_href(j["url"].get<std::string>()), out);
+  return out + fmt::format(R"( <a class="detail" href="/crcr/job?key={}">details</a>)",
+                           url_encode(j["key"].get<std::string>()));
+}
+
+// The pages of a repo page's table; `keep` is the query the links carry along.
+std::string pager(const nlohmann::json& p, const std::string& base, const std::string& keep) {
+  int page = p["page"], pages = p["pages"];
+  std::string out = fmt::format(
+      R"(<p class="pager">Page <span data-key="page">{}</span> of <span data-key="pages">{}</span> )",
+      page, std::max(pages, 1));
+  if (page > 1)
+    out +=
+        fmt::format(R"(<a id="prev" href="{}?page={}{}">Previous</a> )", esc(base), page - 1, keep);
+  if (page < pages)
+    out += fmt::format(R"(<a id="next" href="{}?page={}{}">Next</a>)", esc(base), page + 1, keep);
+  return out + "</p>";
+}
+
+// Pull requests against jobs: each cell a job's result.
+std::string matrix_section(const nlohmann::json& m) {
+  std::string body =
+      fmt::format(R"(<h2>PRs × jobs (<span data-key="total_prs">{}</span> PRs)</h2>)",
+                  m["total_prs"].get<int64_t>());
+  body += "<table id=\"matrix\"><tr><th>PR</th>";
+  for (const auto& c : m["columns"]) body += "<th>" + esc(c.get<std::string>()) + "</th>";
+  body += "</tr>";
+  for (const auto& row : m["rows"]) {
+    body +=
+        fmt::format(R"(<tr data-pr="{}"><td><a href="/pr/{}">#{}</a></td>)",
+                    row["pr"].get<int64_t>(), row["pr"].get<int64_t>(), row["pr"].get<int64_t>());
+    for (const auto& c : m["columns"]) {
+      const auto& cells = row["cells"];
+      std::string col = c;
+      body += "<td>" + (cells.contains(col) ? job_link(cells[col]) : std::string()) + "</td>";
     }
-    body += "</table>" + pager(m);
-  } else {
-    const auto& runs = r["runs"];
-    body += fmt::format(R"(<h2>Runs (<span data-key="total_runs">{}</span>)</h2>)",
-                        runs["total"].get<int64_t>());
-    body += "<table id=\"runs\"><tr><th>SHA</th><th>Job</th><th>Result</th><th>Execution</th></tr>";
-    for (const auto& j : runs["rows"])
-      body += fmt::format("<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                          esc(j["head_sha"].get<std::string>().substr(0, 12)),
-                          esc(j["column"].get<std::string>()), job_link(j),
-                          esc(num(j["exec_min"], " min")));
-    body += "</table>" + pager(runs);
+    body += "</tr>";
   }
+  return body + "</table>";
+}
+
+// Nightly runs, one row per job.
+std::string runs_section(const nlohmann::json& runs) {
+  std::string body = fmt::format(R"(<h2>Runs (<span data-key="total_runs">{}</span>)</h2>)",
+                                 runs["total"].get<int64_t>());
+  body += "<table id=\"runs\"><tr><th>SHA</th><th>Job</th><th>Result</th><th>Execution</th></tr>";
+  for (const auto& j : runs["rows"])
+    body += fmt::format("<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                        esc(j["head_sha"].get<std::string>().substr(0, 12)),
+                        esc(j["column"].get<std::string>()), job_link(j),
+                        esc(num(j["exec_min"], " min")));
+  return body + "</table>";
+}
+
+}  // namespace
+
+std::string repo_page(const nlohmann::json& r) {
+  std::string repo = r["repo"];
+  std::string base = "/crcr/" + repo;
+  std::string range = r["range"], tab = r["tab"];
+  std::string body = fmt::format(R"(<h1>{} <span class="badge">{}</span></h1>)", esc(repo),
+                                 esc(r["level"].get<std::string>()));
+  body += demotion_banner(r["level_status"]) + "<p>";
+  body += tabs(base, "tab", {"pr", "nightly"}, tab, "&amp;range=" + url_encode(range)) + " ";
+  body += tabs(base, "range", {"24h", "7d", "30d"}, range, "&amp;tab=" + url_encode(tab)) + "</p>";
+  body += stats_cards(r["stats"]);
+  body += readiness_section(r["readiness"], r["level_status"]);
+  std::string keep = fmt::format("&amp;tab={}&amp;range={}", url_encode(tab), url_encode(range));
+  if (r.contains("matrix"))
+    body += matrix_section(r["matrix"]) + pager(r["matrix"], base, keep);
+  else
+    body += runs_section(r["runs"]) + pager(r["runs"], base, keep);
   return html_page(repo + " — CRCR", body + detail_note(r));
 }
 
