@@ -184,7 +184,7 @@ TEST_P(AgentIntegration, PullRequestBecomesAVerdictOnTheRelayFieldByField) {
   auto record = relay_job("d-e2e", id);
   ASSERT_TRUE(record) << relay_->log();
   EXPECT_EQ(record->status, JobStatus::kCompleted);
-  EXPECT_EQ(record->conclusion, "success");
+  EXPECT_EQ(record->conclusion.text(), "success");
   EXPECT_EQ(record->repo, "acme/two");
   EXPECT_EQ(record->level, "L2");
   EXPECT_EQ(record->event_type, "pull_request");
@@ -254,7 +254,7 @@ TEST_P(AgentIntegration, ARedRunIsAttributedAndItsTriageVerdictReachesTheRelay) 
   EXPECT_EQ(job["conclusion"], "failure") << agent_log();
   auto record = relay_job("d-red", job["id"]);
   ASSERT_TRUE(record) << relay_->log();
-  EXPECT_EQ(record->conclusion, "failure");
+  EXPECT_EQ(record->conclusion.text(), "failure");
   EXPECT_EQ(record->tests_failed, 1);
   nlohmann::json triage = nlohmann::json::parse(record->triage_json, nullptr, false);
   ASSERT_TRUE(triage.is_object()) << record->triage_json << "\n" << agent_log();
@@ -295,7 +295,7 @@ TEST_P(AgentIntegration, AgentKilledWithAQueuedJobRunsItAfterRestart) {
   auto resumed = relay_job("d-blocker", blocker["id"]);
   ASSERT_TRUE(resumed);
   EXPECT_EQ(resumed->status, JobStatus::kCompleted);
-  EXPECT_EQ(resumed->conclusion, "success");
+  EXPECT_EQ(resumed->conclusion.text(), "success");
 }
 
 // An in_progress that failed at the start (no token, the relay down: a transient failure) is
@@ -321,7 +321,7 @@ TEST_P(AgentIntegration, AnInProgressThatFailedAtTheStartIsSentBeforeCompleted) 
   auto record = relay_job("d-late", job["id"]);
   ASSERT_TRUE(record) << agent_log() << relay_->log();
   EXPECT_EQ(record->status, JobStatus::kCompleted);
-  EXPECT_EQ(record->conclusion, "success");
+  EXPECT_EQ(record->conclusion.text(), "success");
   EXPECT_EQ(record->tests_total, 260);
   EXPECT_FALSE(record->in_progress_hash.empty());
   HttpResult metrics = agent_get("/metrics");
@@ -366,10 +366,10 @@ TEST_P(AgentIntegration, NewerDispatchForTheSamePrCancelsTheOlderOne) {
   auto old_record = relay_job("d-old", old_job["id"]);
   ASSERT_TRUE(old_record);
   EXPECT_EQ(old_record->status, JobStatus::kCompleted);
-  EXPECT_EQ(old_record->conclusion, "cancelled");
+  EXPECT_EQ(old_record->conclusion.text(), "cancelled");
   auto new_record = relay_job("d-new", new_job["id"]);
   ASSERT_TRUE(new_record);
-  EXPECT_EQ(new_record->conclusion, "success");
+  EXPECT_EQ(new_record->conclusion.text(), "success");
   EXPECT_EQ(new_record->head_sha, "2222222222222222222222222222222222222222");
 }
 
@@ -470,7 +470,7 @@ TEST_P(AgentWaves, WaveOneGreenAndWaveTwoNeverStarts) {
       << agent_log();
   auto record = relay_job("d-waves-green", job["id"]);
   ASSERT_TRUE(record) << relay_->log();
-  EXPECT_EQ(record->conclusion, "success");
+  EXPECT_EQ(record->conclusion.text(), "success");
   // Wave 1 alone: its three tests, not the file's 260 variants, and none of wave 2's.
   EXPECT_EQ(record->tests_total, 3);
   EXPECT_EQ(record->tests_passed, 3);
@@ -494,7 +494,7 @@ TEST_P(AgentWaves, WaveOneRaisesSoWaveTwoRunsIntoOneVerdict) {
   EXPECT_EQ(job["conclusion"], "failure") << agent_log();
   auto record = relay_job("d-waves-red", job["id"]);
   ASSERT_TRUE(record) << relay_->log();
-  EXPECT_EQ(record->conclusion, "failure");
+  EXPECT_EQ(record->conclusion.text(), "failure");
   // Both waves in one run, one verdict.
   EXPECT_EQ(record->tests_total, 5) << agent_log();
   EXPECT_GE(record->tests_failed, 1);

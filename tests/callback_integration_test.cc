@@ -98,7 +98,7 @@ TEST_P(CallbackIntegration, CrcrActionBodyInProgressThenCompletedIsStoredFieldBy
   auto job = store->jobs.get_job(key(cp, "acme/two"));
   ASSERT_TRUE(job);
   EXPECT_EQ(job->status, JobStatus::kCompleted);
-  EXPECT_EQ(job->conclusion, "success");
+  EXPECT_EQ(job->conclusion.text(), "success");
   EXPECT_EQ(job->repo, "acme/two");
   EXPECT_EQ(job->run_id, "111");
   EXPECT_EQ(job->run_attempt, 1);
@@ -255,7 +255,7 @@ TEST_P(CallbackIntegration, ConflictsAndInvalidTransitions) {
   EXPECT_EQ(callback(weird, token("acme/two")).status, 400);
   // A nightly completed alone has no in_progress to go back to.
   auto store = open_store(store_uri_);
-  EXPECT_EQ(store->jobs.get_job(key(cp, "acme/two"))->conclusion, "success");
+  EXPECT_EQ(store->jobs.get_job(key(cp, "acme/two"))->conclusion.text(), "success");
   EXPECT_EQ(store->jobs.get_job(key(cp, "acme/two"))->tests_failed, 1);
 }
 
@@ -342,7 +342,7 @@ TEST_P(CallbackIntegration, TheRealClientsRetriesUuidRunIdsBareTokensAndWorkflow
   ASSERT_TRUE(bk) << relay_->log();
   EXPECT_EQ(bk->run_id, uuid);
   EXPECT_EQ(bk->status, JobStatus::kCompleted);
-  EXPECT_EQ(bk->conclusion, "success");
+  EXPECT_EQ(bk->conclusion.text(), "success");
   auto api = nlohmann::json::parse(get("/api/crcr/job?key=" + url_encode(uuid_key)).body);
   EXPECT_EQ(api["run_id"], uuid);
   EXPECT_EQ(nlohmann::json::parse(
@@ -470,7 +470,7 @@ TEST_P(CallbackIntegration, SweeperTimesOutZombiesAndReportsItsHeartbeat) {
   }
   ASSERT_TRUE(job);
   EXPECT_EQ(job->status, JobStatus::kCompleted);
-  EXPECT_EQ(job->conclusion, "timed_out");
+  EXPECT_EQ(job->conclusion.text(), "timed_out");
   EXPECT_GE(job->execution_time_ms, 2000);
   ASSERT_TRUE(standin_->wait_for_calls("/repos/Codertocat/Hello-World/check-runs", 2, 10000));
   EXPECT_EQ(check_runs()[1].body["conclusion"], "timed_out");
@@ -772,7 +772,7 @@ TEST_P(CallbackIntegration, OverdueJobsAndStaleNightliesAreCounted) {
     n.repo = repo;
     n.event_type = "nightly";
     n.status = JobStatus::kCompleted;
-    n.conclusion = "success";
+    n.conclusion = JobConclusion::kSuccess;
     n.in_progress_ms = -1;
     n.created_ms = n.completed_ms = now_ms() - age_h * 3600000;
     ASSERT_TRUE(store->jobs.insert_job(n, {}));
@@ -820,7 +820,7 @@ class LevelLifecycle : public CallbackIntegration {
       j.pr_number = 10 + i % 5;
       j.level = "L3";
       j.status = JobStatus::kCompleted;
-      j.conclusion = i < failures ? "failure" : "success";
+      j.conclusion = i < failures ? JobConclusion::kFailure : JobConclusion::kSuccess;
       j.queue_time_ms = 120000;
       j.execution_time_ms = 1800000;
       j.created_ms = j.in_progress_ms = now_ms() - (i + 1) * 3600000;

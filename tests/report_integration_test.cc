@@ -181,7 +181,7 @@ class ReportIntegration : public RelayFixture {
   // The completed record of a job reported from r-red, field by field.
   static void expect_red_run_record(const JobRecord& j, const std::string& job_name) {
     EXPECT_EQ(j.status, JobStatus::kCompleted);
-    EXPECT_EQ(j.conclusion, "failure");
+    EXPECT_EQ(j.conclusion.text(), "failure");
     EXPECT_EQ(j.repo, "acme/two");
     EXPECT_EQ(j.run_id, "42");
     EXPECT_EQ(j.run_attempt, 1);
@@ -252,7 +252,7 @@ TEST_P(ReportIntegration, InProgressThenCompletedFromARunAreStoredFieldByField) 
   std::optional<JobRecord> b = job(cp, "build");
   ASSERT_TRUE(b);
   EXPECT_EQ(b->status, JobStatus::kCompleted);
-  EXPECT_EQ(b->conclusion, "failure");
+  EXPECT_EQ(b->conclusion.text(), "failure");
   EXPECT_EQ(b->tests_total, 0);
   EXPECT_EQ(b->failed_tests_json, "");
   EXPECT_TRUE(json::parse(b->last_body)["workflow"]["test_results"].is_null());
@@ -338,7 +338,7 @@ TEST_P(ReportIntegration, SettingsComeFromTheReportSectionOfOotciYaml) {
   std::optional<JobRecord> j = job(cp, "test");
   ASSERT_TRUE(j);
   EXPECT_EQ(j->workflow_name, "CI from yaml");
-  EXPECT_EQ(j->conclusion, "failure");
+  EXPECT_EQ(j->conclusion.text(), "failure");
   EXPECT_EQ(j->tests_total, 5);
 }
 

@@ -77,7 +77,7 @@ nlohmann::json job_summary(const JobRecord& j) {
           {"run_id", run_id_json(j.run_id)},
           {"run_attempt", j.run_attempt},
           {"status", to_string(j.status)},
-          {"conclusion", j.conclusion},
+          {"conclusion", j.conclusion.text()},
           {"url", j.workflow_url},
           {"head_sha", j.head_sha},
           {"queue_min", ms_to_min(j.queue_time_ms)},

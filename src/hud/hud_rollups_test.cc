@@ -152,7 +152,7 @@ void add_callback_jobs(Store& store, RelayConfig& config) {
     ASSERT_TRUE(store.jobs.insert_job(j, {}));
     if (i % 2) {  // a completed callback; the rest stay in progress for the sweeper
       j.status = JobStatus::kCompleted;
-      j.conclusion = i % 4 == 1 ? "success" : "failure";
+      j.conclusion = i % 4 == 1 ? JobConclusion::kSuccess : JobConclusion::kFailure;
       j.completed_ms = j.in_progress_ms + 3 * kHour + 1000 * i;
       j.execution_time_ms = j.completed_ms - j.in_progress_ms;
       j.level = "L3";  // the repo moved up between its callbacks

@@ -111,17 +111,17 @@ class Seeder {
     j.status = JobStatus::kCompleted;
     j.completed_ms = (event == "nightly" ? dispatched : j.in_progress_ms) + exec;
     j.execution_time_ms = event == "nightly" ? -1 : exec;
-    j.conclusion = roll < b.reliability                                ? "success"
-                   : roll < b.reliability + (1 - b.reliability) * 0.85 ? "failure"
-                   : roll < b.reliability + (1 - b.reliability) * 0.95 ? "timed_out"
-                                                                       : "cancelled";
-    if (j.conclusion == "timed_out") {
+    j.conclusion = roll < b.reliability                                ? JobConclusion::kSuccess
+                   : roll < b.reliability + (1 - b.reliability) * 0.85 ? JobConclusion::kFailure
+                   : roll < b.reliability + (1 - b.reliability) * 0.95 ? JobConclusion::kTimedOut
+                                                                       : JobConclusion::kCancelled;
+    if (j.conclusion == JobConclusion::kTimedOut) {
       j.execution_time_ms = 6 * 60 * kMinute;
       j.completed_ms = j.in_progress_ms + j.execution_time_ms;
     }
     j.tests_total = 400 + static_cast<int64_t>(uniform(0, 200));
     j.tests_skipped = 20;
-    if (j.conclusion == "failure") add_failure(j, job);
+    if (j.conclusion == JobConclusion::kFailure) add_failure(j, job);
     j.tests_passed = j.tests_total - j.tests_failed - j.tests_skipped;
     return j;
   }
@@ -169,7 +169,7 @@ class Seeder {
         for (const char* job : {"build", "test-cpu", "test-device"}) {
           JobRecord j = make_job(b, delivery, push ? 0 : pr_, sha, push ? "push" : "pull_request",
                                  run_id_, 1, "CI", job, at);
-          bool failed = j.conclusion == "failure";
+          bool failed = j.conclusion == JobConclusion::kFailure;
           batch_.push_back(j);
           if (!push) pr_jobs_[pr_]++;
           if (failed && chance(0.4)) {  // a re-run attempt, usually green
@@ -193,7 +193,7 @@ class Seeder {
         std::string sha = fmt::format("{:040x}", rng_() % 0xffffffffffffULL);
         JobRecord nightly =
             make_job(b, sha, 0, sha, "nightly", ++run_id_, 1, "nightly", "full-suite", at);
-        bool failed = nightly.conclusion == "failure";
+        bool failed = nightly.conclusion == JobConclusion::kFailure;
         batch_.push_back(nightly);
         if (failed && chance(0.4)) {  // re-run: the summary counts this latest attempt only
           batch_.push_back(make_job(b, sha, 0, sha, "nightly", run_id_, 2, "nightly", "full-suite",
@@ -209,7 +209,7 @@ class Seeder {
         make_job(backends_[0], "seed-xss", pr_, "deadbeef", "pull_request", ++run_id_, 1, "CI",
                  "<script>alert(1)</script>", o_.now_ms - 2 * 60 * kMinute - 50 * kMinute);
     x.status = JobStatus::kCompleted;
-    x.conclusion = "failure";
+    x.conclusion = JobConclusion::kFailure;
     x.failed_tests_json =
         nlohmann::json::array({{{"name", "<img src=x onerror=alert(2)>"},
                                 {"message", "<b>not bold</b>"},

@@ -53,7 +53,7 @@ std::string outcome_hash(const CallbackBody& b) {
       failed.push_back(t.contains("name") && t["name"].is_string() ? t["name"] : nlohmann::json(t));
   nlohmann::json outcome = {{"status", to_string(b.status)}};
   if (b.status == JobStatus::kCompleted)
-    outcome.update({{"conclusion", b.conclusion},
+    outcome.update({{"conclusion", b.conclusion.text()},
                     {"passed", b.passed},
                     {"failed", b.failed},
                     {"skipped", b.skipped},
@@ -236,7 +236,7 @@ std::variant<CallbackBody, std::string> parse_callback_body(const std::string& t
     return std::string("workflow.run_attempt must be a positive integer");
   b.event_type = str(j, "event_type");
   if (b.event_type.empty()) b.event_type = "pull_request";
-  b.conclusion = str(w, "conclusion");
+  b.conclusion = JobConclusion::parse(str(w, "conclusion"));
   b.workflow_url = str(w, "url");
   b.job_name = str(w, "job_name");
   b.check_run_id = w.contains("check_run_id") && w["check_run_id"].is_number_integer()

@@ -23,7 +23,7 @@ struct CallbackBody {
   std::string event_type;  // pull_request (default), push, nightly, periodic
   std::string delivery_id;
   JobStatus status = JobStatus::kInProgress;
-  std::string conclusion;
+  JobConclusion conclusion;
   std::string workflow_name;
   std::string workflow_url;
   std::string run_id;  // as given: GitHub's integer, or a Buildkite build UUID (≤ 64 characters)

@@ -203,7 +203,7 @@ TEST(CheckRuns, NameExternalIdAndWhoWantsThem) {
   j.pr_number = 12;
   j.head_sha = "abc";
   j.status = JobStatus::kCompleted;
-  j.conclusion = "timed_out";
+  j.conclusion = JobConclusion::kTimedOut;
   j.completed_ms = 0;
   auto t = check_run_task(j, "pytorch/pytorch", 1000);
   auto p = nlohmann::json::parse(t.payload);

@@ -26,7 +26,8 @@ TaskItem check_run_task(const JobRecord& job, const std::string& upstream_repo, 
   // Built from the verified repo and run id, as CRCR does; the callback's url is not trusted.
   std::string url = fmt::format("https://github.com/{}/actions/runs/{}", job.repo, job.run_id);
   bool done = job.status == JobStatus::kCompleted;
-  std::string conclusion = job.conclusion.empty() ? "neutral" : job.conclusion;
+  std::string conclusion =
+      job.conclusion == JobConclusion::kNone ? "neutral" : job.conclusion.text();
   std::string title = "In progress";
   if (done) {
     title = conclusion;

@@ -83,7 +83,7 @@ class LevelStatusOnStore : public ::testing::TestWithParam<std::string> {
     j.pr_number = event == "pull_request" ? 100 + n_ % 7 : 0;
     j.level = "L3";
     j.status = conclusion.empty() ? JobStatus::kInProgress : JobStatus::kCompleted;
-    j.conclusion = conclusion;
+    j.conclusion = JobConclusion::parse(conclusion);
     j.queue_time_ms = queue_ms;
     j.in_progress_ms = at;
     j.execution_time_ms = exec_ms;

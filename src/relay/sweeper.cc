@@ -46,15 +46,15 @@ int Sweeper::sweep_once(int64_t now) {
   int cleaned = 0;
   for (JobRecord j : store_.jobs.overdue_jobs(now - config_.sweeper.zombie_timeout_s * 1000, 500)) {
     j.status = JobStatus::kCompleted;
-    j.conclusion = "timed_out";
+    j.conclusion = JobConclusion::kTimedOut;
     j.completed_ms = now;
     j.execution_time_ms = now - j.in_progress_ms;
     j.completed_hash.clear();
     // The HUD gets the stored in_progress body turned into a timed-out completion, as CRCR does.
     nlohmann::json body = nlohmann::json::parse(j.last_body, nullptr, false);
     if (body.is_object() && body["workflow"].is_object()) {
-      body["workflow"]["status"] = "completed";
-      body["workflow"]["conclusion"] = "timed_out";
+      body["workflow"]["status"] = to_string(j.status);
+      body["workflow"]["conclusion"] = j.conclusion.text();
       body["workflow"]["completed_at"] = iso8601_utc(now);
     }
     std::vector<TaskItem> tasks;

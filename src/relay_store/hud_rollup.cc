@@ -84,10 +84,10 @@ void RollupDeltas::add_job(const JobRecord& j, int sign) {
   }
   h.failure_upstream += sign * upstream_caused(j);
   h.jobs += sign;
-  h.success += sign * (j.conclusion == "success");
-  h.failure += sign * (j.conclusion == "failure");
-  h.timed_out += sign * (j.conclusion == "timed_out");
-  h.cancelled += sign * (j.conclusion == "cancelled");
+  h.success += sign * (j.conclusion == JobConclusion::kSuccess);
+  h.failure += sign * (j.conclusion == JobConclusion::kFailure);
+  h.timed_out += sign * (j.conclusion == JobConclusion::kTimedOut);
+  h.cancelled += sign * (j.conclusion == JobConclusion::kCancelled);
   h.in_progress += sign * (j.status == JobStatus::kInProgress);
   if (j.queue_time_ms >= 0) h.queue_sum_ms += sign * j.queue_time_ms, h.queue_n += sign;
   if (j.execution_time_ms >= 0) h.exec_sum_ms += sign * j.execution_time_ms, h.exec_n += sign;

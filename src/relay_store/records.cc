@@ -22,7 +22,25 @@ constexpr EnumName<JobStatus> kJobStatusNames[] = {
     {JobStatus::kCompleted, "completed"},
 };
 
+constexpr EnumName<JobConclusion::Kind> kJobConclusionNames[] = {
+    {JobConclusion::kNone, ""},
+    {JobConclusion::kSuccess, "success"},
+    {JobConclusion::kFailure, "failure"},
+    {JobConclusion::kTimedOut, "timed_out"},
+    {JobConclusion::kCancelled, "cancelled"},
+};
+
 }  // namespace
+
+JobConclusion::JobConclusion(Kind kind)
+    : kind_(kind), text_(enum_text(kJobConclusionNames, kind)) {}
+
+JobConclusion JobConclusion::parse(std::string text) {
+  JobConclusion c;
+  c.kind_ = enum_parse(kJobConclusionNames, text).value_or(kOther);
+  c.text_ = std::move(text);
+  return c;
+}
 
 const char* to_string(JobStatus s) {
   return enum_text(kJobStatusNames, s).data();  // the table's literals end in NUL
@@ -53,7 +71,7 @@ OutboxStatus parse_outbox_status(std::string_view text) {
 }
 
 bool upstream_caused(const JobRecord& job) {
-  return job.conclusion == "failure" && job.verdict_category == "upstream" &&
+  return job.conclusion == JobConclusion::kFailure && job.verdict_category == "upstream" &&
          job.verdict_confidence == "high";
 }
 

@@ -68,6 +68,26 @@ std::optional<JobStatus> parse_job_status(std::string_view text);
 // times the job out rather than the HUD failing on it.
 JobStatus parse_stored_job_status(std::string_view text);
 
+// A job's conclusion as its callback gave it. The relay counts four words, so those are an enum;
+// CRCR passes any other text on (GitHub also has neutral, skipped, startup_failure, ...), and it
+// is kept as it came, as kOther with its text.
+class JobConclusion {
+ public:
+  enum Kind { kNone, kSuccess, kFailure, kTimedOut, kCancelled, kOther };
+  JobConclusion() = default;
+  JobConclusion(Kind kind);                      // one of the words: kOther has no text of its own
+  static JobConclusion parse(std::string text);  // "": kNone
+  Kind kind() const { return kind_; }
+  // As it came ("" for kNone): what replies, check runs, the HUD and the store write.
+  const std::string& text() const { return text_; }
+  bool operator==(Kind kind) const { return kind_ == kind; }
+  bool operator==(const JobConclusion&) const = default;
+
+ private:
+  Kind kind_ = kNone;
+  std::string text_;
+};
+
 // One downstream job as the callback state machine sees it, keyed by CRCR's
 // delivery:repo:run_id:run_attempt:job_name. Times are relay wall-clock milliseconds; -1 is null.
 struct JobRecord {
@@ -83,7 +103,7 @@ struct JobRecord {
   int64_t pr_number = 0;
   std::string level;  // the repo's level when the callback arrived, e.g. "L2"
   JobStatus status = JobStatus::kInProgress;
-  std::string conclusion;
+  JobConclusion conclusion;
   int64_t dispatched_ms = -1;
   int64_t in_progress_ms = -1;
   int64_t completed_ms = -1;

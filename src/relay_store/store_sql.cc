@@ -39,7 +39,12 @@ const RecordColumns<JobRecord>& job_columns() {
       column<&JobRecord::pr_number>("pr_number"),
       column<&JobRecord::level>("level"),
       enum_column<&JobRecord::status, parse_stored_job_status>("status"),
-      column<&JobRecord::conclusion>("conclusion"),
+      Column<JobRecord>{
+          "conclusion",
+          [](const JobRecord& j) -> SqlParam { return std::string_view(j.conclusion.text()); },
+          [](JobRecord& j, const SqlRow& row, int col) {
+            j.conclusion = JobConclusion::parse(row.text(col));
+          }},
       column<&JobRecord::dispatched_ms>("dispatched_ms"),
       column<&JobRecord::in_progress_ms>("in_progress_ms"),
       column<&JobRecord::completed_ms>("completed_ms"),

@@ -277,7 +277,7 @@ JobRecord full_job() {
   j.pr_number = 42;
   j.level = "L2";
   j.status = JobStatus::kInProgress;
-  j.conclusion = "neutral";
+  j.conclusion = JobConclusion::parse("neutral");  // a word the relay passes on as it came
   j.dispatched_ms = 1001;
   j.in_progress_ms = 1002;
   j.completed_ms = -1;
@@ -347,7 +347,7 @@ TEST_P(StoreTest, InsertJobRoundTripsEveryFieldAndRejectsADuplicateKey) {
   // A second insert of the key changes nothing: neither the row nor any task is written.
   JobRecord other = j;
   other.status = JobStatus::kCompleted;
-  other.conclusion = "success";
+  other.conclusion = JobConclusion::kSuccess;
   other.check_run_created = false;
   EXPECT_FALSE(store_->jobs.insert_job(
       other, {task("check_run", j.key, "second"), task("hud", j.key, "second-hud")}));
@@ -369,7 +369,7 @@ TEST_P(StoreTest, UpdateJobIsACompareAndSetOnStatus) {
 
   JobRecord done = j;
   done.status = JobStatus::kCompleted;
-  done.conclusion = "success";
+  done.conclusion = JobConclusion::kSuccess;
   done.completed_ms = 5000;
   done.execution_time_ms = 3998;
   done.completed_hash = "hash-2";
@@ -388,7 +388,7 @@ TEST_P(StoreTest, UpdateJobIsACompareAndSetOnStatus) {
   // The stored status is now "completed": an update expecting "in_progress" writes nothing.
   JobRecord stale = j;
   stale.status = JobStatus::kCompleted;
-  stale.conclusion = "failure";
+  stale.conclusion = JobConclusion::kFailure;
   stale.last_body = "stale";
   EXPECT_FALSE(
       store_->jobs.update_job(stale, JobStatus::kInProgress, {task("check_run", j.key, "stale")}));
@@ -403,7 +403,7 @@ TEST_P(StoreTest, UpdateJobIsACompareAndSetOnStatus) {
   EXPECT_TRUE(store_->tasks.tasks_of_kind("x").empty());
 
   // The matching expectation succeeds again, and may keep the status.
-  done.conclusion = "cancelled";
+  done.conclusion = JobConclusion::kCancelled;
   EXPECT_TRUE(store_->jobs.update_job(done, JobStatus::kCompleted, {}));
   expect_same_job(store_->jobs.get_job(j.key), done);
   EXPECT_EQ(store_->tasks.task_counts().pending, 2);
@@ -669,7 +669,7 @@ JobRecord hud_job(const std::string& key, const std::string& repo, const std::st
   j.pr_number = pr;
   j.level = level;
   j.status = conclusion.empty() ? JobStatus::kInProgress : JobStatus::kCompleted;
-  j.conclusion = conclusion;
+  j.conclusion = JobConclusion::parse(conclusion);
   j.queue_time_ms = queue_ms;
   j.execution_time_ms = exec_ms;
   j.created_ms = created_ms;
@@ -806,14 +806,14 @@ TEST_P(StoreTest, UpdatesMoveTheRollupsWithTheJob) {
 
   // The callback completes it; a second one with a higher level only changes the level.
   j.status = JobStatus::kCompleted;
-  j.conclusion = "success";
+  j.conclusion = JobConclusion::kSuccess;
   j.execution_time_ms = 4 * H;
   ASSERT_TRUE(store_->jobs.update_job(j, JobStatus::kInProgress, {}));
   j.level = "L3";
   ASSERT_TRUE(store_->jobs.update_job(j, JobStatus::kCompleted, {}));
   // A refused update changes nothing.
   JobRecord refused = j;
-  refused.conclusion = "failure";
+  refused.conclusion = JobConclusion::kFailure;
   EXPECT_FALSE(store_->jobs.update_job(refused, JobStatus::kInProgress, {}));
   s = store_->jobs.repo_stats(0, JobFilter::kPullRequest);
   ASSERT_EQ(s.size(), 1u);
@@ -1065,7 +1065,7 @@ TEST_P(StoreTest, InsertJobsBulkIgnoresExistingKeysAndRoundTrips) {
 
   JobRecord overwrite = existing;
   overwrite.status = JobStatus::kCompleted;
-  overwrite.conclusion = "failure";
+  overwrite.conclusion = JobConclusion::kFailure;
   JobRecord dup = tricky;
   dup.job_name = "second";
   dup.created_ms = 456;
@@ -1095,10 +1095,10 @@ TEST_P(StoreTest, InsertJobsBulkIgnoresExistingKeysAndRoundTrips) {
   EXPECT_EQ(s[0].last_ms, 1000 + 2001);
 
   // Bulk inserting again adds nothing and changes nothing.
-  bulk[5].conclusion = "cancelled";
+  bulk[5].conclusion = JobConclusion::kCancelled;
   store_->jobs.insert_jobs_bulk(bulk);
   EXPECT_EQ(store_->jobs.repo_stats(0, JobFilter::kPullRequest)[0].jobs, 2002);
-  EXPECT_EQ(store_->jobs.get_job(bulk[5].key)->conclusion, "success");
+  EXPECT_EQ(store_->jobs.get_job(bulk[5].key)->conclusion.text(), "success");
 }
 
 TEST_P(StoreTest, RecordLevelAppendsOnlyOnChange) {
@@ -1372,7 +1372,7 @@ TEST_P(StoreTest, MigrationV6BackfillsTheRollupsTheWritesKeep) {
                            i % 2 ? "L2" : "L3"));
     JobRecord& j = jobs.back();
     j.run_id = std::to_string(i);
-    if (j.conclusion == "failure" && i % 4 != 3) {
+    if (j.conclusion == JobConclusion::kFailure && i % 4 != 3) {
       const char* categories[] = {"upstream", "upstream", "backend"};
       j.verdict_category = categories[i % 3];
       j.verdict_confidence = i % 5 ? "high" : "medium";
@@ -1395,7 +1395,7 @@ TEST_P(StoreTest, MigrationV6BackfillsTheRollupsTheWritesKeep) {
   for (int i = 5; i < 300; i += 6) {  // in progress, then completed by a callback
     JobRecord j = jobs[i];
     j.status = JobStatus::kCompleted;
-    j.conclusion = "success";
+    j.conclusion = JobConclusion::kSuccess;
     j.execution_time_ms = 4 * H;
     ASSERT_TRUE(store_->jobs.update_job(j, JobStatus::kInProgress, {}));
   }
