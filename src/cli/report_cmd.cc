@@ -89,9 +89,9 @@ WorkflowIdentity identity_of(const ReportArgs& a, const ReportSettings& s) {
   return w;
 }
 
-std::optional<RunOutcome> completed_outcome(const ReportArgs& a,
+std::optional<RunOutcome> completed_outcome(const ReportArgs& a, CallbackStatus status,
                                             const std::optional<BackendConfig>& config) {
-  if (a.status != "completed") {
+  if (status != CallbackStatus::kCompleted) {
     if (!a.run.empty() || !a.conclusion.empty() || !a.triage.empty())
       throw Error("--run, --conclusion and --triage apply to --status completed");
     return std::nullopt;
@@ -159,6 +159,7 @@ void report(const ReportArgs& a) {
   // Required unless a subcommand (html) ran instead; CLI11 would require them for that too.
   if (a.status.empty()) throw CLI::RequiredError("--status");
   if (a.payload.empty()) throw CLI::RequiredError("--payload");
+  CallbackStatus status = parse_callback_status(a.status);
   // Retry warnings go to stderr: stdout is the one result line (or the body, with --dry-run).
   spdlog::set_default_logger(spdlog::stderr_color_mt("report"));
   std::optional<BackendConfig> config;
@@ -166,8 +167,8 @@ void report(const ReportArgs& a) {
   ReportSettings settings = settings_of(a, config);
   nlohmann::json client_payload = read_client_payload(a.payload);
   WorkflowIdentity identity = identity_of(a, settings);
-  std::optional<RunOutcome> outcome = completed_outcome(a, config);
-  nlohmann::json body = build_callback_body(client_payload, a.status, identity, outcome,
+  std::optional<RunOutcome> outcome = completed_outcome(a, status, config);
+  nlohmann::json body = build_callback_body(client_payload, status, identity, outcome,
                                             settings.artifact_url, settings.relay);
   if (a.dry_run) {
     std::cout << body.dump(2) << "\n";

@@ -6,6 +6,7 @@
 #include "base/time.h"
 #include "hud/html.h"
 #include "hud/svg_chart.h"
+#include "relay_store/records.h"
 
 namespace ootci {
 namespace {
@@ -38,11 +39,13 @@ std::string tabs(const std::string& base, const std::string& name,
   return out + "</span>";
 }
 
+// A job of the HUD's JSON as the pages show it: its conclusion once completed, else its status.
 std::string outcome(const nlohmann::json& job) {
   std::string status = job.value("status", "");
-  std::string conclusion = job.value("conclusion", "");
-  std::string text = status == "completed" ? conclusion : status;
-  const char* cls = conclusion == "success" ? "pass" : status == "completed" ? "fail" : "";
+  JobConclusion conclusion = JobConclusion::parse(job.value("conclusion", ""));
+  bool completed = parse_job_status(status) == JobStatus::kCompleted;
+  const std::string& text = completed ? conclusion.text() : status;
+  const char* cls = conclusion == JobConclusion::kSuccess ? "pass" : completed ? "fail" : "";
   return fmt::format(R"(<span class="{}">{}</span>)", cls, esc(text.empty() ? "unknown" : text));
 }
 

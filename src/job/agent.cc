@@ -175,14 +175,16 @@ struct Agent::Impl {
   }
 
   // Sends one callback; a failure is logged and returned, never thrown: the tests still run.
-  std::string report(const AgentJob& job, const std::string& status,
+  std::string report(const AgentJob& job, CallbackStatus status,
                      const std::optional<RunOutcome>& outcome) {
     if (backend.report.callback_url.empty()) return "";
-    std::string label = fmt::format("status=\"{}\"", status);
+    const char* word = to_string(status);
+    std::string label = fmt::format("status=\"{}\"", word);
     try {
       // Without a configured artifact store, the run's report page here is the artifact.
       std::string artifact_url = backend.report.artifact_url;
-      if (artifact_url.empty() && status == "completed" && outcome && !job.run_id.empty())
+      if (artifact_url.empty() && status == CallbackStatus::kCompleted && outcome &&
+          !job.run_id.empty())
         artifact_url = fmt::format("{}/jobs/{}/report", config.public_url, job.id);
       nlohmann::json body =
           build_callback_body(nlohmann::json::parse(job.client_payload), status, identity(job),
@@ -191,19 +193,19 @@ struct Agent::Impl {
       PostOutcome sent = post_callback(backend.report, token, body);
       if (sent.ok()) {
         metrics.inc("ootci_agent_reports_total", label + ",result=\"ok\"");
-        spdlog::info("job {}: reported {} (HTTP {})", job.id, status, sent.status);
+        spdlog::info("job {}: reported {} (HTTP {})", job.id, word, sent.status);
         return "";
       }
       metrics.inc("ootci_agent_reports_total", label + ",result=\"failed\"");
       std::string why =
           sent.status ? fmt::format("HTTP {} {}", sent.status, sent.body) : sent.error;
-      spdlog::warn("job {}: {} report failed after {} attempt(s): {}", job.id, status,
-                   sent.attempts, why);
-      return fmt::format("{} report failed: {}", status, why);
+      spdlog::warn("job {}: {} report failed after {} attempt(s): {}", job.id, word, sent.attempts,
+                   why);
+      return fmt::format("{} report failed: {}", word, why);
     } catch (const std::exception& e) {
       metrics.inc("ootci_agent_reports_total", label + ",result=\"failed\"");
-      spdlog::warn("job {}: {} report failed: {}", job.id, status, e.what());
-      return fmt::format("{} report failed: {}", status, e.what());
+      spdlog::warn("job {}: {} report failed: {}", job.id, word, e.what());
+      return fmt::format("{} report failed: {}", word, e.what());
     }
   }
 
@@ -249,7 +251,7 @@ struct Agent::Impl {
 
   // Sends the job's in_progress callback and remembers that it went; returns the failure, if any.
   std::string report_in_progress(AgentJob& job) {
-    std::string failed = report(job, "in_progress", std::nullopt);
+    std::string failed = report(job, CallbackStatus::kInProgress, std::nullopt);
     if (failed.empty()) {
       queue.set_in_progress_reported(job.id);
       job.in_progress_reported = true;
@@ -354,7 +356,7 @@ struct Agent::Impl {
     // in_progress that failed at the start (no token, the relay down) is sent again first, with
     // the same identity and started_at, so a transient failure does not lose the result.
     if (!job.in_progress_reported && !backend.report.callback_url.empty()) report_in_progress(job);
-    if (job.in_progress_reported) note(errors, report(job, "completed", outcome));
+    if (job.in_progress_reported) note(errors, report(job, CallbackStatus::kCompleted, outcome));
     std::string error;
     for (const auto& e : errors) error += (error.empty() ? "" : "; ") + e;
     queue.finish(job.id, cancelled_now ? JobState::kCancelled : JobState::kDone,

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "base/callback_caps.h"
+#include "base/enum_names.h"
 #include "base/error.h"
 #include "base/file_text.h"
 #include "base/subprocess.h"
@@ -78,10 +79,13 @@ std::string github_actions_token(const std::string& request_url, const std::stri
   return j["value"].get<std::string>();
 }
 
+constexpr EnumName<CallbackStatus> kCallbackStatusNames[] = {
+    {CallbackStatus::kInProgress, "in_progress"},
+    {CallbackStatus::kCompleted, "completed"},
+};
+
 // The workflow fields a callback must carry, as the relay checks them.
-void check_workflow_identity(const std::string& status, const WorkflowIdentity& w) {
-  if (status != "in_progress" && status != "completed")
-    throw Error(fmt::format("workflow.status: must be in_progress or completed, got '{}'", status));
+void check_workflow_identity(const WorkflowIdentity& w) {
   if (w.name.empty()) throw Error("workflow.name: required");
   // GitHub's run ids are integers; Buildkite's are build UUIDs (the relay takes either).
   if (!is_callback_run_id(w.run_id))
@@ -94,15 +98,15 @@ void check_workflow_identity(const std::string& status, const WorkflowIdentity& 
 }
 
 // The callback's `workflow` object; `outcome` is set when status is completed.
-nlohmann::json workflow_object(const std::string& status, const WorkflowIdentity& w,
+nlohmann::json workflow_object(CallbackStatus status, const WorkflowIdentity& w,
                                const std::optional<RunOutcome>& outcome) {
-  bool completed = status == "completed";
+  bool completed = status == CallbackStatus::kCompleted;
   auto or_null = [](const std::string& s) {
     return s.empty() ? nlohmann::json() : nlohmann::json(s);
   };
   nlohmann::json wf = {
       {"schema_version", "1"},
-      {"status", status},
+      {"status", to_string(status)},
       {"conclusion", completed ? nlohmann::json(to_string(outcome->conclusion)) : nlohmann::json()},
       {"name", w.name},
       {"url", or_null(w.url)},
@@ -190,7 +194,16 @@ RunOutcome outcome_of_run(EvidenceStore& store, const std::string& run_id) {
   return o;
 }
 
-nlohmann::json build_callback_body(const nlohmann::json& client_payload, const std::string& status,
+const char* to_string(CallbackStatus s) {
+  return enum_text(kCallbackStatusNames, s).data();  // the table's literals end in NUL
+}
+
+CallbackStatus parse_callback_status(std::string_view text) {
+  if (auto s = enum_parse(kCallbackStatusNames, text)) return *s;
+  throw Error(fmt::format("workflow.status: must be in_progress or completed, got '{}'", text));
+}
+
+nlohmann::json build_callback_body(const nlohmann::json& client_payload, CallbackStatus status,
                                    const WorkflowIdentity& w,
                                    const std::optional<RunOutcome>& outcome,
                                    const std::string& artifact_url, const std::string& relay) {
@@ -202,8 +215,8 @@ nlohmann::json build_callback_body(const nlohmann::json& client_payload, const s
   auto payload = client_payload.find("payload");
   if (payload == client_payload.end() || !payload->is_object())
     throw Error("client_payload.payload: missing (expected an object)");
-  check_workflow_identity(status, w);
-  bool completed = status == "completed";
+  check_workflow_identity(w);
+  bool completed = status == CallbackStatus::kCompleted;
   if (completed && !outcome) throw Error("workflow.conclusion: a completed callback needs one");
   nlohmann::json wf = workflow_object(status, w, outcome);
   if (!artifact_url.empty()) wf["artifact_url"] = artifact_url;
