@@ -64,7 +64,7 @@ std::vector<Move> promotions(const std::vector<TestResult>& run_results,
                                   [](const TestResult& h) { return classify(h) == Seen::kPass; });
     if (!all_passed) continue;
     Move m;
-    m.kind = Move::promote;
+    m.kind = Move::kPromote;
     m.relpath = r.file;
     m.base = r.base;
     m.test_id = r.test_id;
@@ -100,7 +100,7 @@ std::vector<Move> admissions(const ConfigState& state, const Capabilities& caps,
       });
       if (!all_supported) continue;
       Move m;
-      m.kind = Move::admit;
+      m.kind = Move::kAdmit;
       m.relpath = state.relpath;
       m.base = base.base;
       m.test_id = v.test_id;

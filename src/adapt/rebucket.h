@@ -16,8 +16,8 @@
 namespace ootci {
 
 struct Move {
-  enum Kind { promote, admit };
-  Kind kind = promote;
+  enum Kind { kPromote, kAdmit };
+  Kind kind = kPromote;
   std::string relpath;
   std::string base;
   std::string test_id;

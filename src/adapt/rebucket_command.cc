@@ -111,7 +111,7 @@ void print_moves(const std::map<std::string, std::vector<const Move*>>& by_file,
         "{} ({}{})\n", relpath, path,
         c.states.count(relpath) ? "" : "; no config there: run `ootci select propose`");
     for (const Move* m : ms)
-      out << fmt::format("  {} {}: {}{}\n", m->kind == Move::promote ? "promote" : "admit",
+      out << fmt::format("  {} {}: {}{}\n", m->kind == Move::kPromote ? "promote" : "admit",
                          move_name(*m), m->reason, m->human ? " [human entry: not written]" : "");
   }
 }
@@ -188,7 +188,7 @@ int rebucket(const RebucketRequest& req, std::ostream& out, std::ostream& err) {
   for (auto& [relpath, s] : c.states) mark_human(s, moves);
 
   size_t promoted = std::count_if(moves.begin(), moves.end(),
-                                  [](const Move& m) { return m.kind == Move::promote; });
+                                  [](const Move& m) { return m.kind == Move::kPromote; });
   out << fmt::format("run {}: {}; {}, {}, {}\n", req.run_id, plural(e.results.size(), "result"),
                      plural(promoted, "promotion"), plural(moves.size() - promoted, "admission"),
                      plural(regressions.size(), "regression candidate"));

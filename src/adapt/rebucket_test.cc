@@ -156,7 +156,7 @@ TEST(Rebucket, ANewlySupportedOpAdmitsTheVariantsWhoseOpsAreAllSupported) {
   caps.supported_ops.insert("aten::transpose.int");
   std::vector<Move> moves = admissions(s, caps, {});
   ASSERT_EQ(moves.size(), 1u);  // int64 also calls aten::add.Tensor; bool recorded nothing
-  EXPECT_EQ(moves[0].kind, Move::admit);
+  EXPECT_EQ(moves[0].kind, Move::kAdmit);
   EXPECT_EQ(moves[0].variant, "test_t_privateuseone_float32");
   EXPECT_EQ(moves[0].from, TestMode::kXfail);
   EXPECT_EQ(moves[0].reason,
