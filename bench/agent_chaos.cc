@@ -630,9 +630,9 @@ class Chaos {
         not_success.push_back(
             fmt::format("{} (job {}): {} {} {}", d, j->id, j->state, j->conclusion, j->error));
       auto rec = relay_store->jobs.get_job(fmt::format("{}:acme/two:{}:1:ootci-agent", d, j->id));
-      if (rec && rec->status == JobStatus::kCompleted && rec->conclusion == JobConclusion::kSuccess &&
-          rec->tests_total == kVariants && rec->tests_passed == kVariants &&
-          !rec->in_progress_hash.empty())
+      if (rec && rec->status == JobStatus::kCompleted &&
+          rec->conclusion == JobConclusion::kSuccess && rec->tests_total == kVariants &&
+          rec->tests_passed == kVariants && !rec->in_progress_hash.empty())
         ++relay_ok;
       else
         bad_relay.push_back(rec ? fmt::format("{} (job {}): {} {} {}/{}", d, j->id,

@@ -34,10 +34,10 @@
 #include "discover/discover.h"
 #include "evidence/code_evidence.h"
 #include "evidence/evidence_store.h"
-#include "select/second_stage.h"
-#include "select/waves.h"
 #include "select/git.h"
 #include "select/native_functions.h"
+#include "select/second_stage.h"
+#include "select/waves.h"
 #include "testing/test_env.h"
 
 namespace fs = std::filesystem;

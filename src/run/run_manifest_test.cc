@@ -1,10 +1,10 @@
-#include "plan/plan_resolve.h"
 #include "run/run_manifest.h"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
 
+#include "plan/plan_resolve.h"
 #include "testing/test_env.h"
 
 namespace ootci {
