@@ -61,13 +61,10 @@ PytestOutcome FileAttempts::attempt(std::optional<std::vector<std::string>> only
   return start_(tests, on_result);
 }
 
-// A result the process could not report itself, with the test's mode, op and dtype when the
-// test was seen starting (so an xfail test that crashes is judged as xfail).
-TestResult FileAttempts::error_result(const std::string& id, const std::string& error_class,
-                                      const std::string& message, double seconds) const {
-  TestResult r;
-  auto it = started_.find(id);
-  if (it != started_.end()) r = it->second;
+TestResult unreported_result(const std::string& id, const std::string& error_class,
+                             const std::string& message, const TestResult* started,
+                             double seconds) {
+  TestResult r = started ? *started : TestResult{};
   split_test_id(id, r);
   r.outcome = Outcome::kError;
   r.error_class = error_class;
@@ -75,6 +72,13 @@ TestResult FileAttempts::error_result(const std::string& id, const std::string& 
   r.duration_s = seconds;
   r.finished_ms = 0;
   return r;
+}
+
+TestResult FileAttempts::error_result(const std::string& id, const std::string& error_class,
+                                      const std::string& message, double seconds) const {
+  auto it = started_.find(id);
+  return unreported_result(id, error_class, message, it == started_.end() ? nullptr : &it->second,
+                           seconds);
 }
 
 void FileAttempts::keep(const TestResult& r) {

@@ -53,6 +53,13 @@ struct FileAttemptsOptions {
 // (which is deterministic news, not noise), not a whole-file error.
 bool rerunnable(const TestResult& r);
 
+// A result the process could not report itself: an error of `id` with the test's mode, op and
+// dtype when it was seen starting (`started`, or null), so an xfail test that crashes is judged
+// as xfail.
+TestResult unreported_result(const std::string& id, const std::string& error_class,
+                             const std::string& message, const TestResult* started = nullptr,
+                             double seconds = 0);
+
 class FileAttempts {
  public:
   // `settled`: tests with a result already (a resumed run's). `record` gets every result this

@@ -71,12 +71,7 @@ void FileWorkers::run(std::vector<PlanFile> files, Progress& progress) {
         } catch (const std::exception& e) {
           ++files_finished_;
           try {
-            TestResult error;
-            split_test_id(files[i].relpath, error);
-            error.outcome = Outcome::kError;
-            error.error_class = "RunnerError";
-            error.message = e.what();
-            record(error);
+            record(unreported_result(files[i].relpath, "RunnerError", e.what()));
           } catch (const std::exception&) {
           }
         }
