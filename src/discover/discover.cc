@@ -291,9 +291,10 @@ std::optional<RunReport> continue_pass(EvidenceStore& store, RunRequest pass,
 
 // --timings: every result's duration in that evidence, not only those that ran to an end: a
 // variant that hung costs its limit again, and left to the hash, two 2-minute hangs on one worker
-// were half its share. Empty without --shard or --timings.
-std::map<std::string, double> timings_of(const DiscoverRequest& req) {
-  if (req.part.n == 0 || req.timings.empty()) return {};
+// were half its share. None without --shard or --timings; an evidence database without durations
+// still places the variants (by their ids alone).
+std::optional<std::map<std::string, double>> timings_of(const DiscoverRequest& req) {
+  if (req.part.n == 0 || req.timings.empty()) return std::nullopt;
   if (!fs::is_regular_file(req.timings))
     throw Error(fmt::format("--timings {}: no such evidence database", req.timings));
   return EvidenceStore::open(req.timings)->test_durations();
@@ -373,8 +374,9 @@ DiscoverReport discover(const DiscoverRequest& req) {
   plain_pass.pass = DiscoveryPass::kPlain;
   plain_pass.plan = discovery_plan(req.backend, split.to_run);
   plain_pass.part = req.part;
-  std::map<std::string, double> durations = timings_of(req);
-  if (!durations.empty()) {
+  std::map<std::string, double> durations;  // from --timings
+  if (auto timings = timings_of(req)) {
+    durations = std::move(*timings);
     std::vector<std::string> relpaths;
     for (const auto& f : split.to_run) relpaths.push_back(f.relpath);
     plain_pass.part.placed = place_variants(relpaths, durations, req.part.n);
