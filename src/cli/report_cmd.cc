@@ -89,9 +89,9 @@ WorkflowIdentity identity_of(const ReportArgs& a, const ReportSettings& s) {
   return w;
 }
 
-std::optional<RunOutcome> completed_outcome(const ReportArgs& a, CallbackStatus status,
+std::optional<RunOutcome> completed_outcome(const ReportArgs& a, JobStatus status,
                                             const std::optional<BackendConfig>& config) {
-  if (status != CallbackStatus::kCompleted) {
+  if (status != JobStatus::kCompleted) {
     if (!a.run.empty() || !a.conclusion.empty() || !a.triage.empty())
       throw Error("--run, --conclusion and --triage apply to --status completed");
     return std::nullopt;
@@ -159,7 +159,7 @@ void report(const ReportArgs& a) {
   // Required unless a subcommand (html) ran instead; CLI11 would require them for that too.
   if (a.status.empty()) throw CLI::RequiredError("--status");
   if (a.payload.empty()) throw CLI::RequiredError("--payload");
-  CallbackStatus status = parse_callback_status(a.status);
+  JobStatus status = parse_callback_status(a.status);
   // Retry warnings go to stderr: stdout is the one result line (or the body, with --dry-run).
   spdlog::set_default_logger(spdlog::stderr_color_mt("report"));
   std::optional<BackendConfig> config;

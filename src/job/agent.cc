@@ -175,7 +175,7 @@ struct Agent::Impl {
   }
 
   // Sends one callback; a failure is logged and returned, never thrown: the tests still run.
-  std::string report(const AgentJob& job, CallbackStatus status,
+  std::string report(const AgentJob& job, JobStatus status,
                      const std::optional<RunOutcome>& outcome) {
     if (backend.report.callback_url.empty()) return "";
     const char* word = to_string(status);
@@ -183,8 +183,7 @@ struct Agent::Impl {
     try {
       // Without a configured artifact store, the run's report page here is the artifact.
       std::string artifact_url = backend.report.artifact_url;
-      if (artifact_url.empty() && status == CallbackStatus::kCompleted && outcome &&
-          !job.run_id.empty())
+      if (artifact_url.empty() && status == JobStatus::kCompleted && outcome && !job.run_id.empty())
         artifact_url = fmt::format("{}/jobs/{}/report", config.public_url, job.id);
       nlohmann::json body =
           build_callback_body(nlohmann::json::parse(job.client_payload), status, identity(job),
@@ -251,7 +250,7 @@ struct Agent::Impl {
 
   // Sends the job's in_progress callback and remembers that it went; returns the failure, if any.
   std::string report_in_progress(AgentJob& job) {
-    std::string failed = report(job, CallbackStatus::kInProgress, std::nullopt);
+    std::string failed = report(job, JobStatus::kInProgress, std::nullopt);
     if (failed.empty()) {
       queue.set_in_progress_reported(job.id);
       job.in_progress_reported = true;
@@ -356,7 +355,7 @@ struct Agent::Impl {
     // in_progress that failed at the start (no token, the relay down) is sent again first, with
     // the same identity and started_at, so a transient failure does not lose the result.
     if (!job.in_progress_reported && !backend.report.callback_url.empty()) report_in_progress(job);
-    if (job.in_progress_reported) note(errors, report(job, CallbackStatus::kCompleted, outcome));
+    if (job.in_progress_reported) note(errors, report(job, JobStatus::kCompleted, outcome));
     std::string error;
     for (const auto& e : errors) error += (error.empty() ? "" : "; ") + e;
     queue.finish(job.id, cancelled_now ? JobState::kCancelled : JobState::kDone,

@@ -10,7 +10,6 @@
 #include <thread>
 
 #include "base/callback_caps.h"
-#include "base/enum_names.h"
 #include "base/error.h"
 #include "base/file_text.h"
 #include "base/subprocess.h"
@@ -79,11 +78,6 @@ std::string github_actions_token(const std::string& request_url, const std::stri
   return j["value"].get<std::string>();
 }
 
-constexpr EnumName<CallbackStatus> kCallbackStatusNames[] = {
-    {CallbackStatus::kInProgress, "in_progress"},
-    {CallbackStatus::kCompleted, "completed"},
-};
-
 // The workflow fields a callback must carry, as the relay checks them.
 void check_workflow_identity(const WorkflowIdentity& w) {
   if (w.name.empty()) throw Error("workflow.name: required");
@@ -98,9 +92,9 @@ void check_workflow_identity(const WorkflowIdentity& w) {
 }
 
 // The callback's `workflow` object; `outcome` is set when status is completed.
-nlohmann::json workflow_object(CallbackStatus status, const WorkflowIdentity& w,
+nlohmann::json workflow_object(JobStatus status, const WorkflowIdentity& w,
                                const std::optional<RunOutcome>& outcome) {
-  bool completed = status == CallbackStatus::kCompleted;
+  bool completed = status == JobStatus::kCompleted;
   auto or_null = [](const std::string& s) {
     return s.empty() ? nlohmann::json() : nlohmann::json(s);
   };
@@ -194,16 +188,12 @@ RunOutcome outcome_of_run(EvidenceStore& store, const std::string& run_id) {
   return o;
 }
 
-const char* to_string(CallbackStatus s) {
-  return enum_text(kCallbackStatusNames, s).data();  // the table's literals end in NUL
-}
-
-CallbackStatus parse_callback_status(std::string_view text) {
-  if (auto s = enum_parse(kCallbackStatusNames, text)) return *s;
+JobStatus parse_callback_status(std::string_view text) {
+  if (auto s = parse_job_status(text)) return *s;
   throw Error(fmt::format("workflow.status: must be in_progress or completed, got '{}'", text));
 }
 
-nlohmann::json build_callback_body(const nlohmann::json& client_payload, CallbackStatus status,
+nlohmann::json build_callback_body(const nlohmann::json& client_payload, JobStatus status,
                                    const WorkflowIdentity& w,
                                    const std::optional<RunOutcome>& outcome,
                                    const std::string& artifact_url, const std::string& relay) {
@@ -216,7 +206,7 @@ nlohmann::json build_callback_body(const nlohmann::json& client_payload, Callbac
   if (payload == client_payload.end() || !payload->is_object())
     throw Error("client_payload.payload: missing (expected an object)");
   check_workflow_identity(w);
-  bool completed = status == CallbackStatus::kCompleted;
+  bool completed = status == JobStatus::kCompleted;
   if (completed && !outcome) throw Error("workflow.conclusion: a completed callback needs one");
   nlohmann::json wf = workflow_object(status, w, outcome);
   if (!artifact_url.empty()) wf["artifact_url"] = artifact_url;

@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "base/job_status.h"
 #include "evidence/evidence_store.h"
 #include "plan/backend_config.h"
 
@@ -44,18 +45,15 @@ struct RunOutcome {
 // An interrupted run concludes `cancelled`. Throws Error when the run does not exist.
 RunOutcome outcome_of_run(EvidenceStore& store, const std::string& run_id);
 
-// A callback's workflow.status, as CRCR takes it.
-enum class CallbackStatus { kInProgress, kCompleted };
-const char* to_string(CallbackStatus s);
 // The status a callback is asked for; other text is an Error naming workflow.status.
-CallbackStatus parse_callback_status(std::string_view text);
+JobStatus parse_callback_status(std::string_view text);
 
 // The body: client_payload's event_type/delivery_id/payload echoed, callback_token when the
 // dispatch had one, `workflow` with schema_version "1", status, conclusion (null unless
 // completed), the identity, test_results, artifact_url; failed_tests_detail at the top level when
 // present. The triage verdict goes where `relay` reads it: `crcr` (upstream, test-infra#8803)
 // as workflow.triage_verdict with an analyzer object, `ootci` at the top level.
-nlohmann::json build_callback_body(const nlohmann::json& client_payload, CallbackStatus status,
+nlohmann::json build_callback_body(const nlohmann::json& client_payload, JobStatus status,
                                    const WorkflowIdentity& workflow,
                                    const std::optional<RunOutcome>& outcome,
                                    const std::string& artifact_url, const std::string& relay);

@@ -65,8 +65,8 @@ WorkflowIdentity identity() {
 // --- build_callback_body ---
 
 TEST(BuildCallbackBody, InProgressFieldByField) {
-  json b = build_callback_body(client_payload(), CallbackStatus::kInProgress, identity(),
-                               std::nullopt, "", "ootci");
+  json b = build_callback_body(client_payload(), JobStatus::kInProgress, identity(), std::nullopt,
+                               "", "ootci");
   EXPECT_EQ(b["event_type"], "pull_request");
   EXPECT_EQ(b["delivery_id"], "d-123");
   EXPECT_EQ(b["payload"], client_payload()["payload"]);
@@ -95,7 +95,7 @@ TEST(BuildCallbackBody, InProgressFieldByField) {
   WorkflowIdentity given = identity();
   given.started_at = "2026-11-29T10:00:00Z";
   given.check_run_id = "987";
-  json b2 = build_callback_body(client_payload(), CallbackStatus::kInProgress, given, std::nullopt,
+  json b2 = build_callback_body(client_payload(), JobStatus::kInProgress, given, std::nullopt,
                                 "https://artifacts.example/42", "ootci");
   EXPECT_EQ(b2["workflow"]["started_at"], "2026-11-29T10:00:00Z");
   EXPECT_EQ(b2["workflow"]["check_run_id"], "987");
@@ -114,7 +114,7 @@ TEST(BuildCallbackBody, CompletedFieldByField) {
   o.triage_verdict = {{"schema_version", 1}, {"category", "backend"}, {"confidence", "high"}};
   WorkflowIdentity w = identity();
   w.completed_at = "2026-11-29T10:20:00Z";
-  json b = build_callback_body(client_payload(), CallbackStatus::kCompleted, w, o, "", "ootci");
+  json b = build_callback_body(client_payload(), JobStatus::kCompleted, w, o, "", "ootci");
   const json& wf = b["workflow"];
   EXPECT_EQ(wf["status"], "completed");
   EXPECT_EQ(wf["conclusion"], "failure");
@@ -129,8 +129,7 @@ TEST(BuildCallbackBody, CompletedFieldByField) {
   EXPECT_FALSE(wf.contains("triage_verdict"));
   // Upstream CRCR reads it inside workflow, with the analyzer as an object.
   o.triage_verdict["analyzer"] = "ootci";
-  json upstream =
-      build_callback_body(client_payload(), CallbackStatus::kCompleted, w, o, "", "crcr");
+  json upstream = build_callback_body(client_payload(), JobStatus::kCompleted, w, o, "", "crcr");
   EXPECT_FALSE(upstream.contains("triage_verdict"));
   EXPECT_EQ(upstream["workflow"]["triage_verdict"]["category"], "backend");
   EXPECT_EQ(upstream["workflow"]["triage_verdict"]["analyzer"], (json{{"name", "ootci"}}));
@@ -138,7 +137,7 @@ TEST(BuildCallbackBody, CompletedFieldByField) {
   // Without a given time, completed_at is now; started_at stays null unless given.
   w.completed_at = "";
   w.started_at = "2026-11-29T10:00:00Z";
-  json now = build_callback_body(client_payload(), CallbackStatus::kCompleted, w, o, "", "ootci");
+  json now = build_callback_body(client_payload(), JobStatus::kCompleted, w, o, "", "ootci");
   EXPECT_TRUE(now["workflow"]["completed_at"].is_string());
   EXPECT_EQ(now["workflow"]["started_at"], "2026-11-29T10:00:00Z");
 }
@@ -146,8 +145,7 @@ TEST(BuildCallbackBody, CompletedFieldByField) {
 TEST(BuildCallbackBody, AConclusionWithoutResultsHasNoSummaryOrDetail) {
   RunOutcome o;
   o.conclusion = Conclusion::kFailure;  // e.g. the build broke before any test ran
-  json b =
-      build_callback_body(client_payload(), CallbackStatus::kCompleted, identity(), o, "", "ootci");
+  json b = build_callback_body(client_payload(), JobStatus::kCompleted, identity(), o, "", "ootci");
   EXPECT_EQ(b["workflow"]["conclusion"], "failure");
   EXPECT_TRUE(b["workflow"]["test_results"].is_null());
   EXPECT_FALSE(b.contains("failed_tests_detail"));
@@ -156,7 +154,7 @@ TEST(BuildCallbackBody, AConclusionWithoutResultsHasNoSummaryOrDetail) {
   json cp = client_payload();
   cp.erase("callback_token");
   cp.erase("event_type");
-  json b2 = build_callback_body(cp, CallbackStatus::kCompleted, identity(), o, "", "ootci");
+  json b2 = build_callback_body(cp, JobStatus::kCompleted, identity(), o, "", "ootci");
   EXPECT_FALSE(b2.contains("callback_token"));
   EXPECT_FALSE(b2.contains("event_type"));
 }
@@ -213,7 +211,7 @@ TEST(BuildCallbackBody, FailedTestsDetailKeepsTheBodyWithinTwoMegabytes) {
         {{"name", "t::" + std::to_string(i)}, {"message", std::string(1024, 'm')}});
   json cp = client_payload();
   cp["payload"]["big"] = std::string(1500 * 1024, 'p');  // a huge upstream webhook
-  json b = build_callback_body(cp, CallbackStatus::kCompleted, identity(), o, "", "ootci");
+  json b = build_callback_body(cp, JobStatus::kCompleted, identity(), o, "", "ootci");
   EXPECT_LE(b.dump().size(), 2u * 1024 * 1024 - 16 * 1024);
   ASSERT_TRUE(b.contains("failed_tests_detail"));
   size_t kept = b["failed_tests_detail"].size();
@@ -334,8 +332,7 @@ TEST_F(OutcomeOfRun, CapsEntriesAndCutsMessagesAtACharacterBoundary) {
   EXPECT_EQ(cut, long_message.substr(0, 1023));
   EXPECT_EQ(o.failed_tests[999]["name"], "test_ops.py::TestOps::test_0999");
 
-  json b =
-      build_callback_body(client_payload(), CallbackStatus::kCompleted, identity(), o, "", "ootci");
+  json b = build_callback_body(client_payload(), JobStatus::kCompleted, identity(), o, "", "ootci");
   EXPECT_EQ(b["failed_tests_detail"].size(), 1000u);
   EXPECT_EQ(b["workflow"]["test_results"]["failed"], 1500);
 }

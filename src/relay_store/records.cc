@@ -17,11 +17,6 @@ constexpr EnumName<TaskStatus> kTaskStatusNames[] = {
     {TaskStatus::kFailed, "failed"},
 };
 
-constexpr EnumName<JobStatus> kJobStatusNames[] = {
-    {JobStatus::kInProgress, "in_progress"},
-    {JobStatus::kCompleted, "completed"},
-};
-
 constexpr EnumName<JobConclusion::Kind> kJobConclusionNames[] = {
     {JobConclusion::kNone, ""},
     {JobConclusion::kSuccess, "success"},
@@ -40,14 +35,6 @@ JobConclusion JobConclusion::parse(std::string text) {
   c.kind_ = enum_parse(kJobConclusionNames, text).value_or(kOther);
   c.text_ = std::move(text);
   return c;
-}
-
-const char* to_string(JobStatus s) {
-  return enum_text(kJobStatusNames, s).data();  // the table's literals end in NUL
-}
-
-std::optional<JobStatus> parse_job_status(std::string_view text) {
-  return enum_parse(kJobStatusNames, text);
 }
 
 JobStatus parse_stored_job_status(std::string_view text) {

@@ -6,6 +6,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/job_status.h"
+
 namespace ootci {
 
 // One accepted upstream webhook. `body` is the raw request body, kept verbatim because it is
@@ -60,10 +62,6 @@ struct OutboxCounts {
   int64_t failed = 0;
 };
 
-// A downstream job's state, as CRCR's callback says it: in_progress, then completed.
-enum class JobStatus { kInProgress, kCompleted };
-const char* to_string(JobStatus s);
-std::optional<JobStatus> parse_job_status(std::string_view text);
 // A stored job's status: text this relay does not know reads as in_progress, so the sweeper
 // times the job out rather than the HUD failing on it.
 JobStatus parse_stored_job_status(std::string_view text);
